@@ -1,0 +1,52 @@
+"""patchbay's vocabulary: node specs, pins, the Patch document, the file format, the node library.
+
+Never imports Qt, NodeGraphQt or moderngl.
+"""
+
+from nodes import library as _library  # noqa: F401  (registers the built-in node types)
+from nodes._errors import (
+    CycleError,
+    Deferred,
+    DuplicateNodeError,
+    InputOccupiedError,
+    PatchError,
+    PatchFileError,
+    PatchValueError,
+    PinTypeError,
+    UnknownNodeError,
+    UnknownNodeTypeError,
+    UnknownPinError,
+)
+from nodes._fileformat import load_patch, patch_from_dict, patch_to_dict, save_patch
+from nodes._patch import Link, NodeInstance, Patch, PatchEvent
+from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
+
+__all__ = [
+    "LIBRARY",
+    "CycleError",
+    "Deferred",
+    "Determinism",
+    "DuplicateNodeError",
+    "InputOccupiedError",
+    "Link",
+    "NodeInstance",
+    "NodeSpec",
+    "OutputSpec",
+    "Patch",
+    "PatchError",
+    "PatchEvent",
+    "PatchFileError",
+    "PatchValueError",
+    "PinSpec",
+    "PinTypeError",
+    "Pull",
+    "UnknownNodeError",
+    "UnknownNodeTypeError",
+    "UnknownPinError",
+    "get_spec",
+    "load_patch",
+    "node",
+    "patch_from_dict",
+    "patch_to_dict",
+    "save_patch",
+]

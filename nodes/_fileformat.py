@@ -1,0 +1,274 @@
+"""The `.patchbay` file format: versioned, diff-friendly JSON, validated on load.
+
+    {"format": "patchbay", "version": 1, "settings": {...}, "meta": {...},
+     "nodes": [{"id": "add1", "type": "math.add", "values": {"a": 1.0}, "pos": [0, 0]}, ...],
+     "links": [{"from": ["add1", "out"], "to": ["out1", "in"]}, ...]}
+
+Keys are sorted and nodes keep the patch's order, so saving an unchanged patch gives the same bytes.
+Arrays are stored as {"$array": {"dtype", "shape", "data"}} inline, or, above a size threshold,
+as {"$array": {"npz": "<sidecar file>", "key": "<name>"}} in a `.npz` next to the JSON
+(numpy loads it with allow_pickle=False). Loading never executes code.
+
+Loading checks the document's shape with a JSON schema, then rebuilds the patch through the
+Patch API, so every rule an edit obeys (pin types, single inputs, cycles) also holds for files.
+Every problem becomes a `PatchFileError` naming the file and the place: `nodes[3].type: ...`.
+Saving is atomic: a temporary file in the same folder, fsync, then rename over the old file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+
+from nodes._errors import PatchError, PatchFileError
+from nodes._patch import Patch
+
+FORMAT = "patchbay"
+VERSION = 1
+SIDECAR_THRESHOLD_BYTES = 64 * 1024
+
+_PIN_REF = {
+    "type": "array",
+    "prefixItems": [{"type": "string"}, {"type": "string"}],
+    "minItems": 2,
+    "maxItems": 2,
+}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["format", "version", "nodes", "links"],
+    "properties": {
+        "format": {"const": FORMAT},
+        "version": {"type": "integer"},
+        "settings": {"type": "object"},
+        "meta": {"type": "object"},
+        "nodes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "type"],
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
+                    "type": {"type": "string"},
+                    "values": {"type": "object"},
+                    "pos": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
+                },
+            },
+        },
+        "links": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["from", "to"],
+                "properties": {"from": _PIN_REF, "to": _PIN_REF},
+            },
+        },
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def _place(path: Any) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "document"
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def _encode_value(value: Any, sidecar: dict[str, np.ndarray], key: str) -> Any:
+    if isinstance(value, np.ndarray):
+        if value.nbytes > SIDECAR_THRESHOLD_BYTES:
+            sidecar[key] = value
+            return {"$array": {"npz": "", "key": key}}  # file name filled in by save_patch
+        return {
+            "$array": {"dtype": str(value.dtype), "shape": list(value.shape), "data": value.tolist()}
+        }
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _decode_value(value: Any, npz: Mapping[str, np.ndarray] | None) -> Any:
+    if not (isinstance(value, dict) and set(value) == {"$array"}):
+        return value
+    spec = value["$array"]
+    if not isinstance(spec, dict):
+        raise ValueError("$array must be an object")
+    if "npz" in spec:
+        if npz is None or spec.get("key") not in npz:
+            raise ValueError(f"array {spec.get('key')!r} is missing from the sidecar file")
+        return npz[spec["key"]]
+    try:
+        dtype = np.dtype(spec["dtype"])
+        if dtype.kind not in "biuf":
+            raise ValueError(f"arrays of {dtype} are not supported")
+        return np.asarray(spec["data"], dtype=dtype).reshape(spec["shape"])
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"bad $array ({error})") from None
+
+
+# ----------------------------------------------------------------------------- dict <-> patch
+
+
+def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """The JSON document of a patch. Large arrays go to `sidecar` when one is given."""
+    arrays: dict[str, np.ndarray] = {} if sidecar is None else sidecar
+    nodes = []
+    for instance in patch.nodes.values():
+        values = {
+            name: _encode_value(value, arrays, f"{instance.id}.{name}")
+            for name, value in instance.values.items()
+        }
+        entry = {"id": instance.id, "type": instance.type_id, "values": values}
+        entry["pos"] = [round(instance.pos[0], 2), round(instance.pos[1], 2)]
+        nodes.append(entry)
+    if sidecar is None and arrays:
+        raise ValueError("large arrays need a sidecar file; use save_patch")
+    links = [{"from": [l.src, l.src_pin], "to": [l.dst, l.dst_pin]} for l in patch.links]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "settings": patch.settings,
+        "meta": patch.meta,
+        "nodes": nodes,
+        "links": links,
+    }
+
+
+def patch_from_dict(
+    document: Any, source: str = "<patch>", npz: Mapping[str, np.ndarray] | None = None
+) -> Patch:
+    """Build a patch from a JSON document, or raise PatchFileError naming `source` and the place."""
+
+    def fail(place: str, message: str) -> PatchFileError:
+        return PatchFileError(f"{source}: {place}: {message}")
+
+    if isinstance(document, dict):
+        if document.get("format") != FORMAT:
+            raise fail("format", f"not a patchbay file (format is {document.get('format')!r})")
+        version = document.get("version")
+        if isinstance(version, int) and version > VERSION:
+            raise fail(
+                "version",
+                f"written by a newer patchbay (file version {version}, this one reads {VERSION})",
+            )
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(document))
+    if error is not None:
+        raise fail(_place(error.absolute_path), error.message)
+
+    patch = Patch()
+    patch.settings.update(document.get("settings", {}))
+    patch.meta.update(document.get("meta", {}))
+    for index, entry in enumerate(document["nodes"]):
+        place = f"nodes[{index}]"
+        try:
+            values = {
+                name: _decode_value(value, npz) for name, value in entry.get("values", {}).items()
+            }
+        except ValueError as problem:
+            raise fail(f"{place}.values", str(problem)) from None
+        pos = entry.get("pos")
+        try:
+            patch.add_node(entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"])
+        except PatchError as problem:
+            field = "type" if "unknown node type" in str(problem) else "values"
+            if "already used" in str(problem):
+                field = "id"
+            raise fail(f"{place}.{field}", str(problem)) from None
+    for index, entry in enumerate(document["links"]):
+        try:
+            patch.connect(*entry["from"], *entry["to"])
+        except PatchError as problem:
+            raise fail(f"links[{index}]", str(problem)) from None
+    patch.revision = 0
+    patch.value_revision = 0
+    return patch
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def _sidecar_path(path: Path) -> Path:
+    return path.with_suffix(path.suffix + ".npz")
+
+
+def load_patch(path: str | os.PathLike[str]) -> Patch:
+    """Read and validate a `.patchbay` file; raises PatchFileError with a one-line reason."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PatchFileError(f"{path}: cannot read: {error}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PatchFileError(
+            f"{path}: line {error.lineno} column {error.colno}: invalid JSON ({error.msg})"
+        ) from None
+    npz = None
+    sidecar = _sidecar_path(path)
+    if sidecar.exists():
+        try:
+            with np.load(sidecar, allow_pickle=False) as archive:
+                npz = {key: archive[key] for key in archive.files}
+        except (OSError, ValueError) as error:
+            raise PatchFileError(f"{sidecar}: cannot read arrays: {error}") from None
+    return patch_from_dict(document, str(path), npz)
+
+
+def save_patch(patch: Patch, path: str | os.PathLike[str]) -> None:
+    """Write a patch atomically: the old file stays whole until the new one is complete."""
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {}
+    document = patch_to_dict(patch, arrays)
+    sidecar = _sidecar_path(path)
+    for node in document["nodes"]:
+        for value in node["values"].values():
+            if isinstance(value, dict) and "$array" in value and "npz" in value["$array"]:
+                value["$array"]["npz"] = sidecar.name
+    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    if arrays:
+        _atomic_write(sidecar, lambda handle: np.savez(handle, **arrays))
+    elif sidecar.exists():
+        sidecar.unlink()
+    _atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+def _atomic_write(path: Path, write: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    try:
+        directory = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

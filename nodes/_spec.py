@@ -1,0 +1,250 @@
+"""Node specs: how a node type is declared, and the registry of all node types.
+
+A node type is a decorated function. Its signature gives the input pins (annotation = pin type,
+default = pin default); two leading parameters are special and never pins: `ctx` receives the
+execution context (clock, GPU service) and `state` receives the node instance's private state,
+created by the spec's `init_state(path)` and kept by the evaluator, never on the spec. Lazy inputs
+receive a `Pull` (call it to get the value, only if needed). Several outputs: return a tuple in the
+order of `outputs`.
+
+Specs are immutable and hold no per-instance data, so one spec serves every instance and every
+evaluator, on any thread.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from nodes._types import PIN_TYPES
+
+# Annotation names used by library modules (with postponed annotations they arrive as text).
+Num = float | np.ndarray
+Array = np.ndarray
+Color = tuple[float, float, float, float]
+Vec2 = tuple[float, float]
+Texture = Any
+
+
+class Pull(Protocol):
+    """A lazy input: calling it evaluates the upstream branch (once per frame) and returns it."""
+
+    connected: bool
+
+    def __call__(self) -> Any: ...
+
+
+_ANNOTATION_TYPES = {
+    "float": "float",
+    "int": "int",
+    "bool": "bool",
+    "str": "str",
+    "Num": "num",
+    "Array": "array",
+    "Color": "color",
+    "Vec2": "vec2",
+    "Texture": "texture",
+    "Any": "any",
+}
+
+
+class Determinism(enum.Enum):
+    """What a node's outputs depend on, besides its inputs."""
+
+    DETERMINISTIC = "deterministic"  # inputs only: cached as long as the inputs are unchanged
+    NONDETERMINISTIC = "nondeterministic"  # time, noise, external streams: runs every frame
+    USER_INPUT = "user_input"  # a value the person sets live: reruns when it changes
+
+
+@dataclass(frozen=True)
+class PinSpec:
+    """An input pin: its type, its default value and how the evaluator feeds it."""
+
+    name: str
+    type: str
+    default: Any = None
+    lazy: bool = False
+    feedback: bool = False
+    hint: str | None = None  # UI hint for the editor: "slider", "toggle", "color", "code", "file"
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """An output pin; `default` is what it reads before the node has ever run successfully."""
+
+    name: str
+    type: str
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """An immutable description of a node type."""
+
+    id: str
+    category: str
+    inputs: tuple[PinSpec, ...]
+    outputs: tuple[OutputSpec, ...]
+    determinism: Determinism
+    compute: Callable[..., Any]
+    sink: bool = False
+    uses_context: bool = False
+    init_state: Callable[[str], Any] | None = None
+    version: int = 1
+    doc: str = ""
+    legacy_ids: tuple[str, ...] = ()
+    examples: tuple[tuple[Mapping[str, Any], Any], ...] = ()
+    # Pins derived from the node's values (e.g. a shader's uniforms), re-derived when one of the
+    # `dynamic_from` values changes. Their values reach compute as one mapping after the others.
+    dynamic_inputs: Callable[[Mapping[str, Any]], tuple[PinSpec, ...]] | None = None
+    dynamic_from: tuple[str, ...] = ()
+    _input_index: Mapping[str, PinSpec] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_input_index", {pin.name: pin for pin in self.inputs})
+
+    @property
+    def stateful(self) -> bool:
+        return self.init_state is not None
+
+    def input(self, name: str) -> PinSpec | None:
+        return self._input_index.get(name)
+
+    def output_index(self, name: str) -> int | None:
+        for index, out in enumerate(self.outputs):
+            if out.name == name:
+                return index
+        return None
+
+    def inputs_for(self, values: Mapping[str, Any]) -> tuple[PinSpec, ...]:
+        """The input pins of an instance with these values: the static ones plus dynamic ones."""
+        if self.dynamic_inputs is None:
+            return self.inputs
+        return self.inputs + self.dynamic_inputs(values)
+
+
+LIBRARY: dict[str, NodeSpec] = {}
+_LEGACY: dict[str, str] = {}
+
+
+def register(spec: NodeSpec) -> NodeSpec:
+    """Add a spec to the library; ids are unique."""
+    if spec.id in LIBRARY:
+        raise ValueError(f"node type {spec.id!r} is registered twice")
+    LIBRARY[spec.id] = spec
+    for old in spec.legacy_ids:
+        _LEGACY[old] = spec.id
+    return spec
+
+
+def get_spec(type_id: str) -> NodeSpec | None:
+    """The spec for a type id (or one of its legacy ids), or None."""
+    spec = LIBRARY.get(type_id)
+    if spec is None and type_id in _LEGACY:
+        spec = LIBRARY[_LEGACY[type_id]]
+    return spec
+
+
+def node(
+    type_id: str,
+    *,
+    determinism: Determinism = Determinism.DETERMINISTIC,
+    outputs: Mapping[str, str] | None = None,
+    output_defaults: Mapping[str, Any] | None = None,
+    sink: bool = False,
+    lazy: tuple[str, ...] = (),
+    feedback: tuple[str, ...] = (),
+    hints: Mapping[str, str] | None = None,
+    ranges: Mapping[str, tuple[float | None, float | None]] | None = None,
+    init_state: Callable[[str], Any] | None = None,
+    examples: tuple[tuple[Mapping[str, Any], Any], ...] = (),
+    legacy_ids: tuple[str, ...] = (),
+    version: int = 1,
+    dynamic_inputs: Callable[[Mapping[str, Any]], tuple[PinSpec, ...]] | None = None,
+    dynamic_from: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare and register a node type from a function; see the module note for the rules."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        params = list(inspect.signature(fn).parameters.values())
+        uses_context = bool(params) and params[0].name == "ctx"
+        if uses_context:
+            params = params[1:]
+        if init_state is not None:
+            if not params or params[0].name != "state":
+                raise TypeError(f"{type_id}: a stateful node takes `state` after `ctx`")
+            params = params[1:]
+        pins = []
+        for param in params:
+            annotation = str(param.annotation)
+            is_lazy = param.name in lazy or annotation.startswith("Pull")
+            pin_type = _ANNOTATION_TYPES.get(annotation.removeprefix("Pull[").rstrip("]"), "")
+            if pin_type not in PIN_TYPES:
+                raise TypeError(f"{type_id}: pin {param.name!r} has no known type ({annotation})")
+            low, high = (ranges or {}).get(param.name, (None, None))
+            default = None if param.default is inspect.Parameter.empty else param.default
+            pins.append(
+                PinSpec(
+                    name=param.name.rstrip("_"),
+                    type=pin_type,
+                    default=default,
+                    lazy=is_lazy,
+                    feedback=param.name.rstrip("_") in feedback,
+                    hint=(hints or {}).get(param.name),
+                    minimum=low,
+                    maximum=high,
+                )
+            )
+        if outputs is None:
+            ret = str(inspect.signature(fn).return_annotation)
+            out_types = {"out": _ANNOTATION_TYPES.get(ret, "any")}
+        else:
+            out_types = dict(outputs)
+        defaults = output_defaults or {}
+        out_specs = tuple(
+            OutputSpec(name, kind, defaults.get(name, _zero_of(kind)))
+            for name, kind in out_types.items()
+        )
+        register(
+            NodeSpec(
+                id=type_id,
+                category=type_id.split(".", 1)[0],
+                inputs=tuple(pins),
+                outputs=out_specs,
+                determinism=determinism,
+                compute=fn,
+                sink=sink,
+                uses_context=uses_context,
+                init_state=init_state,
+                version=version,
+                doc=inspect.cleandoc(fn.__doc__ or ""),
+                legacy_ids=legacy_ids,
+                examples=examples,
+                dynamic_inputs=dynamic_inputs,
+                dynamic_from=dynamic_from,
+            )
+        )
+        return fn
+
+    return decorate
+
+
+def _zero_of(pin_type: str) -> Any:
+    """The value an output reads before its node ever ran."""
+    return {
+        "float": 0.0,
+        "num": 0.0,
+        "int": 0,
+        "bool": False,
+        "str": "",
+        "color": (0.0, 0.0, 0.0, 1.0),
+        "vec2": (0.0, 0.0),
+        "array": np.zeros(0),
+    }.get(pin_type)

@@ -1,0 +1,287 @@
+"""The core node types: values, user inputs, time, noise, math, logic, arrays, outputs.
+
+Compute functions are plain functions of their inputs; math works on floats and numpy arrays
+alike. Nodes that depend on the clock take `ctx` (with `t`, `frame`, `dt`); stateful nodes keep
+their state in the object returned by their `init_state`, owned by the evaluator's context.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import Any
+
+import numpy as np
+
+from nodes._spec import Array, Determinism, Num, Pull, node
+
+HOT = Determinism.NONDETERMINISTIC
+USER = Determinism.USER_INPUT
+
+# ----------------------------------------------------------------------------- values and inputs
+
+
+@node("value.float", examples=(({"value": 2.5}, 2.5),))
+def value_float(value: float = 0.0) -> float:
+    """A constant number."""
+    return value
+
+
+@node("value.array", examples=(({"value": [1.0, 2.0]}, np.array([1.0, 2.0])),))
+def value_array(value: Array = np.zeros(0)) -> Array:  # noqa: B008 - immutable by convention
+    """A constant array (frozen patches store baked arrays here)."""
+    return value
+
+
+@node("value.any")
+def value_any(value: Any = None) -> Any:
+    """A constant of any kind (frozen patches store baked results here)."""
+    return value
+
+
+def _clamp_to_range(value: float, low: float | None, high: float | None) -> float:
+    if low is not None and value < low:
+        return low
+    if high is not None and value > high:
+        return high
+    return value
+
+
+@node(
+    "input.float",
+    determinism=USER,
+    hints={"value": "slider"},
+    examples=(({"value": 0.5, "min": 0.0, "max": 1.0}, 0.5), ({"value": 3.0, "max": 1.0}, 1.0)),
+)
+def input_float(value: float = 0.0, min: float = 0.0, max: float = 1.0) -> float:  # noqa: A002
+    """A number the person sets live with a slider between min and max."""
+    return _clamp_to_range(value, min, max) if min <= max else value
+
+
+@node("input.toggle", determinism=USER, hints={"value": "toggle"})
+def input_toggle(value: bool = False) -> bool:
+    """An on/off switch the person sets live."""
+    return value
+
+
+# ----------------------------------------------------------------------------- time and noise
+
+
+@node("time.seconds", determinism=HOT)
+def time_seconds(ctx: Any) -> float:
+    """Seconds on the frame clock."""
+    return float(ctx.t)
+
+
+@node("time.frame", determinism=HOT)
+def time_frame(ctx: Any) -> float:
+    """The frame number on the frame clock."""
+    return float(ctx.frame)
+
+
+class LfoState:
+    """Phase of an LFO, advanced by the clock time elapsed since the node last ran."""
+
+    __slots__ = ("last_t", "phase")
+
+    def __init__(self, path: str) -> None:
+        self.phase = 0.0
+        self.last_t: float | None = None
+
+
+@node("time.lfo", determinism=HOT, init_state=LfoState)
+def time_lfo(ctx: Any, state: LfoState, hz: float = 1.0, shape: int = 0) -> float:
+    """A low-frequency oscillator: shape 0 sine, 1 triangle, 2 saw, 3 square; output in [0, 1].
+
+    The phase accumulates, so changing `hz` live bends the wave instead of jumping.
+    """
+    t = ctx.t
+    if state.last_t is not None:
+        state.phase = (state.phase + hz * (t - state.last_t)) % 1.0
+    state.last_t = t
+    phase = state.phase
+    if shape == 1:
+        return 1.0 - abs(2.0 * phase - 1.0)
+    if shape == 2:
+        return phase
+    if shape == 3:
+        return 1.0 if phase < 0.5 else 0.0
+    return 0.5 - 0.5 * math.cos(2.0 * math.pi * phase)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def _path_seed(path: str) -> int:
+    return zlib.crc32(path.encode("utf-8"))
+
+
+@node("noise.random", determinism=HOT, init_state=_path_seed)
+def noise_random(ctx: Any, state: int, seed: int = 0) -> float:
+    """A random number in [0, 1) per frame, seeded by the node's path and `seed`: reruns of the
+    same patch give the same sequence, whatever evaluator runs it."""
+    return _splitmix64((state << 32) ^ (seed << 20) ^ int(ctx.frame)) / 2.0**64
+
+
+# ----------------------------------------------------------------------------- math
+
+
+@node("math.add", examples=(({"a": 1.0, "b": 2.0}, 3.0),))
+def math_add(a: Num = 0.0, b: Num = 0.0) -> Num:
+    return a + b
+
+
+@node("math.sub", examples=(({"a": 1.0, "b": 2.0}, -1.0),))
+def math_sub(a: Num = 0.0, b: Num = 0.0) -> Num:
+    return a - b
+
+
+@node("math.mul", examples=(({"a": 3.0, "b": 2.0}, 6.0),))
+def math_mul(a: Num = 1.0, b: Num = 1.0) -> Num:
+    return a * b
+
+
+@node("math.div", examples=(({"a": 3.0, "b": 2.0}, 1.5),))
+def math_div(a: Num = 0.0, b: Num = 1.0) -> Num:
+    """a / b; dividing by zero fails the node (its output keeps the last good value)."""
+    if isinstance(b, np.ndarray):
+        if not np.all(b):
+            raise ZeroDivisionError("division by zero in b")
+        return a / b
+    return a / b
+
+
+@node("math.sin", examples=(({"x": 0.0}, 0.0),))
+def math_sin(x: Num = 0.0) -> Num:
+    return np.sin(x) if isinstance(x, np.ndarray) else math.sin(x)
+
+
+@node("math.cos", examples=(({"x": 0.0}, 1.0),))
+def math_cos(x: Num = 0.0) -> Num:
+    return np.cos(x) if isinstance(x, np.ndarray) else math.cos(x)
+
+
+@node("math.abs", examples=(({"x": -2.0}, 2.0),))
+def math_abs(x: Num = 0.0) -> Num:
+    return abs(x)
+
+
+@node("math.clamp", examples=(({"x": 2.0, "low": 0.0, "high": 1.0}, 1.0),))
+def math_clamp(x: Num = 0.0, low: Num = 0.0, high: Num = 1.0) -> Num:
+    if isinstance(x, np.ndarray) or isinstance(low, np.ndarray) or isinstance(high, np.ndarray):
+        return np.clip(x, low, high)
+    return min(max(x, low), high)
+
+
+@node("math.mix", examples=(({"a": 0.0, "b": 10.0, "t": 0.25}, 2.5),))
+def math_mix(a: Num = 0.0, b: Num = 1.0, t: Num = 0.5) -> Num:
+    """Linear interpolation from a (t = 0) to b (t = 1)."""
+    return a + (b - a) * t
+
+
+# ----------------------------------------------------------------------------- logic
+
+
+def _highest_connected(pulls: tuple[Pull, ...]) -> int:
+    connected = [index for index, pull in enumerate(pulls) if pull.connected]
+    return connected[-1] if connected else len(pulls) - 1
+
+
+@node("logic.switch", lazy=("in0", "in1", "in2", "in3"))
+def logic_switch(index: float = 0.0, in0: Any = 0.0, in1: Any = 0.0, in2: Any = 0.0,
+                 in3: Any = 0.0) -> Any:  # fmt: skip
+    """Passes on one input, chosen by `index` (floored, clamped to the connected inputs); only the
+    chosen branch is evaluated."""
+    pulls = (in0, in1, in2, in3)
+    highest = _highest_connected(pulls)
+    chosen = min(max(math.floor(index), 0), highest)
+    return pulls[chosen]()
+
+
+class GateState:
+    __slots__ = ("last",)
+
+    def __init__(self, path: str) -> None:
+        self.last: Any = 0.0
+
+
+@node("logic.gate", lazy=("in",), init_state=GateState)
+def logic_gate(state: GateState, open: bool = True, in_: Any = 0.0) -> Any:  # noqa: A002
+    """Passes `in` while open; while closed it keeps its last value and does not evaluate `in`."""
+    if open:
+        state.last = in_()
+    return state.last
+
+
+# ----------------------------------------------------------------------------- utilities
+
+
+class DelayState:
+    __slots__ = ("primed",)
+
+    def __init__(self, path: str) -> None:
+        self.primed = False
+
+
+@node("util.frame_delay", determinism=HOT, feedback=("in",), init_state=DelayState)
+def util_frame_delay(state: DelayState, init: Any = 0.0, in_: Any = 0.0) -> Any:
+    """The value `in` had on the previous frame (`init` on the first one). Its `in` may be fed
+    from downstream: this is how a patch closes a loop."""
+    if not state.primed:
+        state.primed = True
+        return init
+    return in_
+
+
+# ----------------------------------------------------------------------------- arrays
+
+
+@node("array.linspace", examples=(({"start": 0.0, "stop": 1.0, "count": 3}, np.array([0, 0.5, 1])),))
+def array_linspace(start: float = 0.0, stop: float = 1.0, count: int = 16) -> Array:
+    if count < 0:
+        raise ValueError("count must not be negative")
+    return np.linspace(start, stop, count)
+
+
+@node("array.map_sin")
+def array_map_sin(x: Num = 0.0, freq: float = 1.0, phase: float = 0.0) -> Num:
+    """sin(x * freq + phase), elementwise."""
+    return np.sin(np.asarray(x) * freq + phase)
+
+
+@node("array.sum", examples=(({"x": [1.0, 2.0, 3.0]}, 6.0),))
+def array_sum(x: Num = 0.0) -> float:
+    return float(np.sum(x))
+
+
+@node("array.range")
+def array_range(count: int = 16) -> Array:
+    """0, 1, ..., count - 1."""
+    return np.arange(count, dtype=np.float64)
+
+
+@node("array.mean", examples=(({"x": [1.0, 2.0, 3.0]}, 2.0),))
+def array_mean(x: Num = 0.0) -> float:
+    return float(np.mean(x))
+
+
+# ----------------------------------------------------------------------------- sinks and debug
+
+
+@node("output.value", sink=True, examples=(({"in": 4.0}, 4.0),))
+def output_value(in_: Any = 0.0) -> Any:
+    """A sink: what the patch is for. Its `out` passes on what it received, so it can be read."""
+    return in_
+
+
+@node("debug.fail")
+def debug_fail(x: Num = 0.0, message: str = "this node fails on purpose") -> Num:
+    """Always raises: for tests and demos of failure handling."""
+    raise RuntimeError(message)
