@@ -1,0 +1,785 @@
+"""GL service: the one place where patchbay talks to OpenGL (through moderngl).
+
+What it does:
+    * owns (or wraps) a moderngl context and makes it current only around its own work;
+    * pools render targets (texture + framebuffer) keyed by (size, components, dtype);
+    * compiles fullscreen-quad fragment shaders once per source text and caches the result,
+      including failures, which are raised as `ShaderError` with the driver's line and column;
+    * renders a fragment shader into a target, uploads numpy arrays and reads targets back;
+    * writes PNG frames, encoding them on a worker thread (`GLFrameWriter`).
+
+What it assumes:
+    * OpenGL 3.3 core. Fragment shaders are `#version 330` and read `in vec2 uv` (0..1, origin
+      bottom-left, as in GL) and write `out vec4 fragColor`.
+    * Every call comes from the thread that owns the context (the GL thread).
+    * A standalone EGL context must never stay current between calls: glcontext leaves it current
+      when it is created, and a current EGL context breaks Qt's own GLX contexts in the same thread
+      and defers its destruction. So it is un-current right after creation and every piece of work
+      runs inside a (re-entrant) `with ctx:`.
+    * Python references dropped on GL objects do not free them (moderngl's default). The context
+      runs with `gc_mode="context_gc"` and `end_frame()` calls `ctx.gc()` at a safe point.
+    * Numpy arrays are images with rows top-to-bottom; GL textures have row 0 at the bottom.
+      `upload()` and `readback()` flip, so an upload/readback round trip is exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import queue
+import re
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import moderngl
+import numpy as np
+
+__all__ = [
+    "FRAGMENT_UNIFORM_TYPES",
+    "VERTEX_SHADER",
+    "GLFrameWriter",
+    "GLService",
+    "GLTarget",
+    "ShaderError",
+    "builtin_shader",
+    "builtin_shader_names",
+    "parse_uniforms",
+]
+
+Size = tuple[int, int]
+
+#: Shared vertex shader: a fullscreen triangle strip that hands `uv` to the fragment shader.
+VERTEX_SHADER = """#version 330
+in vec2 in_pos;
+out vec2 uv;
+void main() {
+    uv = in_pos * 0.5 + 0.5;
+    gl_Position = vec4(in_pos, 0.0, 1.0);
+}
+"""
+
+_QUAD = np.array([-1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0], dtype="f4")
+
+_DTYPES: dict[str, np.dtype[Any]] = {
+    "f1": np.dtype(np.uint8),
+    "f2": np.dtype(np.float16),
+    "f4": np.dtype(np.float32),
+}
+
+_GL_SAMPLER_2D = 0x8B5E
+
+#: Uniform types that `parse_uniforms` reports (the ones a node can expose as input pins).
+FRAGMENT_UNIFORM_TYPES = ("float", "vec2", "vec3", "vec4", "int", "bool", "sampler2D")
+
+
+# --------------------------------------------------------------------------------------------
+# Shader sources
+# --------------------------------------------------------------------------------------------
+
+
+def builtin_shader(name: str) -> str:
+    """Return the text of a bundled fragment shader, e.g. `builtin_shader("solid")`."""
+    resource = importlib.resources.files("resources").joinpath("shaders", f"{name}.glsl")
+    if not resource.is_file():
+        raise KeyError(f"no built-in shader named {name!r}")
+    return resource.read_text(encoding="utf-8")
+
+
+def builtin_shader_names() -> list[str]:
+    """Names of the bundled fragment shaders (file names without `.glsl`), sorted."""
+    folder = importlib.resources.files("resources").joinpath("shaders")
+    return sorted(
+        entry.name[: -len(".glsl")] for entry in folder.iterdir() if entry.name.endswith(".glsl")
+    )
+
+
+_COMMENTS_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_UNIFORM_RE = re.compile(
+    r"\buniform\s+(?:(?:lowp|mediump|highp)\s+)?"
+    r"(float|vec2|vec3|vec4|int|bool|sampler2D)\s+"
+    r"([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*;"
+)
+
+
+def parse_uniforms(source: str) -> list[tuple[str, str]]:
+    """Return `(name, glsl_type)` for each supported uniform declared in GLSL `source`.
+
+    Only plain declarations such as `uniform vec4 color;` (or `uniform float a, b;`) of the types
+    in `FRAGMENT_UNIFORM_TYPES` are reported, in source order, each name once. Comments are
+    ignored. Arrays, structs and other types are skipped. No GL context is needed.
+    """
+    text = _COMMENTS_RE.sub(" ", source)
+    found: dict[str, str] = {}
+    for match in _UNIFORM_RE.finditer(text):
+        glsl_type = match.group(1)
+        for name in match.group(2).split(","):
+            found.setdefault(name.strip(), glsl_type)
+    return list(found.items())
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+# Mesa "0:3(39): error: msg", NVIDIA "0(3) : error C0000: msg", others "ERROR: 0:3: msg".
+_ERROR_LINE_RES = (
+    re.compile(r"^\s*\d+:(?P<line>\d+)\((?P<col>\d+)\):\s*error:\s*(?P<msg>.*)$", re.M),
+    re.compile(r"^\s*\d+\((?P<line>\d+)\)\s*:\s*error\s*\w*:\s*(?P<msg>.*)$", re.M),
+    re.compile(r"^\s*ERROR:\s*\d+:(?P<line>\d+):\s*(?P<msg>.*)$", re.M),
+)
+
+# moderngl's own log framing: "GLSL Compiler failed", "fragment_shader", "Program", "=====".
+_LOG_HEADER_RE = re.compile(r"^(GLSL .* failed|\w+_shader|Program|=+)$")
+
+
+class ShaderError(Exception):
+    """A fragment shader failed to compile or link.
+
+    Attributes:
+        message: the first error's text without its location, e.g. "syntax error, unexpected '}'".
+        line: 1-based source line of the first error, as the driver reports it; None for link
+            errors.
+        column: column of the first error when the driver reports one (Mesa does), else None.
+        log: the driver's full log.
+        error_count: number of errors found in the log (at least 1).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        log: str = "",
+        error_count: int = 1,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.log = log or message
+        self.error_count = max(1, error_count)
+
+    @classmethod
+    def from_log(cls, log: str) -> ShaderError:
+        """Build a ShaderError from a driver log (as found in moderngl's exception text)."""
+        for pattern in _ERROR_LINE_RES:
+            matches = list(pattern.finditer(log))
+            if matches:
+                first = matches[0]
+                col = first.groupdict().get("col")
+                return cls(
+                    first.group("msg").strip(),
+                    line=int(first.group("line")),
+                    column=int(col) if col is not None else None,
+                    log=log,
+                    error_count=len(matches),
+                )
+        # No located error (e.g. a link failure): use the first meaningful log line.
+        lines = [s.strip() for s in log.splitlines() if s.strip()]
+        detail = [s for s in lines if not _LOG_HEADER_RE.match(s)]
+        text = detail[0] if detail else (lines[0] if lines else "shader failed")
+        text = re.sub(r"^error:\s*", "", text)
+        return cls(text, log=log)
+
+    def __str__(self) -> str:
+        where = ""
+        if self.line is not None:
+            where = f"line {self.line}"
+            if self.column is not None:
+                where += f", column {self.column}"
+            where += ": "
+        more = ""
+        if self.error_count > 1:
+            others = self.error_count - 1
+            more = f" (+{others} more error{'s' if others > 1 else ''})"
+        return f"{where}{self.message}{more}"
+
+
+# --------------------------------------------------------------------------------------------
+# Targets
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class GLTarget:
+    """A texture plus the framebuffer that renders into it, owned by a `GLService` pool."""
+
+    texture: moderngl.Texture
+    framebuffer: moderngl.Framebuffer
+    in_use: bool = field(default=True, repr=False)
+
+    @property
+    def size(self) -> Size:
+        """(width, height) in pixels."""
+        w, h = self.texture.size
+        return (w, h)
+
+    @property
+    def components(self) -> int:
+        """Channels per pixel, 1..4."""
+        return int(self.texture.components)
+
+    @property
+    def dtype(self) -> str:
+        """moderngl dtype: "f1" (uint8, normalized), "f2" or "f4" (float)."""
+        return str(self.texture.dtype)
+
+    @property
+    def key(self) -> tuple[Size, int, str]:
+        """Pool key: (size, components, dtype)."""
+        return (self.size, self.components, self.dtype)
+
+
+TextureLike = GLTarget | moderngl.Texture
+
+
+@dataclass
+class _Compiled:
+    program: moderngl.Program
+    vao: moderngl.VertexArray
+    #: sampler2D uniforms in texture-unit order (sampler i reads unit i).
+    samplers: list[str]
+    #: other active uniforms with their value right after linking (0, or the GLSL initializer).
+    defaults: dict[str, tuple[moderngl.Uniform, bytes]]
+
+
+# --------------------------------------------------------------------------------------------
+# The service
+# --------------------------------------------------------------------------------------------
+
+
+class GLService:
+    """Render targets, shader programs, fullscreen passes, upload and readback on one GL context.
+
+    Create it with `GLService.standalone()` (headless EGL) or `GLService.from_context(ctx)`.
+    All methods must be called from the thread that owns the context.
+    """
+
+    #: Free targets kept per pool key; more are queued and freed at `end_frame()`.
+    max_free_per_key = 8
+    #: Free targets whose key was not acquired for this many frames are freed at `end_frame()`.
+    max_idle_frames = 120
+    #: Compiled (or failed) fragment sources kept; the least recently used are released.
+    max_programs = 256
+
+    def __init__(
+        self, ctx: moderngl.Context, *, owns_context: bool, size: Size = (1280, 720)
+    ) -> None:
+        """Prefer `standalone()` or `from_context()`."""
+        self.ctx = ctx
+        self._owns_context = owns_context
+        self._depth = 0
+        self._released = False
+        self._default_size: Size = _check_size(size)
+        self._free: dict[tuple[Size, int, str], list[GLTarget]] = {}
+        self._last_used: dict[tuple[Size, int, str], int] = {}
+        self._doomed: list[GLTarget] = []
+        self._allocated = 0
+        self._in_use = 0
+        self._programs: OrderedDict[str, _Compiled | ShaderError] = OrderedDict()
+        self._readback_buffers: dict[Size, np.ndarray] = {}
+        self.frame_index = 0
+        self.readback_count = 0
+        self.readback_total = 0
+        self.last_frame_readbacks = 0
+        if ctx.gc_mode is None:
+            ctx.gc_mode = "context_gc"
+        with self.current():
+            self._quad = ctx.buffer(_QUAD.tobytes())
+            self._blank = ctx.texture((1, 1), 4, bytes(4))
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def standalone(cls, size: Size = (1280, 720), *, device_index: int | None = None) -> GLService:
+        """Create a headless service on a new standalone EGL context (needs no display).
+
+        `size` is the default patch resolution. The context is released by `release()`.
+        """
+        kwargs: dict[str, Any] = {"backend": "egl", "require": 330}
+        if device_index is not None:
+            kwargs["device_index"] = device_index
+        ctx = moderngl.create_standalone_context(**kwargs)
+        ctx.__exit__(None, None, None)  # glcontext leaves it current; never keep it current.
+        ctx.gc_mode = "context_gc"
+        return cls(ctx, owns_context=True, size=size)
+
+    @classmethod
+    def from_context(cls, ctx: moderngl.Context, size: Size = (1280, 720)) -> GLService:
+        """Wrap an existing moderngl context (e.g. one made with a Qt loader).
+
+        The service makes it current with `with ctx:` around its work; the caller keeps
+        ownership, and `release()` frees only what the service created. If the context's
+        `gc_mode` is None it is switched to "context_gc".
+        """
+        return cls(ctx, owns_context=False, size=size)
+
+    @contextlib.contextmanager
+    def current(self) -> Iterator[moderngl.Context]:
+        """Make the context current for the duration of the block (re-entrant)."""
+        if self._released:
+            raise RuntimeError("GLService has been released")
+        if self._depth == 0:
+            self.ctx.__enter__()
+        self._depth += 1
+        try:
+            yield self.ctx
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.ctx.__exit__(None, None, None)
+
+    @property
+    def default_size(self) -> Size:
+        """The patch resolution (width, height) used when a size is not given."""
+        return self._default_size
+
+    @default_size.setter
+    def default_size(self, size: Size) -> None:
+        self._default_size = _check_size(size)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Driver strings (GL_VENDOR, GL_RENDERER, GL_VERSION, ...)."""
+        with self.current():
+            return dict(self.ctx.info)
+
+    # -- frames ----------------------------------------------------------------------------
+
+    def begin_frame(self) -> None:
+        """Start a frame: resets the per-frame readback counter."""
+        self.readback_count = 0
+
+    def end_frame(self, *, finish: bool = True) -> None:
+        """Finish a frame: wait for the GPU (`finish=True`), free queued and idle targets and
+        collect GL objects whose Python references were dropped (`ctx.gc()`)."""
+        with self.current():
+            if finish:
+                self.ctx.finish()
+            self._drop_idle()
+            for target in self._doomed:
+                self._destroy(target)
+            self._doomed.clear()
+            self._collect_garbage()
+        self.last_frame_readbacks = self.readback_count
+        self.frame_index += 1
+
+    # -- pool ------------------------------------------------------------------------------
+
+    def acquire(self, size: Size | None = None, components: int = 4, dtype: str = "f1") -> GLTarget:
+        """Take a render target from the pool (or allocate one). Give it back with `release()`.
+
+        `size` defaults to `default_size`. Contents are undefined (whatever was rendered last).
+        Textures sample with linear filtering and clamp to edge.
+        """
+        size = _check_size(size if size is not None else self._default_size)
+        if components not in (1, 2, 3, 4):
+            raise ValueError(f"components must be 1..4, got {components}")
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        key = (size, components, dtype)
+        self._last_used[key] = self.frame_index
+        free = self._free.get(key)
+        if free:
+            target = free.pop()
+        else:
+            with self.current():
+                texture = self.ctx.texture(size, components, dtype=dtype)
+                texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
+                texture.repeat_x = False
+                texture.repeat_y = False
+                target = GLTarget(texture, self.ctx.framebuffer(color_attachments=[texture]))
+            self._allocated += 1
+        target.in_use = True
+        self._in_use += 1
+        return target
+
+    def release(self, target: GLTarget | None = None) -> None:
+        """Give `target` back to the pool, or with no argument free everything the service owns.
+
+        Releasing a target twice raises ValueError. With no argument the service becomes
+        unusable; a standalone context is un-current and released too.
+        """
+        if target is None:
+            self._release_all()
+            return
+        if not target.in_use:
+            raise ValueError("target was already released")
+        target.in_use = False
+        self._in_use -= 1
+        free = self._free.setdefault(target.key, [])
+        if len(free) < self.max_free_per_key:
+            free.append(target)
+        else:
+            self._doomed.append(target)
+
+    def trim(self) -> None:
+        """Free every pooled target that is not in use."""
+        with self.current():
+            for free in self._free.values():
+                for target in free:
+                    self._destroy(target)
+            self._free.clear()
+            for target in self._doomed:
+                self._destroy(target)
+            self._doomed.clear()
+
+    def pool_stats(self) -> dict[str, int]:
+        """Counts of pooled targets: allocated (alive), free (in the pool), in_use (handed out),
+        pending (queued to be freed at end_frame), keys (distinct size/format keys with free
+        targets)."""
+        free = sum(len(v) for v in self._free.values())
+        return {
+            "allocated": self._allocated,
+            "free": free,
+            "in_use": self._in_use,
+            "pending": len(self._doomed),
+            "keys": sum(1 for v in self._free.values() if v),
+        }
+
+    # -- programs --------------------------------------------------------------------------
+
+    def program(self, fragment_src: str) -> moderngl.Program:
+        """The compiled program for `fragment_src` (cached by source text).
+
+        Raises ShaderError if it does not compile or link; the failure is cached too, so a
+        broken source is compiled once, not every frame.
+        """
+        return self._compiled(fragment_src).program
+
+    def shader_error(self, fragment_src: str) -> ShaderError | None:
+        """The ShaderError for `fragment_src`, or None if it compiles."""
+        try:
+            self._compiled(fragment_src)
+        except ShaderError as exc:
+            return exc
+        return None
+
+    @staticmethod
+    def uniforms_of(fragment_src: str) -> list[tuple[str, str]]:
+        """`(name, glsl_type)` of the uniforms declared in `fragment_src` (see `parse_uniforms`)."""
+        return parse_uniforms(fragment_src)
+
+    def _compiled(self, fragment_src: str) -> _Compiled:
+        entry = self._programs.get(fragment_src)
+        if entry is None:
+            entry = self._compile(fragment_src)
+            self._programs[fragment_src] = entry
+            self._evict_programs()
+        else:
+            self._programs.move_to_end(fragment_src)
+        if isinstance(entry, ShaderError):
+            raise entry
+        return entry
+
+    def _compile(self, fragment_src: str) -> _Compiled | ShaderError:
+        with self.current():
+            try:
+                program = self.ctx.program(
+                    vertex_shader=VERTEX_SHADER, fragment_shader=fragment_src
+                )
+            except moderngl.Error as exc:
+                return ShaderError.from_log(str(exc))
+            vao = self.ctx.vertex_array(program, [(self._quad, "2f", "in_pos")])
+            samplers: list[str] = []
+            defaults: dict[str, tuple[moderngl.Uniform, bytes]] = {}
+            for name in program:
+                member = program[name]
+                if not isinstance(member, moderngl.Uniform):
+                    continue
+                if getattr(member, "gl_type", None) == _GL_SAMPLER_2D:
+                    member.value = len(samplers)
+                    samplers.append(name)
+                else:
+                    defaults[name] = (member, member.read())
+        return _Compiled(program, vao, samplers, defaults)
+
+    def _evict_programs(self) -> None:
+        while len(self._programs) > self.max_programs:
+            _, entry = self._programs.popitem(last=False)
+            if isinstance(entry, _Compiled):
+                with self.current():
+                    entry.vao.release()
+                    entry.program.release()
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def render(
+        self,
+        target: GLTarget,
+        fragment_src: str,
+        uniforms: Mapping[str, Any] | None = None,
+        textures: Mapping[str, TextureLike | None] | None = None,
+    ) -> None:
+        """Draw a fullscreen quad with `fragment_src` into `target`.
+
+        `uniforms` maps names to values (numbers, or sequences for vectors); names the program
+        does not have (unknown, or optimized away by the compiler) are ignored, and uniforms not
+        given get their initial value (0, or the GLSL initializer), so nothing carries over from
+        an earlier render. `textures` maps sampler2D names to targets or moderngl textures;
+        samplers left unbound read transparent black. A `resolution` uniform, if present and
+        not given, is set to the target size in pixels.
+
+        Raises ShaderError if the source does not compile, ValueError for a badly shaped value.
+        """
+        compiled = self._compiled(fragment_src)
+        textures = textures or {}
+        values = uniforms or {}
+        with self.current():
+            for unit, name in enumerate(compiled.samplers):
+                source = textures.get(name)
+                texture = source.texture if isinstance(source, GLTarget) else source
+                (texture or self._blank).use(unit)
+            # Programs are shared by every node using the same source, so each uniform is
+            # written on every render: the given value, or the one it had after linking.
+            for name, (member, default) in compiled.defaults.items():
+                if name in values:
+                    _set_uniform(member, name, values[name])
+                elif name == "resolution":
+                    _set_uniform(member, name, target.size)
+                else:
+                    member.write(default)
+            target.framebuffer.use()
+            self.ctx.viewport = (0, 0, *target.size)
+            compiled.vao.render(moderngl.TRIANGLE_STRIP)
+
+    def clear(self, target: GLTarget, color: Sequence[float] = (0.0, 0.0, 0.0, 0.0)) -> None:
+        """Fill `target` with `color` (RGBA, 0..1)."""
+        r, g, b, a = (float(c) for c in color)
+        with self.current():
+            target.framebuffer.clear(r, g, b, a)
+
+    # -- upload / readback -----------------------------------------------------------------
+
+    def upload(self, array: np.ndarray) -> GLTarget:
+        """Upload an image array (rows top-to-bottom) into a pooled target and return it.
+
+        Accepts HxW or HxWxC (C = 1..4), dtype uint8 (-> "f1") or float32 (-> "f4").
+        """
+        image = np.asarray(array)
+        if image.ndim == 2:
+            image = image[:, :, np.newaxis]
+        if image.ndim != 3 or not 1 <= image.shape[2] <= 4:
+            raise ValueError(f"expected an HxW or HxWxC (C=1..4) array, got shape {image.shape}")
+        if image.dtype == np.uint8:
+            dtype = "f1"
+        elif image.dtype == np.float32:
+            dtype = "f4"
+        else:
+            raise ValueError(f"expected uint8 or float32 pixels, got {image.dtype}")
+        height, width, components = image.shape
+        target = self.acquire((width, height), components, dtype)
+        with self.current():
+            target.texture.write(np.ascontiguousarray(image[::-1]), alignment=1)
+        return target
+
+    def readback(self, target: GLTarget) -> np.ndarray:
+        """Read `target` as an HxWx4 uint8 array, rows top-to-bottom (a new array).
+
+        Targets that are not RGBA8 are first converted by a GPU pass (GL rules: missing
+        channels read as 0, alpha as 1; floats are clamped). Counts in `readback_count`.
+        """
+        with self.current():
+            source = target
+            converted = None
+            if target.components != 4 or target.dtype != "f1":
+                converted = self.acquire(target.size, 4, "f1")
+                self.render(converted, builtin_shader("passthrough"), textures={"src": target})
+                source = converted
+            width, height = source.size
+            buffer = self._readback_buffers.get((width, height))
+            if buffer is None:
+                buffer = np.empty((height, width, 4), np.uint8)
+                self._readback_buffers[(width, height)] = buffer
+            source.texture.read_into(buffer, alignment=1)
+            if converted is not None:
+                self.release(converted)
+        self.readback_count += 1
+        self.readback_total += 1
+        return buffer[::-1].copy()
+
+    def to_png(self, target: GLTarget, path: str | Path, compress_level: int = 1) -> Path:
+        """Read `target` back and save it as an RGBA PNG at `path` (Pillow). Returns the path."""
+        path = Path(path)
+        _save_png(self.readback(target), path, compress_level)
+        return path
+
+    # -- teardown --------------------------------------------------------------------------
+
+    def _destroy(self, target: GLTarget) -> None:
+        target.framebuffer.release()
+        target.texture.release()
+        self._allocated -= 1
+
+    def _drop_idle(self) -> None:
+        for key, free in self._free.items():
+            if free and self.frame_index - self._last_used.get(key, 0) > self.max_idle_frames:
+                self._doomed.extend(free)
+                free.clear()
+
+    def _collect_garbage(self) -> int:
+        """`ctx.gc()`, tolerating already released objects.
+
+        moderngl 5.13 queues an object for `ctx.gc()` when its Python wrapper is dropped even if
+        it was released explicitly before; `ctx.gc()` then fails on the invalid leftover.
+        """
+        objects = self.ctx.objects
+        count = 0
+        while objects:
+            release = getattr(objects.popleft(), "release", None)
+            if release is not None:
+                release()
+                count += 1
+        return count
+
+    def _release_all(self) -> None:
+        if self._released:
+            return
+        with self.current():
+            self.trim()
+            for entry in self._programs.values():
+                if isinstance(entry, _Compiled):
+                    entry.vao.release()
+                    entry.program.release()
+            self._programs.clear()
+            self._quad.release()
+            self._blank.release()
+            self._collect_garbage()
+        # Targets still handed out are freed with the context (standalone) or left to the
+        # context's owner; either way they must not be used any more.
+        self._readback_buffers.clear()
+        self._released = True
+        if self._owns_context:
+            # Already un-current (the `with` above exited): EGL really destroys it now.
+            self.ctx.release()
+
+    @property
+    def released(self) -> bool:
+        """True after `release()` was called with no argument."""
+        return self._released
+
+
+def _check_size(size: Sequence[int]) -> Size:
+    width, height = (int(v) for v in size)
+    if width <= 0 or height <= 0:
+        raise ValueError(f"size must be positive, got {tuple(size)}")
+    return (width, height)
+
+
+def _set_uniform(member: moderngl.Uniform, name: str, value: Any) -> None:
+    """Write `value` to a uniform, converting numbers to the uniform's base type."""
+    fmt = str(getattr(member, "fmt", "") or "")
+    convert: type = int if fmt.endswith(("i", "I")) else float
+    dimension = int(member.dimension or 1)
+    length = int(member.array_length or 1)
+    try:
+        flat = [convert(v) for v in np.asarray(value, dtype=np.float64).ravel()]
+        if len(flat) != dimension * length:
+            raise ValueError(f"expects {dimension * length} value(s), got {len(flat)}")
+        if length > 1:
+            rows = [flat[i * dimension : (i + 1) * dimension] for i in range(length)]
+            member.value = rows if dimension > 1 else [row[0] for row in rows]
+        elif dimension > 1:
+            member.value = tuple(flat)
+        else:
+            member.value = flat[0]
+    except (TypeError, ValueError, struct.error) as exc:
+        raise ValueError(f"uniform {name!r}: {exc}") from exc
+
+
+def _save_png(image: np.ndarray, path: Path, compress_level: int) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image, "RGBA").save(path, format="PNG", compress_level=compress_level)
+
+
+# --------------------------------------------------------------------------------------------
+# PNG frame writer
+# --------------------------------------------------------------------------------------------
+
+
+class GLFrameWriter:
+    """Writes numbered PNG frames; reads back on the GL thread, encodes on a worker thread.
+
+    Usage::
+
+        with GLFrameWriter(gl, "out/") as writer:
+            for ...:
+                writer.write(target)        # readback now, encoding happens in the background
+
+    At most `max_pending` frames wait for encoding; `write()` blocks beyond that. The first
+    encoding error is re-raised by the next `write()` or by `close()`.
+    """
+
+    def __init__(
+        self,
+        gl: GLService,
+        out_dir: str | Path,
+        pattern: str = "frame_{:05d}.png",
+        *,
+        max_pending: int = 8,
+        compress_level: int = 1,
+    ) -> None:
+        self.gl = gl
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.pattern = pattern
+        self.compress_level = compress_level
+        self.frames_written = 0
+        self._next_index = 0
+        self._error: BaseException | None = None
+        self._queue: queue.Queue[tuple[np.ndarray, Path] | None] = queue.Queue(max_pending)
+        self._thread = threading.Thread(target=self._run, name="png-writer", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    def write(self, target: GLTarget, index: int | None = None) -> Path:
+        """Read `target` back now and queue it for encoding; returns the file path."""
+        if self._closed:
+            raise RuntimeError("GLFrameWriter is closed")
+        self._raise_pending_error()
+        if index is None:
+            index = self._next_index
+        self._next_index = index + 1
+        path = self.out_dir / self.pattern.format(index)
+        self._queue.put((self.gl.readback(target), path))
+        return path
+
+    def close(self) -> None:
+        """Wait for queued frames to be written and stop the worker."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join()
+        self._raise_pending_error()
+
+    def __enter__(self) -> GLFrameWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _raise_pending_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise RuntimeError(f"writing a PNG frame failed: {error}") from error
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            image, path = item
+            if self._error is not None:
+                continue  # drain after a failure; the error is reported on the GL thread
+            try:
+                _save_png(image, path, self.compress_level)
+                self.frames_written += 1
+            except Exception as exc:  # reported to the caller, not lost in the thread
+                self._error = exc
