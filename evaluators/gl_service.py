@@ -25,6 +25,7 @@ What it assumes:
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.resources
 import queue
 import re
@@ -82,6 +83,7 @@ FRAGMENT_UNIFORM_TYPES = ("float", "vec2", "vec3", "vec4", "int", "bool", "sampl
 # --------------------------------------------------------------------------------------------
 
 
+@functools.cache
 def builtin_shader(name: str) -> str:
     """Return the text of a bundled fragment shader, e.g. `builtin_shader("solid")`."""
     resource = importlib.resources.files("resources").joinpath("shaders", f"{name}.glsl")
@@ -525,7 +527,8 @@ class GLService:
         samplers left unbound read transparent black. A `resolution` uniform, if present and
         not given, is set to the target size in pixels.
 
-        Raises ShaderError if the source does not compile, ValueError for a badly shaped value.
+        Raises ShaderError if the source does not compile, ValueError for a badly shaped value
+        or for a sampler bound to `target` itself (use two targets and swap them for feedback).
         """
         compiled = self._compiled(fragment_src)
         textures = textures or {}
@@ -534,6 +537,8 @@ class GLService:
             for unit, name in enumerate(compiled.samplers):
                 source = textures.get(name)
                 texture = source.texture if isinstance(source, GLTarget) else source
+                if texture is not None and texture is target.texture:
+                    raise ValueError(f"sampler {name!r} reads the target being rendered")
                 (texture or self._blank).use(unit)
             # Programs are shared by every node using the same source, so each uniform is
             # written on every render: the given value, or the one it had after linking.

@@ -325,6 +325,15 @@ def test_bad_uniform_shape_raises_value_error(gl: GLService) -> None:
         render_source(gl, builtin_shader("solid"), {"color": (1, 0, 0)})
 
 
+def test_reading_the_target_being_rendered_is_refused(gl: GLService) -> None:
+    target = gl.acquire()
+    try:
+        with pytest.raises(ValueError, match="sampler 'src'"):
+            gl.render(target, builtin_shader("passthrough"), textures={"src": target})
+    finally:
+        gl.release(target)
+
+
 def test_unbound_sampler_reads_transparent_black(gl: GLService) -> None:
     img = render(gl, "passthrough")
     assert (img == 0).all()
