@@ -1,0 +1,23 @@
+"""How a patch runs: graph IR, analysis, the lazy / flat / dual evaluators.
+
+Never imports Qt or NodeGraphQt.
+"""
+
+from evaluators._context import CONST, HOT, USER, ExecutionContext
+from evaluators._dual import DualEvaluator
+from evaluators._flat import FlatEvaluator, FlatProgram
+from evaluators._graph import GraphIR, PatchSnapshot
+from evaluators._lazy import LazyEvaluator
+
+__all__ = [
+    "CONST",
+    "HOT",
+    "USER",
+    "DualEvaluator",
+    "ExecutionContext",
+    "FlatEvaluator",
+    "FlatProgram",
+    "GraphIR",
+    "LazyEvaluator",
+    "PatchSnapshot",
+]

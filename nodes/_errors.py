@@ -51,7 +51,7 @@ class PatchFileError(PatchError):
     """A patch file that cannot be read; the message names the file and the bad place."""
 
 
-class Deferred(Exception):  # noqa: N818 - a signal, not an error
+class Deferred(Exception):
     """Raised by a compute function whose result is not ready yet (e.g. a file still loading).
 
     The evaluator keeps the node's previous outputs, reports the node as `deferred` and asks again

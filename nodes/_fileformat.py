@@ -95,7 +95,11 @@ def _encode_value(value: Any, sidecar: dict[str, np.ndarray], key: str) -> Any:
             sidecar[key] = value
             return {"$array": {"npz": "", "key": key}}  # file name filled in by save_patch
         return {
-            "$array": {"dtype": str(value.dtype), "shape": list(value.shape), "data": value.tolist()}
+            "$array": {
+                "dtype": str(value.dtype),
+                "shape": list(value.shape),
+                "data": value.tolist(),
+            }
         }
     if isinstance(value, tuple):
         return list(value)
@@ -135,12 +139,13 @@ def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) ->
             name: _encode_value(value, arrays, f"{instance.id}.{name}")
             for name, value in instance.values.items()
         }
-        entry = {"id": instance.id, "type": instance.type_id, "values": values}
-        entry["pos"] = [round(instance.pos[0], 2), round(instance.pos[1], 2)]
-        nodes.append(entry)
+        position = [round(instance.pos[0], 2), round(instance.pos[1], 2)]
+        nodes.append(
+            {"id": instance.id, "type": instance.type_id, "values": values, "pos": position}
+        )
     if sidecar is None and arrays:
         raise ValueError("large arrays need a sidecar file; use save_patch")
-    links = [{"from": [l.src, l.src_pin], "to": [l.dst, l.dst_pin]} for l in patch.links]
+    links = [{"from": [ln.src, ln.src_pin], "to": [ln.dst, ln.dst_pin]} for ln in patch.links]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -244,7 +249,7 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> None:
                 value["$array"]["npz"] = sidecar.name
     text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     if arrays:
-        _atomic_write(sidecar, lambda handle: np.savez(handle, **arrays))
+        _atomic_write(sidecar, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
     elif sidecar.exists():
         sidecar.unlink()
     _atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
@@ -252,7 +257,7 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> None:
 
 def _atomic_write(path: Path, write: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed over `path` once complete
         "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
     )
     try:

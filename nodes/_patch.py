@@ -172,9 +172,8 @@ class Patch:
         inputs = spec.inputs_for(node_values)
         for pin in inputs[len(spec.inputs) :]:
             node_values.setdefault(pin.name, pin.default)
-        instance = NodeInstance(
-            node_id, spec, node_values, tuple(pos) if pos else (0.0, 0.0), inputs
-        )
+        where = (float(pos[0]), float(pos[1])) if pos else (0.0, 0.0)
+        instance = NodeInstance(node_id, spec, node_values, where, inputs)
         self.nodes[node_id] = instance
         self._emit(PatchEvent("structural", "add_node", node_id))
         return node_id

@@ -33,7 +33,7 @@ def _is_number(value: Any) -> bool:
 def coerce_value(pin_type: str, value: Any) -> Any:
     """Return `value` converted for a pin of `pin_type`, or raise ValueError naming what was wrong.
 
-    Values stored on pins are plain Python (float, int, bool, str, tuples of floats) or numpy arrays.
+    Stored values are plain Python (float, int, bool, str, tuples of floats) or numpy arrays.
     """
     if pin_type == "any":
         return value

@@ -53,7 +53,7 @@ def _clamp_to_range(value: float, low: float | None, high: float | None) -> floa
     hints={"value": "slider"},
     examples=(({"value": 0.5, "min": 0.0, "max": 1.0}, 0.5), ({"value": 3.0, "max": 1.0}, 1.0)),
 )
-def input_float(value: float = 0.0, min: float = 0.0, max: float = 1.0) -> float:  # noqa: A002
+def input_float(value: float = 0.0, min: float = 0.0, max: float = 1.0) -> float:
     """A number the person sets live with a slider between min and max."""
     return _clamp_to_range(value, min, max) if min <= max else value
 
@@ -170,7 +170,7 @@ def math_cos(x: Num = 0.0) -> Num:
 
 @node("math.abs", examples=(({"x": -2.0}, 2.0),))
 def math_abs(x: Num = 0.0) -> Num:
-    return abs(x)
+    return np.abs(x) if isinstance(x, np.ndarray) else abs(x)
 
 
 @node("math.clamp", examples=(({"x": 2.0, "low": 0.0, "high": 1.0}, 1.0),))
@@ -213,7 +213,7 @@ class GateState:
 
 
 @node("logic.gate", lazy=("in",), init_state=GateState)
-def logic_gate(state: GateState, open: bool = True, in_: Any = 0.0) -> Any:  # noqa: A002
+def logic_gate(state: GateState, open: bool = True, in_: Any = 0.0) -> Any:
     """Passes `in` while open; while closed it keeps its last value and does not evaluate `in`."""
     if open:
         state.last = in_()
@@ -243,7 +243,9 @@ def util_frame_delay(state: DelayState, init: Any = 0.0, in_: Any = 0.0) -> Any:
 # ----------------------------------------------------------------------------- arrays
 
 
-@node("array.linspace", examples=(({"start": 0.0, "stop": 1.0, "count": 3}, np.array([0, 0.5, 1])),))
+@node(
+    "array.linspace", examples=(({"start": 0.0, "stop": 1.0, "count": 3}, np.array([0, 0.5, 1])),)
+)
 def array_linspace(start: float = 0.0, stop: float = 1.0, count: int = 16) -> Array:
     if count < 0:
         raise ValueError("count must not be negative")

@@ -1,0 +1,138 @@
+"""Analysis: which nodes run every frame (HOT), on user edits (USER) or once (CONST), and the
+cache key of every node that is not HOT.
+
+- HOT: the node or an ancestor is non-deterministic (time, noise, streams).
+- USER: depends on user inputs (and constants) only.
+- CONST: deterministic all the way up.
+
+Ancestors are reached through eager and lazy links; feedback links are left out (a node with a
+feedback input is non-deterministic itself, so it is HOT anyway).
+
+A cache key is a hash of the node's type, its `stamp` (which changes on every value edit of the
+node) and, per input pin, the key and pin of what is linked to it. Equal keys mean equal inputs,
+so a structural edit elsewhere keeps a subgraph's cached results, and a value edit changes exactly
+the keys of the edited node's downstream cone.
+
+`LiveAnalysis` answers for a live Patch, memoizing per node and forgetting only the downstream cone
+of what an edit touched; `analyze` computes everything at once for a snapshot (flat programs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from evaluators._context import CLASS_RANK, CONST, HOT, USER
+from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR
+from nodes import Determinism, Patch, PatchEvent
+
+OWN_CLASS = {
+    Determinism.DETERMINISTIC: CONST,
+    Determinism.USER_INPUT: USER,
+    Determinism.NONDETERMINISTIC: HOT,
+}
+_BY_RANK = {rank: name for name, rank in CLASS_RANK.items()}
+
+
+def node_key(type_id: str, stamp: int, inputs: tuple[object, ...]) -> int:
+    return hash((type_id, stamp, inputs))
+
+
+def analyze(
+    ir: GraphIR, order: list[int], yield_point: Callable[[], None] | None = None
+) -> tuple[list[str], list[int]]:
+    """Class and cache key of every node of `ir`, given a topological `order`."""
+    classes = [CONST] * len(ir)
+    keys = [0] * len(ir)
+    for count, i in enumerate(order):
+        if yield_point is not None and count % 512 == 511:
+            yield_point()
+        classes[i], keys[i] = _info_from_edges(ir, i, classes, keys)
+    return classes, keys
+
+
+def _info_from_edges(ir: GraphIR, i: int, classes: list[str], keys: list[int]) -> tuple[str, int]:
+    node = ir.nodes[i]
+    rank = CLASS_RANK[OWN_CLASS[node.spec.determinism]]
+    by_pin = {e.dst_pin: e for e in ir.in_edges[i] if e.kind != FEEDBACK}
+    inputs: list[tuple[int, str] | None] = []
+    for pin in node.inputs:
+        edge = by_pin.get(pin.name)
+        if edge is None:
+            inputs.append(None)
+        else:
+            rank = max(rank, CLASS_RANK[classes[edge.src]])
+            inputs.append((keys[edge.src], edge.src_pin))
+    cls = _BY_RANK[rank]
+    return cls, (0 if cls == HOT else node_key(node.spec.id, node.stamp, tuple(inputs)))
+
+
+class LiveAnalysis:
+    """Class and key per node of a live patch, kept up to date through its change events."""
+
+    def __init__(self, patch: Patch) -> None:
+        self.patch = patch
+        # Invariant: if a node is memoized, so are all of its ancestors.
+        self._memo: dict[str, tuple[str, int]] = {}
+
+    def info(self, node_id: str) -> tuple[str, int]:
+        found = self._memo.get(node_id)
+        if found is not None:
+            return found
+        memo, patch = self._memo, self.patch
+        stack = [node_id]
+        while stack:
+            current = stack[-1]
+            if current in memo:
+                stack.pop()
+                continue
+            instance = patch.nodes[current]
+            links = patch.links_into(current)
+            missing = [
+                link.src
+                for pin in instance.inputs
+                if not pin.feedback
+                and (link := links.get(pin.name)) is not None
+                and link.src not in memo
+            ]
+            if missing:
+                stack.extend(missing)
+                continue
+            rank = CLASS_RANK[OWN_CLASS[instance.spec.determinism]]
+            inputs: list[tuple[int, str] | None] = []
+            for pin in instance.inputs:
+                link = None if pin.feedback else links.get(pin.name)
+                if link is None:
+                    inputs.append(None)
+                else:
+                    src_class, src_key = memo[link.src]
+                    rank = max(rank, CLASS_RANK[src_class])
+                    inputs.append((src_key, link.src_pin))
+            cls = _BY_RANK[rank]
+            key = 0 if cls == HOT else node_key(instance.type_id, instance.stamp, tuple(inputs))
+            memo[current] = (cls, key)
+            stack.pop()
+        return memo[node_id]
+
+    def node_class(self, node_id: str) -> str:
+        return self.info(node_id)[0]
+
+    def forget_cone(self, node_id: str) -> None:
+        """Forget the node and everything downstream of it (stopping where nothing is memoized)."""
+        memo, patch = self._memo, self.patch
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            if memo.pop(current, None) is None:
+                continue
+            stack.extend(link.dst for link in patch.links_out_of(current))
+
+    def on_event(self, event: PatchEvent) -> None:
+        if event.op in ("set_value", "pins") and event.node_id is not None:
+            self.forget_cone(event.node_id)
+        elif event.op in ("connect", "disconnect") and event.link is not None:
+            self.forget_cone(event.link.dst)
+        elif event.op == "remove_node" and event.node_id is not None:
+            self._memo.pop(event.node_id, None)
+
+
+__all__ = ["EAGER", "FEEDBACK", "LAZY", "LiveAnalysis", "analyze", "node_key"]

@@ -1,0 +1,113 @@
+"""The execution context: everything a running patch keeps between frames, apart from its program.
+
+One context is shared by every evaluator that runs the same patch (the dual evaluator hands the
+same context to its lazy and its flat half), which is what makes swaps invisible:
+
+- `states`: per node path, the private state of stateful nodes (LFO phase, gate memory).
+- `cache`: per node id, the cache key and outputs of CONST/USER nodes; a node whose key is unchanged
+  is not run again, whatever evaluator looks.
+- `outputs`: the last good outputs of every node, read when a node fails or is deferred.
+- `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
+- the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
+
+The context is touched by the thread that runs frames only; a background builder reads nothing
+from it except `state_for`, which is safe because dict.setdefault is atomic in CPython.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from nodes import NodeSpec
+
+HOT = "HOT"
+USER = "USER"
+CONST = "CONST"
+CLASS_RANK = {CONST: 0, USER: 1, HOT: 2}
+
+
+class CacheEntry:
+    """The result of a CONST/USER node for one cache key."""
+
+    __slots__ = ("error", "key", "outputs")
+
+    def __init__(self, key: int, outputs: tuple[Any, ...], error: str | None) -> None:
+        self.key = key
+        self.outputs = outputs
+        self.error = error
+
+
+class ExecutionContext:
+    """State that outlives programs: see the module note."""
+
+    def __init__(self, gpu: Any = None) -> None:
+        self.t = 0.0
+        self.frame = 0
+        self.dt = 0.0
+        self.gpu = gpu
+        self.states: dict[str, Any] = {}
+        self.cache: dict[str, CacheEntry] = {}
+        self.outputs: dict[str, tuple[Any, ...]] = {}
+        self.feedback: dict[tuple[str, str], Any] = {}
+        self.frames_run = 0
+
+    def advance(self, t: float, frame: int) -> None:
+        self.dt = t - self.t if self.frames_run else 0.0
+        self.t = t
+        self.frame = frame
+        self.frames_run += 1
+
+    def state_for(self, path: str, spec: NodeSpec) -> Any:
+        state = self.states.get(path)
+        if state is None:
+            assert spec.init_state is not None
+            state = self.states.setdefault(path, spec.init_state(path))
+        return state
+
+    def forget(self, live_ids: set[str]) -> None:
+        """Drop what belongs to nodes that are gone (called when a patch is replaced)."""
+        for store in (self.cache, self.outputs):
+            for node_id in [key for key in store if key not in live_ids]:
+                del store[node_id]
+
+
+def node_path(node_id: str) -> str:
+    """The execution path of a top-level node; state is keyed by it."""
+    return "/" + node_id
+
+
+def bind_compute(
+    spec: NodeSpec, ctx: ExecutionContext, node_id: str, input_names: tuple[str, ...]
+) -> Callable[..., Any]:
+    """The node's compute function with `ctx` and `state` bound, taking the values of
+    `input_names` positionally; dynamic pins reach compute as one mapping after the static ones."""
+    fn = spec.compute
+    leading: list[Any] = []
+    if spec.uses_context:
+        leading.append(ctx)
+    if spec.stateful:
+        leading.append(ctx.state_for(node_path(node_id), spec))
+    bound = functools.partial(fn, *leading) if leading else fn
+    if spec.dynamic_inputs is None:
+        return bound
+    static_count = len(spec.inputs)
+    dynamic_names = input_names[static_count:]
+
+    def with_dynamic_pins(*args: Any) -> Any:
+        return bound(
+            *args[:static_count], dict(zip(dynamic_names, args[static_count:], strict=True))
+        )
+
+    return with_dynamic_pins
+
+
+def default_outputs(spec: NodeSpec) -> tuple[Any, ...]:
+    return tuple(out.default for out in spec.outputs)
+
+
+def error_text(error: BaseException) -> str:
+    message = str(error).strip().splitlines()
+    first = message[0] if message else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

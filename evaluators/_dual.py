@@ -1,0 +1,268 @@
+"""The dual evaluator: lazy right after a structural edit, a flat program once one is ready.
+
+A structural edit switches to the lazy evaluator at once (it reads the live patch, so the very next
+frame shows the edit). When no structural edit came for `debounce` seconds, a snapshot is taken
+and a background thread compiles a flat program from it. At the next frame boundary the program is
+swapped in, but only if the patch revision still matches (otherwise it is dropped and a new build
+starts). Value edits never rebuild: they dirty the active evaluator's downstream cone, and edits
+made while a build was running are replayed into the new program when it is swapped in.
+
+Both halves share one ExecutionContext, so cached results, node state (LFO phase, frame delays) and
+last good outputs survive every swap.
+
+The builder is cooperative: between small chunks of work it waits while a frame is running, so a
+rebuild of a large patch does not stretch the frames that run meanwhile. It never touches GL. Old
+programs are dropped on the builder thread, outside the frame loop.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from evaluators._context import ExecutionContext, default_outputs
+from evaluators._flat import FlatProgram
+from evaluators._graph import PatchSnapshot
+from evaluators._lazy import LazyEvaluator
+from nodes import Patch, PatchEvent
+
+
+class _Builder:
+    """A background thread that compiles flat programs, one request at a time."""
+
+    def __init__(self) -> None:
+        self._requests: queue.Queue[Any] = queue.Queue()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._lock = threading.Lock()
+        self._result: tuple[int, FlatProgram | None, float, str | None] | None = None
+        self._thread = threading.Thread(target=self._work, name="patchbay-builder", daemon=True)
+        self._thread.start()
+
+    def frame_started(self) -> None:
+        self._idle.clear()
+
+    def frame_ended(self) -> None:
+        self._idle.set()
+
+    def _yield(self) -> None:
+        self._idle.wait()
+        time.sleep(0)  # let the frame thread take the interpreter if it wants it
+
+    def request(self, token: int, snapshot: PatchSnapshot, ctx: ExecutionContext,
+                watched: tuple[str, ...]) -> None:  # fmt: skip
+        self._requests.put((token, snapshot, ctx, watched))
+
+    def retire(self, program: FlatProgram) -> None:
+        """Drop an old program on this thread, not in the frame loop."""
+        self._requests.put(program)
+
+    def take_result(self) -> tuple[int, FlatProgram | None, float, str | None] | None:
+        with self._lock:
+            result, self._result = self._result, None
+        return result
+
+    def stop(self) -> None:
+        self._idle.set()
+        self._requests.put(None)
+        self._thread.join(timeout=5)
+
+    def _work(self) -> None:
+        while True:
+            item = self._requests.get()
+            if item is None:
+                return
+            if isinstance(item, FlatProgram):
+                del item
+                continue
+            token, snapshot, ctx, watched = item
+            started = time.perf_counter()
+            try:
+                program: FlatProgram | None = FlatProgram(snapshot, ctx, watched, self._yield)
+                problem = None
+            except Exception as error:  # a bug in compiling must not kill the editor
+                program, problem = None, f"{type(error).__name__}: {error}"
+            with self._lock:
+                self._result = (token, program, time.perf_counter() - started, problem)
+
+
+class DualEvaluator:
+    """What the editor runs: see the module note."""
+
+    def __init__(
+        self,
+        patch: Patch,
+        context: ExecutionContext | None = None,
+        gpu: Any = None,
+        debounce: float = 0.05,
+        background: bool = True,
+    ) -> None:
+        self.patch = patch
+        self.ctx = context if context is not None else ExecutionContext(gpu)
+        self.lazy = LazyEvaluator(patch, self.ctx)
+        self.program: FlatProgram | None = None
+        self.debounce = debounce
+        self.background = background
+        self.last_build_seconds = 0.0
+        self.last_frame_seconds = 0.0
+        self.last_build_error: str | None = None
+        self.builds = 0
+        self.swaps = 0
+        self._watched: tuple[str, ...] = ()
+        self._token = 0  # changes whenever a built program would no longer fit
+        self._building: int | None = None
+        self._failed_token = -1
+        self._retired_runs = 0
+        self._last_structural = time.monotonic() - debounce
+        self._edited: set[str] = set()
+        self._builder = _Builder() if background else None
+        self._unsubscribe = patch.subscribe(self._on_event)
+
+    @property
+    def mode(self) -> str:
+        return "flat" if self.program is not None else "lazy"
+
+    # ----------------------------------------------------------------- edits
+    def _on_event(self, event: PatchEvent) -> None:
+        if event.kind == "structural":
+            self._token += 1
+            self._last_structural = time.monotonic()
+            self._to_lazy()
+        elif event.kind == "value" and event.node_id is not None:
+            self._edited.add(event.node_id)
+
+    def _to_lazy(self) -> None:
+        program = self.program
+        if program is None:
+            return
+        program.export_context()
+        self._retired_runs += program.nodes_run
+        self.program = None
+        if self._builder is not None:
+            self._builder.retire(program)
+
+    def watch(self, node_ids: Iterable[str]) -> None:
+        """Also evaluate these nodes every frame (previews, inspected pins)."""
+        watched = tuple(dict.fromkeys(node_ids))
+        if watched == self._watched:
+            return
+        self._watched = watched
+        self.lazy.watch(watched)
+        self._token += 1
+        self._to_lazy()
+
+    # ----------------------------------------------------------------- frames
+    def run_frame(self, t: float, frame: int) -> None:
+        """Evaluate one frame at clock `t`; never raises because of a node."""
+        started = time.perf_counter()
+        if self._builder is not None:
+            self._builder.frame_started()
+        try:
+            self._maybe_swap()
+            self.ctx.advance(t, frame)
+            program = self.program
+            if program is None:
+                self.lazy.evaluate_frame()
+            else:
+                if self._edited:
+                    program.refresh_values(self.patch, self._edited)
+                    self._edited.clear()
+                program.run()
+        finally:
+            if self._builder is not None:
+                self._builder.frame_ended()
+        self._maybe_build()
+        self.last_frame_seconds = time.perf_counter() - started
+
+    def _maybe_swap(self) -> None:
+        if self._builder is None or self._building is None:
+            return
+        result = self._builder.take_result()
+        if result is None:
+            return
+        token, program, seconds, problem = result
+        self._building = None
+        self.last_build_seconds = seconds
+        self.last_build_error = problem
+        if program is None:
+            self._failed_token = token
+            return
+        if token != self._token or program.revision != self.patch.revision:
+            self._builder.retire(program)
+            return
+        program.adopt_context()
+        if self._edited:
+            program.refresh_values(self.patch, self._edited)
+            self._edited.clear()
+        self.program = program
+        self.swaps += 1
+
+    def _maybe_build(self) -> None:
+        if self.program is not None or self._building is not None:
+            return
+        if time.monotonic() - self._last_structural < self.debounce:
+            return
+        if self._token == self._failed_token:
+            return  # this patch failed to compile: stay lazy until it changes
+        snapshot = PatchSnapshot.of(self.patch)
+        self.builds += 1
+        if self._builder is None:
+            started = time.perf_counter()
+            self.program = FlatProgram(snapshot, self.ctx, self._watched)
+            self.last_build_seconds = time.perf_counter() - started
+            self.swaps += 1
+            return
+        self._building = self._token
+        self._builder.request(self._token, snapshot, self.ctx, self._watched)
+
+    def wait_for_flat(self, timeout: float = 10.0) -> bool:
+        """Run no frames, but let a pending build finish and swap (for tools and tests)."""
+        deadline = time.monotonic() + timeout
+        while self.program is None and time.monotonic() < deadline:
+            self._maybe_build()
+            self._maybe_swap()
+            if self.program is None:
+                time.sleep(0.002)
+        return self.program is not None
+
+    # ----------------------------------------------------------------- queries
+    def output(self, node_id: str, pin: str = "out") -> Any:
+        instance = self.patch.node(node_id)
+        program = self.program
+        if program is not None:
+            i = program.ir.index.get(node_id)
+            if i is not None and (i, pin) in program.out_slot:
+                return program.output(node_id, pin)
+        index = instance.spec.output_index(pin)
+        if index is None:
+            raise KeyError(f"node {node_id!r} has no output {pin!r}")
+        outputs = self.ctx.outputs.get(node_id) or default_outputs(instance.spec)
+        return outputs[index]
+
+    def status(self, node_id: str) -> str:
+        if self.program is not None and node_id in self.program.ir.index:
+            return self.program.status(node_id)
+        return self.lazy.status(node_id)
+
+    def error(self, node_id: str) -> str | None:
+        if self.program is not None and node_id in self.program.ir.index:
+            return self.program.error(node_id)
+        return self.lazy.error(node_id)
+
+    def node_class(self, node_id: str) -> str:
+        return self.lazy.node_class(node_id)
+
+    @property
+    def nodes_run(self) -> int:
+        """Compute calls so far, over both halves (for tests and benchmarks)."""
+        active = self.program.nodes_run if self.program is not None else 0
+        return self.lazy.nodes_run + self._retired_runs + active
+
+    def close(self) -> None:
+        self._unsubscribe()
+        self.lazy.close()
+        if self._builder is not None:
+            self._builder.stop()

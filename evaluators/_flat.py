@@ -1,0 +1,507 @@
+"""The flat evaluator: a patch compiled into a program of steps over integer slots.
+
+Building a `FlatProgram` (from an immutable snapshot, on any thread):
+1. Number the nodes, sort them topologically, classify them and compute their cache keys.
+2. Give every node output, every unlinked input and every feedback input a slot in one list.
+3. Compile each node into steps `(call, get, out)`: `slots[out] = call(*get(slots))`, where `get`
+   is an `operator.itemgetter` of the argument slots and `call` the compute function with its
+   context and state bound (`functools.partial`). Several outputs: one step stores the tuple, then
+   one pick step per output.
+4. Split the work: the main program is everything the roots need through eager links, in two
+   lists: CONST/USER steps (run only when dirty) and HOT steps (run every frame). What is reached
+   only through a lazy input compiles to a guarded sub-program that runs when the input is pulled
+   (at most once per frame); sources of feedback inputs get one too, run after the main program.
+
+Running a frame is then: dirty CONST/USER steps (rare), the HOT list, feedback captures. The HOT
+loop has no recursion, no per-node dictionary lookup and no per-step try: an exception leaves its
+output slot untouched (the last good value), is recorded, and the loop resumes after it.
+
+Value edits do not rebuild: `refresh_values` writes the new values into their slots and recomputes
+the keys of the edited node's downstream cone, which marks exactly that cone dirty.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from operator import itemgetter
+from typing import Any
+
+from evaluators._analysis import analyze, node_key
+from evaluators._context import (
+    HOT,
+    CacheEntry,
+    ExecutionContext,
+    bind_compute,
+    default_outputs,
+    error_text,
+)
+from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
+from nodes import Deferred, Patch, PatchEvent
+
+Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
+_EAGER = frozenset({EAGER})
+_DEPENDS = frozenset({EAGER, LAZY})
+
+
+def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
+    """An itemgetter that always returns a sequence of the argument values."""
+    if len(slots) == 1:
+        return itemgetter(slice(slots[0], slots[0] + 1))
+    if not slots:
+        return itemgetter(slice(0, 0))
+    return itemgetter(*slots)
+
+
+class _ConstPull:
+    __slots__ = ("value",)
+    connected = False
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+class _ProgramPull:
+    """A linked lazy input: runs the source's guarded sub-program, then reads its slot."""
+
+    __slots__ = ("program", "slot", "source")
+    connected = True
+
+    def __init__(self, program: FlatProgram, source: int, slot: int) -> None:
+        self.program = program
+        self.source = source
+        self.slot = slot
+
+    def __call__(self) -> Any:
+        self.program.pull(self.source)
+        return self.program.slots[self.slot]
+
+
+class FlatProgram:
+    """A compiled patch at one revision; see the module note."""
+
+    def __init__(
+        self,
+        snapshot: PatchSnapshot,
+        ctx: ExecutionContext,
+        watched: Iterable[str] = (),
+        yield_point: Callable[[], None] | None = None,
+    ) -> None:
+        pause = yield_point or (lambda: None)
+        self.revision = snapshot.revision
+        self.value_revision = snapshot.value_revision
+        self.ctx = ctx
+        ir = self.ir = GraphIR(snapshot)
+        pause()
+        order = ir.topological_order()
+        self.position = [0] * len(ir)
+        for position, i in enumerate(order):
+            self.position[i] = position
+        pause()
+        self.classes, self.keys = analyze(ir, order, pause)
+        self.stamps = [node.stamp for node in ir.nodes]
+
+        roots = [i for i in ir.sinks()] + [ir.index[w] for w in watched if w in ir.index]
+        self.main = ir.upstream(roots, _EAGER)
+        guarded = self._guarded_regions(order)
+        self.needed = self.main | set().union(*guarded.values()) if guarded else set(self.main)
+        pause()
+
+        # Slots: outputs first, then inputs that read stored or fed-back values.
+        self.slots: list[Any] = []
+        self.out_slot: dict[tuple[int, str], int] = {}
+        self.node_slots: dict[int, list[int]] = {}  # every output slot of a node
+        for count, i in enumerate(sorted(self.needed, key=self.position.__getitem__)):
+            if count % 512 == 511:
+                pause()
+            self._allocate_outputs(i)
+        self.value_slot: dict[tuple[int, str], int] = {}
+        self.feedback_slot: dict[tuple[int, str], int] = {}
+        self.node_steps: dict[int, list[Step]] = {}
+        self.owner: dict[int, int] = {}  # output slot -> node
+        for count, i in enumerate(self.node_slots):
+            if count % 256 == 255:
+                pause()
+            self.node_steps[i] = self._compile_node(i)
+
+        in_order = sorted(self.main, key=self.position.__getitem__)
+        self.hot_steps = [s for i in in_order if self.classes[i] == HOT for s in self.node_steps[i]]
+        self.all_steps = [s for i in in_order for s in self.node_steps[i]]
+        self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
+        self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
+        self.cold_main = [i for i in in_order if self.classes[i] != HOT]
+        self.hot_count = len(in_order) - len(self.cold_main)
+        self.guarded = {
+            src: sorted(region, key=self.position.__getitem__) for src, region in guarded.items()
+        }
+        self.feedback = self._compile_feedback()
+
+        # Per-node bookkeeping for CONST/USER nodes and per-frame status.
+        self.clean = [False] * len(ir)
+        self.ran = [0] * len(ir)
+        self.serial = 0
+        self.frame_status: dict[int, str] = {}
+        self.errors: dict[int, str] = {}
+        self.nodes_run = 0
+        self.caching = True
+        self.adopt_context()
+
+    # ----------------------------------------------------------------- building
+    def _guarded_regions(self, order: list[int]) -> dict[int, set[int]]:
+        """Per source of a lazy or feedback link reached by the program, the nodes outside the
+        main program that evaluating that source needs."""
+        ir = self.ir
+        regions: dict[int, set[int]] = {}
+        todo = list(self.main)
+        reached = set(self.main)
+        while todo:
+            i = todo.pop()
+            for edge in ir.in_edges[i]:
+                if edge.kind == EAGER or edge.src in regions:
+                    continue
+                region = ir.upstream([edge.src], _EAGER) - self.main
+                regions[edge.src] = region
+                for j in region - reached:
+                    reached.add(j)
+                    todo.append(j)
+        return regions
+
+    def _new_slot(self, value: Any) -> int:
+        self.slots.append(value)
+        return len(self.slots) - 1
+
+    def _allocate_outputs(self, i: int) -> None:
+        node = self.ir.nodes[i]
+        outputs = self.ctx.outputs.get(node.id) or default_outputs(node.spec)
+        slots = [self._new_slot(value) for value in outputs]
+        for out, slot in zip(node.spec.outputs, slots, strict=True):
+            self.out_slot[(i, out.name)] = slot
+        if len(slots) > 1:
+            slots.append(self._new_slot(tuple(outputs)))  # the tuple slot comes last
+        self.node_slots[i] = slots
+
+    def _compile_node(self, i: int) -> list[Step]:
+        node = self.ir.nodes[i]
+        linked = {edge.dst_pin: edge for edge in self.ir.in_edges[i]}
+        args = []
+        for pin in node.inputs:
+            edge = linked.get(pin.name)
+            stored = node.values[pin.name]
+            if edge is None:
+                slot = self._new_slot(_ConstPull(stored) if pin.lazy else stored)
+                self.value_slot[(i, pin.name)] = slot
+            elif edge.kind == LAZY:
+                source = self.out_slot[(edge.src, edge.src_pin)]
+                slot = self._new_slot(_ProgramPull(self, edge.src, source))
+            elif edge.kind == FEEDBACK:
+                fed = self.ctx.feedback.get((node.id, pin.name), stored)
+                slot = self.feedback_slot[(i, pin.name)] = self._new_slot(fed)
+            else:
+                slot = self.out_slot[(edge.src, edge.src_pin)]
+            args.append(slot)
+        names = tuple(pin.name for pin in node.inputs)
+        call = bind_compute(node.spec, self.ctx, node.id, names)
+        outs = self.node_slots[i]
+        for slot in outs:
+            self.owner[slot] = i
+        if len(outs) == 1:
+            return [(call, _getter(args), outs[0])]
+        tuple_slot = outs[-1]
+        picks: list[Step] = [
+            (itemgetter(k), _getter([tuple_slot]), slot) for k, slot in enumerate(outs[:-1])
+        ]
+        return [(call, _getter(args), tuple_slot), *picks]
+
+    def _compile_feedback(self) -> list[tuple[int, int, int, int]]:
+        """(dst node, source node, source slot, feedback slot), in (dst id, pin) order."""
+        found = []
+        for (i, pin), slot in self.feedback_slot.items():
+            edge = next(e for e in self.ir.in_edges[i] if e.dst_pin == pin)
+            source = self.out_slot[(edge.src, edge.src_pin)]
+            found.append(((self.ir.ids[i], pin), (i, edge.src, source, slot)))
+        return [entry for _, entry in sorted(found)]
+
+    # ----------------------------------------------------------------- context
+    def adopt_context(self) -> None:
+        """Mark CONST/USER nodes whose cached result is still valid as clean and load it."""
+        cache, ids = self.ctx.cache, self.ir.ids
+        for i in self.node_slots:
+            if self.classes[i] == HOT:
+                continue
+            entry = cache.get(ids[i])
+            if entry is not None and entry.key == self.keys[i]:
+                self._store(i, entry.outputs)
+                self.clean[i] = True
+                if entry.error:
+                    self.errors[i] = entry.error
+            else:
+                self.clean[i] = False
+
+    def export_context(self) -> None:
+        """Write last good outputs and feedback values back to the context (before a swap)."""
+        outputs, ids, slots = self.ctx.outputs, self.ir.ids, self.slots
+        for i, outs in self.node_slots.items():
+            outputs[ids[i]] = tuple(slots[s] for s in (outs if len(outs) == 1 else outs[:-1]))
+        for (i, pin), slot in self.feedback_slot.items():
+            self.ctx.feedback[(ids[i], pin)] = slots[slot]
+
+    def _store(self, i: int, outputs: tuple[Any, ...]) -> None:
+        outs = self.node_slots[i]
+        if len(outs) == 1:
+            self.slots[outs[0]] = outputs[0]
+        else:
+            for slot, value in zip(outs[:-1], outputs, strict=True):
+                self.slots[slot] = value
+            self.slots[outs[-1]] = tuple(outputs)
+
+    def _outputs_of(self, i: int) -> tuple[Any, ...]:
+        outs = self.node_slots[i]
+        return (self.slots[outs[0]],) if len(outs) == 1 else self.slots[outs[-1]]
+
+    def refresh_values(self, patch: Patch, node_ids: Iterable[str]) -> None:
+        """Take the current values of edited nodes from the patch; dirties their cones."""
+        touched = []
+        for node_id in node_ids:
+            i = self.ir.index.get(node_id)
+            instance = patch.nodes.get(node_id)
+            if i is None or instance is None or instance.stamp == self.stamps[i]:
+                continue
+            self.stamps[i] = instance.stamp
+            for pin_name, value in instance.values.items():
+                slot = self.value_slot.get((i, pin_name))
+                if slot is not None:
+                    current = self.slots[slot]
+                    self.slots[slot] = (
+                        _ConstPull(value) if isinstance(current, _ConstPull) else value
+                    )
+            if self.classes[i] != HOT:
+                touched.append(i)
+        if not touched:
+            return
+        cone = set(self.ir.traverse(touched, kinds=_DEPENDS))
+        for j in sorted(cone, key=self.position.__getitem__):
+            self._rekey(j)
+            self.clean[j] = False
+
+    def _rekey(self, i: int) -> None:
+        node = self.ir.nodes[i]
+        by_pin = {e.dst_pin: e for e in self.ir.in_edges[i] if e.kind != FEEDBACK}
+        inputs = tuple(
+            None if (e := by_pin.get(pin.name)) is None else (self.keys[e.src], e.src_pin)
+            for pin in node.inputs
+        )
+        self.keys[i] = node_key(node.spec.id, self.stamps[i], inputs)
+
+    # ----------------------------------------------------------------- running
+    def run(self) -> None:
+        """One frame at the context's clock."""
+        self.serial += 1
+        self.frame_status = {}
+        self.tainted: set[int] = set()
+        if not self.caching:
+            self._run_list(self.all_steps, self.all_index)
+            self.nodes_run += len(self.main)
+        else:
+            for i in self.cold_main:
+                if not self.clean[i]:
+                    self._run_cold(i)
+            self._run_list(self.hot_steps, self.hot_index)
+            self.nodes_run += self.hot_count
+        if self.feedback:
+            self._capture_feedback()
+
+    def _run_list(self, steps: list[Step], index: dict[int, int]) -> None:
+        slots = self.slots
+        start = 0
+        while True:
+            try:
+                for call, get, out in steps[start:] if start else steps:
+                    slots[out] = call(*get(slots))
+                return
+            except Exception as problem:
+                i = self.owner[out]
+                self._record_failure(i, problem)
+                start = index[out] + 1
+
+    def _record_failure(self, i: int, problem: Exception) -> None:
+        if isinstance(problem, Deferred):
+            self.frame_status[i] = "deferred"
+            self.tainted.add(i)
+        else:
+            self.frame_status[i] = "failed"
+            self.errors[i] = error_text(problem)
+
+    def _run_cold(self, i: int) -> None:
+        """Run a CONST/USER node and cache its result, unless something it read is unsettled."""
+        self.nodes_run += 1
+        self.ran[i] = self.serial
+        self.frame_status[i] = "ok"
+        self.errors.pop(i, None)
+        failed = None
+        for call, get, out in self.node_steps[i]:
+            try:
+                self.slots[out] = call(*get(self.slots))
+            except Exception as problem:
+                self._record_failure(i, problem)
+                failed = problem
+                break
+        if any(
+            e.src in self.tainted and (e.kind == EAGER or self.ran[e.src] == self.serial)
+            for e in self.ir.in_edges[i]
+        ):
+            self.tainted.add(i)
+        if i in self.tainted:
+            return
+        error = self.errors.get(i) if failed is not None else None
+        self.ctx.cache[self.ir.ids[i]] = CacheEntry(self.keys[i], self._outputs_of(i), error)
+        self.clean[i] = True
+
+    def pull(self, source: int) -> None:
+        """Evaluate a guarded sub-program (the nodes a lazy or feedback source needs)."""
+        region = self.guarded.get(source)
+        if region is None:
+            return  # the source is in the main program and already ran
+        serial = self.serial
+        for i in region:
+            if self.ran[i] == serial:
+                continue
+            if self.classes[i] != HOT and self.caching:
+                if not self.clean[i]:
+                    self._run_cold(i)
+                self.ran[i] = serial
+                continue
+            self.ran[i] = serial
+            self.nodes_run += 1
+            for call, get, out in self.node_steps[i]:
+                try:
+                    self.slots[out] = call(*get(self.slots))
+                except Exception as problem:
+                    self._record_failure(i, problem)
+                    break
+
+    def _capture_feedback(self) -> None:
+        serial, main = self.serial, self.main
+        for dst, source, source_slot, slot in self.feedback:
+            if dst in main or self.ran[dst] == serial:
+                self.pull(source)
+                self.slots[slot] = self.slots[source_slot]
+
+    # ----------------------------------------------------------------- queries
+    def output(self, node_id: str, pin: str) -> Any:
+        return self.slots[self.out_slot[(self.ir.index[node_id], pin)]]
+
+    def status(self, node_id: str) -> str:
+        i = self.ir.index[node_id]
+        if i not in self.node_slots:
+            return "idle"
+        found = self.frame_status.get(i)
+        if found is not None:
+            return found
+        cold = self.classes[i] != HOT
+        if i in self.main:
+            if cold:
+                return "failed" if i in self.errors else "cached"
+            return "ok"
+        if self.ran[i] != self.serial:
+            return "idle"
+        if cold:
+            return "failed" if i in self.errors else "cached"
+        return "ok"
+
+    def error(self, node_id: str) -> str | None:
+        if self.status(node_id) != "failed":
+            return None
+        return self.errors.get(self.ir.index[node_id])
+
+
+class FlatEvaluator:
+    """Runs a patch as a compiled program, recompiled (synchronously) after structural edits."""
+
+    def __init__(
+        self,
+        patch: Patch,
+        context: ExecutionContext | None = None,
+        gpu: Any = None,
+        caching: bool = True,
+    ) -> None:
+        self.patch = patch
+        self.ctx = context if context is not None else ExecutionContext(gpu)
+        self.caching = caching
+        self.program: FlatProgram | None = None
+        self.last_build_seconds = 0.0
+        self._watched: tuple[str, ...] = ()
+        self._edited: set[str] = set()
+        self._unsubscribe = patch.subscribe(self._on_event)
+
+    def _on_event(self, event: PatchEvent) -> None:
+        if event.kind == "value" and event.node_id is not None:
+            self._edited.add(event.node_id)
+
+    def watch(self, node_ids: Iterable[str]) -> None:
+        self._watched = tuple(dict.fromkeys(node_ids))
+        self.program = None
+
+    def build(self) -> FlatProgram:
+        """Compile the patch as it is now."""
+
+        started = time.perf_counter()
+        if self.program is not None:
+            self.program.export_context()
+        program = FlatProgram(PatchSnapshot.of(self.patch), self.ctx, self._watched)
+        program.caching = self.caching
+        self.program = program
+        self._edited.clear()
+        self.last_build_seconds = time.perf_counter() - started
+        return program
+
+    def _current(self) -> FlatProgram:
+        program = self.program
+        if program is None or program.revision != self.patch.revision:
+            program = self.build()
+        elif self._edited:
+            program.refresh_values(self.patch, self._edited)
+            self._edited.clear()
+        return program
+
+    def run_frame(self, t: float, frame: int) -> None:
+        """Evaluate one frame at clock `t`; never raises because of a node."""
+        program = self._current()
+        self.ctx.advance(t, frame)
+        program.run()
+
+    def output(self, node_id: str, pin: str = "out") -> Any:
+        instance = self.patch.node(node_id)
+        program = self.program
+        index_in_program = None if program is None else program.ir.index.get(node_id)
+        if program is not None and (index_in_program, pin) in program.out_slot:
+            return program.output(node_id, pin)
+        index = instance.spec.output_index(pin)
+        if index is None:
+            raise KeyError(f"node {node_id!r} has no output {pin!r}")
+        outputs = self.ctx.outputs.get(node_id) or default_outputs(instance.spec)
+        return outputs[index]
+
+    def status(self, node_id: str) -> str:
+        self.patch.node(node_id)
+        if self.program is None or node_id not in self.program.ir.index:
+            return "idle"
+        return self.program.status(node_id)
+
+    def error(self, node_id: str) -> str | None:
+        if self.program is None or node_id not in self.program.ir.index:
+            return None
+        return self.program.error(node_id)
+
+    def node_class(self, node_id: str) -> str:
+        program = self._current()
+        return program.classes[program.ir.index[node_id]]
+
+    @property
+    def nodes_run(self) -> int:
+        return self.program.nodes_run if self.program is not None else 0
+
+    def close(self) -> None:
+        self._unsubscribe()

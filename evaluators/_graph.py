@@ -1,0 +1,186 @@
+"""The graph IR: an immutable, index-based picture of a patch that evaluators compile from.
+
+A `PatchSnapshot` copies what evaluation needs out of the live Patch (taken on the thread that
+edits, cheap: shallow copies), so a background thread can build a program while the person keeps
+editing. `GraphIR` numbers the snapshot's nodes 0..n-1 and keeps edges as integer adjacency lists,
+with the queries of a graph library (in/out degree, predecessors, successors, sources, sinks).
+
+Edges have a kind: `EAGER` (evaluated before the node), `LAZY` (pulled by the node on demand) and
+`FEEDBACK` (read from the previous frame). Feedback edges are the only ones allowed in cycles, so
+every traversal that follows dependencies skips them and stays acyclic.
+
+Traversals are iterative (no Python recursion: a 100,000-node chain is fine), depth-first or
+breadth-first, with three strategies: `first` visits a node when first reached, `last` when the
+last of its parents (over the traversed edges) has been visited, which is a topological order, and
+`all` on every edge that reaches it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+from nodes import Link, NodeSpec, Patch, PinSpec
+
+EAGER, LAZY, FEEDBACK = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    id: str
+    spec: NodeSpec
+    values: dict[str, Any]
+    inputs: tuple[PinSpec, ...]
+    stamp: int
+
+
+@dataclass(frozen=True)
+class PatchSnapshot:
+    """What evaluation needs from a patch at one revision; never changes after creation."""
+
+    revision: int
+    value_revision: int
+    nodes: tuple[NodeSnapshot, ...]
+    links: tuple[Link, ...]
+
+    @classmethod
+    def of(cls, patch: Patch) -> PatchSnapshot:
+        nodes = tuple(
+            NodeSnapshot(n.id, n.spec, dict(n.values), n.inputs, n.stamp)
+            for n in patch.nodes.values()
+        )
+        return cls(patch.revision, patch.value_revision, nodes, tuple(patch.links))
+
+
+class Edge(NamedTuple):
+    src: int
+    src_pin: str
+    dst: int
+    dst_pin: str
+    kind: int
+
+
+class GraphIR:
+    """Integer-indexed nodes and typed edges of a snapshot, plus traversal."""
+
+    def __init__(self, snapshot: PatchSnapshot) -> None:
+        self.snapshot = snapshot
+        self.nodes = snapshot.nodes
+        self.ids = [node.id for node in snapshot.nodes]
+        self.index = {node_id: i for i, node_id in enumerate(self.ids)}
+        self.in_edges: list[list[Edge]] = [[] for _ in self.ids]
+        self.out_edges: list[list[Edge]] = [[] for _ in self.ids]
+        for link in snapshot.links:
+            dst = self.index[link.dst]
+            pin = next(p for p in snapshot.nodes[dst].inputs if p.name == link.dst_pin)
+            kind = FEEDBACK if pin.feedback else LAZY if pin.lazy else EAGER
+            edge = Edge(self.index[link.src], link.src_pin, dst, link.dst_pin, kind)
+            self.in_edges[dst].append(edge)
+            self.out_edges[edge.src].append(edge)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def in_degree(self, node: int) -> int:
+        return len(self.in_edges[node])
+
+    def out_degree(self, node: int) -> int:
+        return len(self.out_edges[node])
+
+    def predecessors(
+        self, node: int, kinds: frozenset[int] = frozenset({EAGER, LAZY})
+    ) -> list[int]:
+        return [edge.src for edge in self.in_edges[node] if edge.kind in kinds]
+
+    def successors(self, node: int, kinds: frozenset[int] = frozenset({EAGER, LAZY})) -> list[int]:
+        return [edge.dst for edge in self.out_edges[node] if edge.kind in kinds]
+
+    def sources(self) -> list[int]:
+        """Nodes with no incoming links."""
+        return [i for i in range(len(self)) if not self.in_edges[i]]
+
+    def sinks(self) -> list[int]:
+        """Nodes whose spec is a sink (outputs, previews, side effects)."""
+        return [i for i, node in enumerate(self.nodes) if node.spec.sink]
+
+    def traverse(
+        self,
+        roots: Iterable[int],
+        *,
+        direction: Literal["up", "down"] = "down",
+        order: Literal["dfs", "bfs"] = "dfs",
+        strategy: Literal["first", "last", "all"] = "first",
+        kinds: frozenset[int] = frozenset({EAGER, LAZY}),
+    ) -> Iterator[int]:
+        """Visit nodes reachable from `roots` along edges of `kinds`.
+
+        `direction="down"` follows links from outputs to inputs, `"up"` goes against them.
+        With `strategy="last"` a node is visited once all of its parents within the traversed
+        region were visited: a topological order (reversed dependencies when going up).
+        Feedback edges are left out by default, so the traversal always terminates.
+        """
+        forward = self.out_edges if direction == "down" else self.in_edges
+        backward = self.in_edges if direction == "down" else self.out_edges
+
+        def next_of(edge: Edge) -> int:
+            return edge.dst if direction == "down" else edge.src
+
+        root_list = list(dict.fromkeys(roots))
+        waiting: dict[int, int] = {}
+        if strategy == "last":
+            region = set(self.traverse(root_list, direction=direction, kinds=kinds))
+            for node in region:
+                waiting[node] = sum(
+                    1
+                    for edge in backward[node]
+                    if edge.kind in kinds
+                    and (edge.src if direction == "down" else edge.dst) in region
+                )
+            root_list = [node for node in root_list if waiting[node] == 0]
+        frontier: deque[int] = deque(root_list)
+        pop = frontier.pop if order == "dfs" else frontier.popleft
+        seen: set[int] = set(root_list)
+        while frontier:
+            node = pop()
+            yield node
+            following = [next_of(e) for e in forward[node] if e.kind in kinds]
+            if order == "dfs":
+                following.reverse()
+            for nxt in following:
+                if strategy == "all":
+                    frontier.append(nxt)
+                elif strategy == "first":
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        frontier.append(nxt)
+                else:
+                    waiting[nxt] -= 1
+                    if waiting[nxt] == 0:
+                        frontier.append(nxt)
+
+    def topological_order(self, kinds: frozenset[int] = frozenset({EAGER, LAZY})) -> list[int]:
+        """All nodes, every node after the sources of its links of `kinds` (Kahn's algorithm)."""
+        return list(self.traverse(self.sources_over(kinds), strategy="last", kinds=kinds))
+
+    def sources_over(self, kinds: frozenset[int]) -> list[int]:
+        return [i for i in range(len(self)) if not any(e.kind in kinds for e in self.in_edges[i])]
+
+    def upstream(self, roots: Iterable[int], kinds: frozenset[int]) -> set[int]:
+        """Roots and every node they depend on through edges of `kinds`."""
+        return set(self.traverse(roots, direction="up", kinds=kinds))
+
+    def to_dot(self) -> str:
+        """Graphviz text of the graph, for debugging."""
+        style = {EAGER: "solid", LAZY: "dashed", FEEDBACK: "dotted"}
+        lines = ["digraph patch {"]
+        lines += [
+            f'  n{i} [label="{node.id}\\n{node.spec.id}"];' for i, node in enumerate(self.nodes)
+        ]
+        for edges in self.out_edges:
+            lines += [
+                f'  n{e.src} -> n{e.dst} [label="{e.src_pin}->{e.dst_pin}" style={style[e.kind]}];'
+                for e in edges
+            ]
+        return "\n".join([*lines, "}"])

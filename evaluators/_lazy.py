@@ -1,0 +1,294 @@
+"""The lazy evaluator: recursion from the sinks with a per-frame memo, and no build step at all.
+
+Each frame starts at the roots (sinks plus watched nodes) and evaluates what they need: eager
+inputs before the node, lazy inputs only when the node calls their `Pull`. CONST and USER nodes
+whose cache key is unchanged return their cached outputs without looking upstream, so once a
+patch settles only its HOT part is visited. The "recursion" is an explicit stack: chains of any
+length work; only lazy pulls nest Python calls, one level per lazy pin on the path.
+
+After the roots, feedback inputs of nodes that ran capture their source's value for the next frame.
+
+This is what the dual evaluator runs right after a structural edit: it reads the live Patch
+directly, so an edit shows on the very next frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from evaluators._analysis import LiveAnalysis
+from evaluators._context import (
+    HOT,
+    CacheEntry,
+    ExecutionContext,
+    bind_compute,
+    default_outputs,
+    error_text,
+)
+from nodes import Deferred, Link, Patch, PatchEvent
+
+
+class _ConstPull:
+    """A lazy input with no link: returns the pin's stored value."""
+
+    __slots__ = ("value",)
+    connected = False
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+class _LinkPull:
+    """A lazy input with a link: evaluates the source when called."""
+
+    __slots__ = ("evaluator", "link", "pulled")
+    connected = True
+
+    def __init__(self, evaluator: LazyEvaluator, link: Link) -> None:
+        self.evaluator = evaluator
+        self.link = link
+        self.pulled = False
+
+    def __call__(self) -> Any:
+        self.pulled = True
+        self.evaluator._evaluate(self.link.src)
+        return self.evaluator._value_of(self.link.src, self.link.src_pin)
+
+
+class LazyEvaluator:
+    """Evaluates a live Patch by recursion from its sinks; see the module note."""
+
+    def __init__(self, patch: Patch, context: ExecutionContext | None = None, gpu: Any = None):
+        self.patch = patch
+        self.ctx = context if context is not None else ExecutionContext(gpu)
+        self.analysis = LiveAnalysis(patch)
+        self.last_frame_seconds = 0.0
+        self._bound: dict[str, Callable[..., Any]] = {}
+        self._watched: tuple[str, ...] = ()
+        self._roots: list[str] | None = None
+        self._feedback_links: list[Link] | None = None
+        self._serial = 0
+        self._visited: dict[str, int] = {}
+        self._status: dict[str, str] = {}  # this frame's status of every node visited
+        self._errors: dict[str, str] = {}
+        self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
+        self.nodes_run = 0  # count of compute calls, for tests and benchmarks
+        self._unsubscribe = patch.subscribe(self._on_event)
+
+    # ----------------------------------------------------------------- public API
+    def watch(self, node_ids: Iterable[str]) -> None:
+        """Also evaluate these nodes every frame (previews, inspected pins)."""
+        self._watched = tuple(dict.fromkeys(node_ids))
+        self._roots = None
+
+    def run_frame(self, t: float, frame: int) -> None:
+        """Evaluate one frame at clock `t`; never raises because of a node."""
+        self.ctx.advance(t, frame)
+        self.evaluate_frame()
+
+    def evaluate_frame(self) -> None:
+        """Evaluate the roots at the context's current clock (the dual evaluator advances it)."""
+        self._serial += 1
+        self._status = {}
+        self._unsettled = set()
+        for root in self._root_ids():
+            self._evaluate(root)
+        self._capture_feedback()
+
+    def output(self, node_id: str, pin: str = "out") -> Any:
+        return self._value_of(node_id, pin)
+
+    def status(self, node_id: str) -> str:
+        self.patch.node(node_id)
+        found = self._status.get(node_id)
+        if found is not None:
+            return found
+        # Upstream of a cached node is not visited: it is still needed if a consumer was.
+        cls, key = self.analysis.info(node_id)
+        entry = self.ctx.cache.get(node_id)
+        if (
+            cls != HOT
+            and entry is not None
+            and entry.key == key
+            and self._consumer_visited(node_id)
+        ):
+            return "failed" if entry.error else "cached"
+        return "idle"
+
+    def _consumer_visited(self, node_id: str) -> bool:
+        seen = {node_id}
+        stack = [node_id]
+        while stack:
+            for link in self.patch.links_out_of(stack.pop()):
+                pin = self.patch.nodes[link.dst].input(link.dst_pin)
+                if pin is None or pin.lazy or pin.feedback:
+                    continue  # a lazy input needs its source only when it was pulled
+                if link.dst in self._status:
+                    return True
+                if link.dst not in seen:
+                    seen.add(link.dst)
+                    stack.append(link.dst)
+        return False
+
+    def error(self, node_id: str) -> str | None:
+        if self.status(node_id) != "failed":
+            return None
+        entry = self.ctx.cache.get(node_id)
+        return self._errors.get(node_id) or (entry.error if entry is not None else None)
+
+    def node_class(self, node_id: str) -> str:
+        return self.analysis.node_class(node_id)
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    # ----------------------------------------------------------------- internals
+    def _on_event(self, event: PatchEvent) -> None:
+        self.analysis.on_event(event)
+        if event.kind == "structural":
+            self._roots = None
+            self._feedback_links = None
+            if event.node_id is not None and event.op in ("remove_node", "pins"):
+                self._bound.pop(event.node_id, None)
+
+    def _root_ids(self) -> list[str]:
+        if self._roots is None:
+            sinks = [n.id for n in self.patch.nodes.values() if n.spec.sink]
+            watched = [w for w in self._watched if w in self.patch.nodes]
+            self._roots = list(dict.fromkeys(sinks + watched))
+        return self._roots
+
+    def _value_of(self, node_id: str, pin: str) -> Any:
+        instance = self.patch.node(node_id)
+        index = instance.spec.output_index(pin)
+        if index is None:
+            raise KeyError(f"node {node_id!r} has no output {pin!r}")
+        outputs = self.ctx.outputs.get(node_id)
+        return (outputs if outputs is not None else default_outputs(instance.spec))[index]
+
+    def _evaluate(self, root: str) -> None:
+        serial, visited = self._serial, self._visited
+        if visited.get(root) == serial:
+            return
+        patch, cache, info = self.patch, self.ctx.cache, self.analysis.info
+        stack = [root]
+        while stack:
+            node_id = stack[-1]
+            if visited.get(node_id) == serial:
+                stack.pop()
+                continue
+            cls, key = info(node_id)
+            if cls != HOT:
+                entry = cache.get(node_id)
+                if entry is not None and entry.key == key:
+                    self.ctx.outputs[node_id] = entry.outputs
+                    self._status[node_id] = "failed" if entry.error else "cached"
+                    if entry.error:
+                        self._errors[node_id] = entry.error
+                    visited[node_id] = serial
+                    stack.pop()
+                    continue
+            instance = patch.nodes[node_id]
+            links = patch.links_into(node_id)
+            pending = False
+            for pin in instance.inputs:
+                if pin.lazy or pin.feedback:
+                    continue
+                link = links.get(pin.name)
+                if link is not None and visited.get(link.src) != serial:
+                    stack.append(link.src)
+                    pending = True
+            if pending:
+                continue
+            self._run_node(node_id, cls, key)
+            visited[node_id] = serial
+            stack.pop()
+
+    def _run_node(self, node_id: str, cls: str, key: int) -> None:
+        instance = self.patch.nodes[node_id]
+        links = self.patch.links_into(node_id)
+        values = instance.values
+        args: list[Any] = []
+        pulls: list[_LinkPull] = []
+        settled = True
+        for pin in instance.inputs:
+            link = links.get(pin.name)
+            if pin.lazy:
+                if link is None:
+                    args.append(_ConstPull(values[pin.name]))
+                else:
+                    pull = _LinkPull(self, link)
+                    pulls.append(pull)
+                    args.append(pull)
+            elif pin.feedback:
+                if link is None:
+                    args.append(values[pin.name])
+                else:
+                    args.append(self.ctx.feedback.get((node_id, pin.name), values[pin.name]))
+            elif link is None:
+                args.append(values[pin.name])
+            else:
+                args.append(self._value_of(link.src, link.src_pin))
+                if link.src in self._unsettled:
+                    settled = False
+        fn = self._bound.get(node_id)
+        if fn is None:
+            names = tuple(pin.name for pin in instance.inputs)
+            fn = self._bound[node_id] = bind_compute(instance.spec, self.ctx, node_id, names)
+        previous = self.ctx.outputs.get(node_id)
+        error = None
+        self.nodes_run += 1
+        try:
+            result = fn(*args)
+        except Deferred:
+            self._status[node_id] = "deferred"
+            settled = False
+        except Exception as problem:
+            error = error_text(problem)
+            self._status[node_id] = "failed"
+            self._errors[node_id] = error
+        else:
+            single = len(instance.spec.outputs) == 1
+            self.ctx.outputs[node_id] = (result,) if single else tuple(result)
+            self._status[node_id] = "ok"
+        if any(pull.pulled and pull.link.src in self._unsettled for pull in pulls):
+            settled = False
+        if not settled:
+            self._unsettled.add(node_id)
+        if self.ctx.outputs.get(node_id) is None:
+            self.ctx.outputs[node_id] = default_outputs(instance.spec)
+        if cls != HOT and settled:
+            outputs = self.ctx.outputs[node_id] if previous is None or error is None else previous
+            cache_entry = CacheEntry(key, outputs, error)
+            self.ctx.cache[node_id] = cache_entry
+
+    def _capture_feedback(self) -> None:
+        if self._feedback_links is None:
+            found = [
+                link
+                for link in self.patch.links
+                if (pin := self.patch.nodes[link.dst].input(link.dst_pin)) is not None
+                and pin.feedback
+            ]
+            self._feedback_links = sorted(found, key=lambda link: (link.dst, link.dst_pin))
+        if not self._feedback_links:
+            return
+        ran = {"ok", "failed", "deferred"}
+        captured: set[Link] = set()
+        while True:
+            todo = [
+                link
+                for link in self._feedback_links
+                if link not in captured and self._status.get(link.dst) in ran
+            ]
+            if not todo:
+                return
+            for link in todo:
+                self._evaluate(link.src)
+                captured.add(link)
+                value = self._value_of(link.src, link.src_pin)
+                self.ctx.feedback[(link.dst, link.dst_pin)] = value
