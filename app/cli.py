@@ -1,0 +1,156 @@
+"""The `patchbay` command line.
+
+    patchbay [edit] [FILE]      the editor (the built-in demo patch when no FILE)
+    patchbay run FILE [--headless --frames N] [--fps F] [--print NODE.PIN ...] [--out DIR]
+    patchbay freeze FILE -o OUT
+    patchbay check FILE
+    patchbay nodes [--json]
+    patchbay bench [--json] [--quick]
+
+Only the editor and windowed playback import Qt, and only when they are asked for: `check`, `nodes`,
+`bench` and headless `run` work where Qt cannot even be imported. Bad input never prints a
+traceback: one line naming the problem, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+EXIT_BAD_INPUT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="patchbay", description="Node-based live patching.")
+    commands = parser.add_subparsers(dest="command")
+
+    edit = commands.add_parser("edit", help="open the editor")
+    edit.add_argument("file", nargs="?")
+
+    run = commands.add_parser("run", help="play a patch (output window, or headless)")
+    run.add_argument("file")
+    run.add_argument("--headless", action="store_true", help="no window: evaluate frames only")
+    run.add_argument("--frames", type=int, default=None, help="number of frames to play")
+    run.add_argument("--fps", type=float, default=60.0, help="frame clock rate (t = frame / fps)")
+    run.add_argument("--print", dest="prints", nargs="+", default=[], metavar="NODE.PIN")
+    run.add_argument("--out", default=None, help="headless: write each gpu.output frame as PNG")
+    run.add_argument("--size", default=None, help="render size WxH (default: the patch's)")
+    run.add_argument("--fullscreen", action="store_true", help="output window fullscreen")
+    run.add_argument("--screen", type=int, default=None, help="screen number for the output")
+
+    freeze = commands.add_parser("freeze", help="export a frozen runtime patch")
+    freeze.add_argument("file")
+    freeze.add_argument("-o", "--output", required=True)
+
+    check = commands.add_parser("check", help="validate a patch file")
+    check.add_argument("file")
+
+    listing = commands.add_parser("nodes", help="list the node library")
+    listing.add_argument("--json", action="store_true")
+
+    bench = commands.add_parser("bench", help="run the benchmark suite")
+    bench.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE")
+    bench.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    bench.add_argument("--only", nargs="+", default=None, help="run only these sections")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    known = {"edit", "run", "freeze", "check", "nodes", "bench", "-h", "--help"}
+    if args and args[0] not in known:
+        args.insert(0, "edit")  # `patchbay FILE` opens the editor on FILE
+    options = _parser().parse_args(args)
+    command = options.command or "edit"
+    try:
+        if command == "edit":
+            from app.editor import run_editor
+
+            return run_editor(getattr(options, "file", None))
+        if command == "check":
+            return _check(options.file)
+        if command == "nodes":
+            return _nodes(options.json)
+        if command == "run":
+            from app.player import run_command
+
+            return run_command(options)
+        if command == "freeze":
+            from app.export import freeze_command
+
+            return freeze_command(options.file, options.output)
+        if command == "bench":
+            from app.bench import bench_command
+
+            return bench_command(options)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _check(path: str) -> int:
+    from nodes import PatchError, load_patch
+
+    try:
+        patch = load_patch(path)
+    except PatchError as error:
+        print(error, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    kind = "frozen patch" if patch.frozen else "patch"
+    sinks = sum(1 for node in patch.nodes.values() if node.spec.sink)
+    print(f"{path}: ok: {kind}, {len(patch.nodes)} nodes, {len(patch.links)} links, {sinks} sinks")
+    return 0
+
+
+def _nodes(as_json: bool) -> int:
+    from nodes import LIBRARY
+
+    entries = []
+    for spec in sorted(LIBRARY.values(), key=lambda s: s.id):
+        entries.append(
+            {
+                "id": spec.id,
+                "category": spec.category,
+                "determinism": spec.determinism.value,
+                "sink": spec.sink,
+                "inputs": [
+                    {
+                        "name": pin.name,
+                        "type": pin.type,
+                        "default": _jsonable(pin.default),
+                        "lazy": pin.lazy,
+                        "feedback": pin.feedback,
+                    }
+                    for pin in spec.inputs
+                ],
+                "outputs": [{"name": out.name, "type": out.type} for out in spec.outputs],
+                "doc": spec.doc.splitlines()[0] if spec.doc else "",
+            }
+        )
+    if as_json:
+        print(json.dumps(entries, indent=1))
+        return 0
+    for entry in entries:
+        pins = ", ".join(
+            f"{pin['name']}:{pin['type']}" + ("~lazy" if pin["lazy"] else "")
+            + ("~feedback" if pin["feedback"] else "")
+            for pin in entry["inputs"]
+        )  # fmt: skip
+        outs = ", ".join(f"{out['name']}:{out['type']}" for out in entry["outputs"])
+        sink = " sink" if entry["sink"] else ""
+        print(f"{entry['id']:<20} {entry['determinism']:<16}{sink} ({pins}) -> {outs}")
+    return 0
+
+
+def _jsonable(value: object) -> object:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())
