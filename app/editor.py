@@ -1,0 +1,48 @@
+"""Starting the editor: `run_editor(path)` opens a window on a file, or on the built-in demo patch.
+
+Sets the Qt attributes the output window's GL sharing needs before the QApplication exists, offers
+to restore a recovery file left by a session that did not close cleanly, and runs the event loop.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtWidgets import QApplication
+
+from app.qt_editor import QtEditorWindow
+from nodes import load_patch
+
+DEMO_PATCH = "demo.patchbay"
+
+
+def demo_patch_path() -> Path:
+    """The built-in demo patch in resources/examples."""
+    return Path(str(importlib.resources.files("resources") / "examples" / DEMO_PATCH))
+
+
+def open_editor(path: str | None, state_dir: Path | None = None) -> QtEditorWindow:
+    """Make the editor window on `path` (the demo patch when None), restoring a crashed session's
+    work first if the person wants it. A QApplication must exist."""
+    window = QtEditorWindow(state_dir)
+    if not window.offer_recovery():
+        if path is None:
+            # The demo is a starting point, not a file to overwrite: it opens as untitled.
+            window.set_patch(load_patch(demo_patch_path()), None)
+        else:
+            window.open_path(path, ask=False)
+    return window
+
+
+def run_editor(path: str | None) -> int:
+    """Run the editor until its window closes; returns the process exit code."""
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("patchbay")
+    app.setOrganizationName("patchbay")
+    window = open_editor(path)
+    window.show()
+    return app.exec()

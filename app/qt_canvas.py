@@ -1,0 +1,384 @@
+"""The patch canvas: a NodeGraphQt view of a Patch, synced both ways without echo loops.
+
+The Patch is the truth. Patch events are applied to the view with `push_undo=False`; NodeGraphQt
+never changes its own links or node set. User gestures are caught at NodeGraph's gesture slots
+(connection drag, slice, node move, tab search) and turned into commands on the app's undo stack;
+the resulting Patch events then update the view. A gesture the Patch refuses is reported through
+`refused` and the pipes the viewer had detached are put back.
+
+Assumptions and known costs:
+    * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
+    * NodeGraphQt's own cycle check is exponential and its `connect_to` from an input drops links,
+      so acyclic checking is off (the Patch checks cycles) and links are made from the output side.
+    * Node names are our unique node ids, so the quadratic unique-name search is skipped, and there
+      are no embedded widgets (values are edited in the inspector), which keeps 2,000-node patches
+      loadable in seconds.
+    * `fit_to_selection` is replaced by a bounding-rect fit; NodeGraphQt's is O(N) with a huge
+      constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from NodeGraphQt import BaseNode, NodeGraph
+from NodeGraphQt.constants import PortTypeEnum
+from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QUndoStack
+
+from app.qt_commands import (
+    AddNodesCommand,
+    MoveNodesCommand,
+    NodeRecord,
+    RewireCommand,
+)
+from nodes import LIBRARY, Link, Patch, PatchError, PatchEvent
+
+PIN_COLORS = {
+    "float": (120, 190, 255),
+    "num": (120, 190, 255),
+    "int": (90, 160, 230),
+    "bool": (230, 200, 80),
+    "array": (90, 220, 200),
+    "str": (220, 150, 220),
+    "color": (255, 140, 110),
+    "vec2": (170, 200, 255),
+    "texture": (250, 110, 180),
+    "any": (200, 200, 200),
+}
+
+# Node body colours by evaluation class and status.
+CLASS_COLORS = {"CONST": (46, 72, 110), "USER": (38, 110, 80), "HOT": (176, 96, 20)}
+FAILED_COLOR = (190, 30, 30)
+DEFERRED_BORDER = (200, 120, 255)
+IDLE_OPACITY = 0.4
+
+
+class QtPatchNode(BaseNode):
+    """A canvas node for one node spec: ports only, no embedded widgets."""
+
+    __identifier__ = "patchbay"
+    NODE_NAME = "node"
+    SPEC_ID = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        spec = LIBRARY[self.SPEC_ID]
+        for pin in spec.inputs:
+            self.add_input(pin.name, color=PIN_COLORS.get(pin.type))
+        for out in spec.outputs:
+            self.add_output(out.name, color=PIN_COLORS.get(out.type))
+        self.set_port_deletion_allowed(True)
+
+
+def _node_class(spec_id: str) -> type[QtPatchNode]:
+    # The class name becomes the second half of NodeGraphQt's type: "patchbay.math.add".
+    return type(spec_id, (QtPatchNode,), {"NODE_NAME": spec_id, "SPEC_ID": spec_id})
+
+
+NODE_CLASSES = {spec_id: _node_class(spec_id) for spec_id in sorted(LIBRARY)}
+
+
+class _GestureGraph(NodeGraph):
+    """A NodeGraph whose user gestures go to the canvas instead of changing the graph."""
+
+    def __init__(self, canvas: QtPatchCanvas) -> None:
+        # A private stack: nothing the view does is undoable by itself.
+        super().__init__(undo_stack=QUndoStack())
+        self._canvas = canvas
+
+    def get_unique_name(self, name: str) -> str:
+        return name  # names are patch node ids, already unique
+
+    def _on_connection_changed(self, disconnected: list, connected: list) -> None:
+        if disconnected or connected:
+            self._canvas._gesture_rewire(disconnected, connected)
+
+    def _on_connection_sliced(self, ports: list) -> None:
+        if ports:
+            self._canvas._gesture_rewire(ports, [])
+
+    def _on_nodes_moved(self, node_data: dict) -> None:
+        self._canvas._gesture_move(node_data)
+
+    def _on_search_triggered(self, node_type: str, pos: tuple[float, float]) -> None:
+        self._canvas.create_node(node_type.removeprefix("patchbay."), pos)
+
+    def _on_node_name_changed(self, node_id: str, name: str) -> None:
+        # Names are node ids; renaming on the canvas is not an edit. Put the id back.
+        node = self.get_node_by_id(node_id)
+        if node is not None:
+            node.view.name = node.name()
+
+
+class _TabFilter(QObject):
+    """Opens the tab search when Tab is pressed over the canvas."""
+
+    def __init__(self, canvas: QtPatchCanvas) -> None:
+        super().__init__(canvas)
+        self._canvas = canvas
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab:
+            self._canvas.open_tab_search()
+            return True
+        return False
+
+
+class QtPatchCanvas(QObject):
+    """Shows a Patch in a NodeGraphQt graph and turns gestures into undo commands."""
+
+    refused = Signal(str)  # one-line reason of a refused gesture
+    selection_changed = Signal(list)  # selected node ids
+
+    def __init__(self, undo_stack: QUndoStack) -> None:
+        super().__init__()
+        self.stack = undo_stack
+        self.graph = _GestureGraph(self)
+        self.graph.set_acyclic(False)
+        self.graph.register_nodes(list(NODE_CLASSES.values()))
+        viewer = self.graph.viewer()
+        for action in (viewer.qaction_for_undo(), viewer.qaction_for_redo()):
+            action.setShortcuts([])  # Ctrl+Z belongs to the app's stack
+        self._tab_filter = _TabFilter(self)
+        viewer.installEventFilter(self._tab_filter)
+        self.graph.node_selection_changed.connect(self._on_selection)
+        self.patch: Patch | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._views: dict[str, BaseNode] = {}  # node id -> canvas node
+        self._ids: dict[str, str] = {}  # canvas node id (NodeGraphQt's) -> node id
+        self._decor: dict[str, tuple[Any, ...]] = {}
+        self._applying = 0
+
+    @property
+    def widget(self) -> Any:
+        return self.graph.widget
+
+    def viewer(self) -> Any:
+        return self.graph.viewer()
+
+    # ------------------------------------------------------------------ patch -> view
+    def set_patch(self, patch: Patch) -> None:
+        """Show `patch` (replacing what was shown) and follow its edits from now on."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._applying += 1
+        try:
+            self.graph.clear_session()
+            self._views.clear()
+            self._ids.clear()
+            self._decor.clear()
+            self.patch = patch
+            for inst in patch.nodes.values():
+                self._add_view(inst.id)
+            for link in patch.links:
+                self._link_view(link)
+        finally:
+            self._applying -= 1
+        self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self.graph.undo_stack().clear()
+
+    def view_node(self, node_id: str) -> BaseNode:
+        return self._views[node_id]
+
+    def node_id_of(self, view_node: Any) -> str:
+        return self._ids[view_node.id]
+
+    def _on_patch_event(self, event: PatchEvent) -> None:
+        if event.kind == "value":
+            return
+        self._applying += 1
+        try:
+            if event.op == "add_node":
+                self._add_view(event.node_id)
+            elif event.op == "remove_node":
+                self._remove_view(event.node_id)
+            elif event.op == "connect":
+                self._link_view(event.link)
+            elif event.op == "disconnect":
+                self._unlink_view(event.link)
+            elif event.op == "pins":
+                self._sync_ports(event.node_id)
+            elif event.op == "move":
+                pos = self.patch.nodes[event.node_id].pos
+                view = self._views[event.node_id]
+                if tuple(view.pos()) != pos:
+                    view.set_pos(*pos)
+        finally:
+            self._applying -= 1
+
+    def _add_view(self, node_id: str) -> None:
+        inst = self.patch.nodes[node_id]
+        view = self.graph.create_node(
+            NODE_CLASSES[inst.type_id].type_,
+            name=node_id,
+            pos=inst.pos,
+            selected=False,
+            push_undo=False,
+        )
+        self._views[node_id] = view
+        self._ids[view.id] = node_id
+        if len(inst.inputs) != len(inst.spec.inputs):
+            self._sync_ports(node_id)
+        view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.doc}".strip())
+
+    def _remove_view(self, node_id: str) -> None:
+        view = self._views.pop(node_id)
+        self._ids.pop(view.id, None)
+        self._decor.pop(node_id, None)
+        self.graph.remove_node(view, push_undo=False)
+
+    def _sync_ports(self, node_id: str) -> None:
+        view = self._views[node_id]
+        wanted = {pin.name: pin for pin in self.patch.nodes[node_id].inputs}
+        for name, port in list(view.inputs().items()):
+            if name not in wanted:
+                for other in port.connected_ports():
+                    other.disconnect_from(port, push_undo=False)
+                view.delete_input(port)
+        for name, pin in wanted.items():
+            if name not in view.inputs():
+                view.add_input(name, color=PIN_COLORS.get(pin.type))
+
+    def _ports(self, link: Link) -> tuple[Any, Any]:
+        out_port = self._views[link.src].get_output(link.src_pin)
+        in_port = self._views[link.dst].get_input(link.dst_pin)
+        return out_port, in_port
+
+    def _link_view(self, link: Link) -> None:
+        out_port, in_port = self._ports(link)
+        if out_port in in_port.connected_ports():
+            if out_port.view not in in_port.view.connected_ports:
+                self.viewer().establish_connection(out_port.view, in_port.view)
+            return
+        for other in in_port.connected_ports():
+            other.disconnect_from(in_port, push_undo=False)
+        out_port.connect_to(in_port, push_undo=False)  # from the output side
+
+    def _unlink_view(self, link: Link) -> None:
+        if link.src not in self._views or link.dst not in self._views:
+            return
+        out_port, in_port = self._ports(link)
+        if out_port in in_port.connected_ports():
+            out_port.disconnect_from(in_port, push_undo=False)
+
+    # ------------------------------------------------------------------ view -> patch
+    def _link_of(self, port_a: Any, port_b: Any) -> Link:
+        in_item, out_item = (
+            (port_a, port_b) if port_a.port_type == PortTypeEnum.IN.value else (port_b, port_a)
+        )
+        return Link(self._ids[out_item.node.id], out_item.name, self._ids[in_item.node.id],
+                    in_item.name)  # fmt: skip
+
+    def _gesture_rewire(self, disconnected: list, connected: list) -> None:
+        if self._applying:
+            return
+        drop = [self._link_of(a, b) for a, b in disconnected]
+        add = [self._link_of(a, b) for a, b in connected]
+        present = set(self.patch.links)
+        drop = list(dict.fromkeys(link for link in drop if link in present))
+        add = [link for link in add if link not in present]
+        if drop or add:
+            command = RewireCommand(self.patch, drop, add)
+            try:
+                command.apply()
+            except PatchError as error:
+                self.refused.emit(str(error))
+            else:
+                self.stack.push(command)
+        self._restore_pipes(disconnected)
+
+    def _restore_pipes(self, pairs: Iterable[tuple[Any, Any]]) -> None:
+        """Redraw pipes the viewer detached during a gesture that the Patch did not drop."""
+        present = set(self.patch.links)
+        for a, b in pairs:
+            if self._link_of(a, b) in present and b not in a.connected_ports:
+                self.viewer().establish_connection(a, b)
+
+    def _gesture_move(self, node_data: dict) -> None:
+        moves = {}
+        for item, previous in node_data.items():
+            node_id = self._ids.get(item.id)
+            if node_id is None:
+                continue
+            old = (float(previous[0]), float(previous[1]))
+            new = (float(item.xy_pos[0]), float(item.xy_pos[1]))
+            if old != new:
+                moves[node_id] = (old, new)
+        if moves:
+            self.stack.push(MoveNodesCommand(self.patch, moves))
+
+    def create_node(self, type_id: str, pos: tuple[float, float]) -> str | None:
+        """Create a node of `type_id` at scene position `pos` as one undo step; returns its id."""
+        if type_id not in LIBRARY:
+            self.refused.emit(f"unknown node type {type_id!r}")
+            return None
+        node_id = self.patch.new_id(type_id)
+        record = NodeRecord(node_id, type_id, {}, (float(pos[0]), float(pos[1])))
+        self.stack.push(AddNodesCommand(self.patch, [record], [], f"create {type_id}"))
+        return node_id
+
+    def open_tab_search(self) -> None:
+        """Show NodeGraphQt's tab search at the cursor; the choice arrives in create_node."""
+        viewer = self.viewer()
+        viewer.tab_search_set_nodes(self.graph.node_factory.names)
+        viewer.tab_search_toggle()
+
+    # ------------------------------------------------------------------ selection and framing
+    def _on_selection(self, *_: Any) -> None:
+        self.selection_changed.emit(self.selected_ids())
+
+    def selected_ids(self) -> list[str]:
+        return [self._ids[n.id] for n in self.graph.selected_nodes() if n.id in self._ids]
+
+    def select(self, node_ids: Iterable[str]) -> None:
+        self.graph.clear_selection()
+        for node_id in node_ids:
+            self._views[node_id].set_selected(True)
+        self._on_selection()
+
+    def frame(self, node_ids: Iterable[str] | None = None) -> None:
+        """Fit the view to the given nodes (all when None or empty)."""
+        views = [self._views[n] for n in (node_ids or ()) if n in self._views]
+        views = views or list(self._views.values())
+        if not views:
+            return
+        rect = QRectF()
+        for view in views:
+            rect = rect.united(view.view.sceneBoundingRect())
+        rect.adjust(-60, -60, 60, 60)
+        viewer = self.viewer()
+        viewer.set_scene_rect([rect.x(), rect.y(), rect.width(), rect.height()])
+        viewer.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
+        viewer._update_scene()
+
+    def view_center(self) -> tuple[float, float]:
+        viewer = self.viewer()
+        center = viewer.mapToScene(viewer.viewport().rect().center())
+        return center.x(), center.y()
+
+    def port_scene_pos(self, node_id: str, pin: str, output: bool) -> QPointF:
+        view = self._views[node_id]
+        port = view.get_output(pin) if output else view.get_input(pin)
+        return port.view.sceneBoundingRect().center()
+
+    # ------------------------------------------------------------------ evaluation state
+    def decorate(self, node_id: str, node_class: str, status: str, error: str | None) -> None:
+        """Colour a node by its class and status; failed red with the message as tooltip."""
+        key = (node_class, status, error)
+        if self._decor.get(node_id) == key or node_id not in self._views:
+            return
+        self._decor[node_id] = key
+        view = self._views[node_id]
+        inst = self.patch.nodes[node_id]
+        color = FAILED_COLOR if status == "failed" else CLASS_COLORS.get(node_class, (60, 60, 60))
+        view.set_color(*color)
+        item = view.view
+        item.border_color = (*DEFERRED_BORDER, 255) if status == "deferred" else (74, 84, 85, 255)
+        item.setOpacity(IDLE_OPACITY if status == "idle" else 1.0)
+        tip = f"{node_id} ({inst.type_id}) · {node_class} · {status}"
+        if error:
+            tip += f"\n{error}"
+        item.setToolTip(tip)
+        item.update()

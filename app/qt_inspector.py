@@ -1,0 +1,244 @@
+"""The inspector: the selected node's inputs, each editable live, plus its class, status and error.
+
+Widgets are chosen once per pin from the pin's UI hint and type: a slider with a number field for
+`slider` pins, a check box for `toggle` and bool pins, number fields for numbers, a line edit for
+text, colours and 2-vectors. Linked inputs show where they come from and are not editable.
+
+The inspector never writes to the Patch. It emits `value_edited(node_id, pin, value, gesture)`;
+the editor turns that into an undoable command. A slider drag carries one gesture token from press
+to release, so the whole drag merges into one undo step. `refresh_values` puts Patch values back
+into the widgets (after undo, say) with their signals blocked, so nothing echoes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nodes import Patch, PinSpec
+
+SLIDER_STEPS = 1000
+_gestures = itertools.count(1)
+
+
+class _SliderField(QWidget):
+    """A slider over [low, high] with a number field; reports drags with a gesture token."""
+
+    def __init__(self, low: float, high: float, edited: Callable[[float, int | None], None]):
+        super().__init__()
+        self.low, self.high = low, high
+        self._edited = edited
+        self._gesture: int | None = None
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.number = QDoubleSpinBox()
+        self.number.setDecimals(3)
+        self.number.setRange(-1e9, 1e9)
+        self.number.setKeyboardTracking(False)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 3)
+        layout.addWidget(self.number, 1)
+        self.slider.sliderPressed.connect(self._begin)
+        self.slider.sliderReleased.connect(self._end)
+        self.slider.valueChanged.connect(self._slid)
+        self.number.valueChanged.connect(lambda v: self._edited(float(v), None))
+
+    def _begin(self) -> None:
+        self._gesture = next(_gestures)
+
+    def _end(self) -> None:
+        self._gesture = None
+
+    def _slid(self, step: int) -> None:
+        value = self.low + (self.high - self.low) * step / SLIDER_STEPS
+        self.number.blockSignals(True)
+        self.number.setValue(value)
+        self.number.blockSignals(False)
+        self._edited(value, self._gesture)
+
+    def set_value(self, value: float) -> None:
+        span = self.high - self.low
+        step = round((value - self.low) / span * SLIDER_STEPS) if span else 0
+        for widget, new in ((self.slider, min(max(step, 0), SLIDER_STEPS)), (self.number, value)):
+            widget.blockSignals(True)
+            widget.setValue(new)
+            widget.blockSignals(False)
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array {value.shape} {value.dtype}"
+    if isinstance(value, tuple):
+        return ", ".join(f"{v:g}" for v in value)
+    return repr(value)
+
+
+class QtInspector(QWidget):
+    """Edits the input values of one node."""
+
+    value_edited = Signal(str, str, object, object)  # node id, pin, value, gesture token or None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patch: Patch | None = None
+        self.node_id: str | None = None
+        self._setters: dict[str, Callable[[Any], None]] = {}
+        self._title = QLabel("No node selected")
+        self._title.setWordWrap(True)
+        self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._state = QLabel()
+        self._error = QLabel()
+        self._error.setWordWrap(True)
+        self._error.setStyleSheet("color: #ff6060;")
+        self._form_host = QWidget()
+        self._form = QFormLayout(self._form_host)
+        layout = QVBoxLayout(self)
+        for widget in (self._title, self._state, self._error, self._form_host):
+            layout.addWidget(widget)
+        layout.addStretch(1)
+        self._error.hide()
+
+    def set_node(self, patch: Patch | None, node_id: str | None) -> None:
+        """Show the inputs of `node_id` (or nothing)."""
+        self.patch, self.node_id = patch, node_id
+        self._setters.clear()
+        while self._form.rowCount():
+            self._form.removeRow(0)
+        self._error.hide()
+        self._state.clear()
+        if patch is None or node_id is None or node_id not in patch.nodes:
+            self.node_id = None
+            self._title.setText("No node selected")
+            return
+        inst = patch.nodes[node_id]
+        self._title.setText(f"<b>{node_id}</b> · {inst.type_id}<br><i>{inst.spec.doc}</i>")
+        for pin in inst.inputs:
+            self._form.addRow(pin.name, self._pin_widget(pin))
+        self.refresh_values()
+
+    def pin_widget(self, pin: str) -> QWidget:
+        """The editor widget of an input (for tests and focus handling)."""
+        return self._form.itemAt(self._row_of(pin), QFormLayout.ItemRole.FieldRole).widget()
+
+    def _row_of(self, pin: str) -> int:
+        return [p.name for p in self.patch.nodes[self.node_id].inputs].index(pin)
+
+    def _emit(self, pin: str, value: Any, gesture: int | None = None) -> None:
+        self.value_edited.emit(self.node_id, pin, value, gesture)
+
+    def _pin_widget(self, pin: PinSpec) -> QWidget:
+        link = self.patch.link_into(self.node_id, pin.name)
+        if link is not None:
+            return QLabel(f"← {link.src}.{link.src_pin}")
+        if pin.hint == "slider" or (pin.minimum is not None and pin.maximum is not None):
+            low, high = self._slider_range(pin)
+            field = _SliderField(low, high, lambda v, g, name=pin.name: self._emit(name, v, g))
+            self._setters[pin.name] = lambda v: field.set_value(float(v))
+            return field
+        if pin.hint == "toggle" or pin.type == "bool":
+            box = QCheckBox()
+            box.toggled.connect(lambda on, name=pin.name: self._emit(name, bool(on)))
+            self._setters[pin.name] = lambda v: _quiet(box, box.setChecked, bool(v))
+            return box
+        if pin.type in ("float", "num"):
+            number = QDoubleSpinBox()
+            number.setDecimals(4)
+            number.setRange(-1e9, 1e9)
+            number.setKeyboardTracking(False)
+            number.valueChanged.connect(lambda v, name=pin.name: self._emit(name, float(v)))
+            self._setters[pin.name] = lambda v: _set_number_or_array(number, v)
+            return number
+        if pin.type == "int":
+            integer = QSpinBox()
+            integer.setRange(-(2**31), 2**31 - 1)
+            integer.setKeyboardTracking(False)
+            integer.valueChanged.connect(lambda v, name=pin.name: self._emit(name, int(v)))
+            self._setters[pin.name] = lambda v: _quiet(integer, integer.setValue, int(v))
+            return integer
+        if pin.type in ("str", "color", "vec2"):
+            line = QLineEdit()
+            line.editingFinished.connect(lambda name=pin.name, t=pin.type: self._text_edit(name, t))
+            self._setters[pin.name] = lambda v: _quiet(line, line.setText, _text_of(v))
+            return line
+        label = QLabel()
+        self._setters[pin.name] = lambda v: label.setText(_format_value(v))
+        return label
+
+    def _slider_range(self, pin: PinSpec) -> tuple[float, float]:
+        values = self.patch.nodes[self.node_id].values
+        low = pin.minimum if pin.minimum is not None else values.get("min", 0.0)
+        high = pin.maximum if pin.maximum is not None else values.get("max", 1.0)
+        low, high = float(low), float(high)
+        return (low, high) if high > low else (low, low + 1.0)
+
+    def _text_edit(self, pin: str, pin_type: str) -> None:
+        line = self.pin_widget(pin)
+        text = line.text()
+        if pin_type == "str":
+            self._emit(pin, text)
+            return
+        try:
+            value = tuple(float(part) for part in text.replace(",", " ").split())
+        except ValueError:
+            value = None
+        if value is None:
+            self.refresh_values()  # not numbers: show the stored value again
+        else:
+            self._emit(pin, value)
+
+    def refresh_values(self) -> None:
+        """Show the Patch's current values (and rebuild if the node's pins or links changed)."""
+        if self.patch is None or self.node_id is None:
+            return
+        if self.node_id not in self.patch.nodes:
+            self.set_node(None, None)
+            return
+        inst = self.patch.nodes[self.node_id]
+        editable = {p.name for p in inst.inputs if self.patch.link_into(self.node_id, p.name) is None}
+        if self._form.rowCount() != len(inst.inputs) or set(self._setters) != editable:
+            self.set_node(self.patch, self.node_id)
+            return
+        for name, setter in self._setters.items():
+            setter(inst.values[name])
+
+    def set_state(self, node_class: str, status: str, error: str | None) -> None:
+        """Show the node's evaluation class and status, and its error message if it failed."""
+        self._state.setText(f"class {node_class} · {status}")
+        self._error.setVisible(bool(error))
+        self._error.setText(error or "")
+
+
+def _quiet(widget: QWidget, setter: Callable[[Any], None], value: Any) -> None:
+    widget.blockSignals(True)
+    setter(value)
+    widget.blockSignals(False)
+
+
+def _set_number_or_array(number: QDoubleSpinBox, value: Any) -> None:
+    is_array = isinstance(value, np.ndarray)
+    number.setEnabled(not is_array)
+    number.setToolTip(_format_value(value) if is_array else "")
+    _quiet(number, number.setValue, 0.0 if is_array else float(value))
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, tuple):
+        return " ".join(f"{v:g}" for v in value)
+    return str(value)
