@@ -164,6 +164,11 @@ class QtPatchCanvas(QObject):
         if self._unsubscribe is not None:
             self._unsubscribe()
         self._applying += 1
+        viewer = self.viewer()
+        scene = viewer.scene()
+        # Bulk build: no BSP index upkeep or repaint per item; both come back once at the end.
+        scene.setItemIndexMethod(scene.ItemIndexMethod.NoIndex)
+        viewer.setUpdatesEnabled(False)
         try:
             self.graph.clear_session()
             self._views.clear()
@@ -175,6 +180,8 @@ class QtPatchCanvas(QObject):
             for link in patch.links:
                 self._link_view(link)
         finally:
+            scene.setItemIndexMethod(scene.ItemIndexMethod.BspTreeIndex)
+            viewer.setUpdatesEnabled(True)
             self._applying -= 1
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.graph.undo_stack().clear()

@@ -1,6 +1,6 @@
 """The node palette: every node type of the library by category, with a filter field.
 
-Double-clicking a type (or pressing Return on it) emits `create_requested(type_id)`; the editor
+Double-clicking a type emits `create_requested(type_id)`; the editor
 creates the node in the middle of the canvas. Tab search on the canvas itself is NodeGraphQt's
 (see qt_canvas.py); this panel is the browsable alternative and shows each type's determinism.
 """
@@ -41,7 +41,7 @@ class QtLibraryPanel(QWidget):
             item.setToolTip(0, spec.doc or type_id)
         self.tree.expandAll()
         self.tree.resizeColumnToContents(0)
-        self.tree.itemActivated.connect(self._activated)
+        self.tree.itemDoubleClicked.connect(self._activated)
         self.filter.textChanged.connect(self._apply_filter)
 
     def _activated(self, item: QTreeWidgetItem) -> None:

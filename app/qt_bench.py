@@ -1,0 +1,99 @@
+"""Editor benchmark: how long a large patch takes to open in the editor and to repaint.
+
+For each size a chain of `math.add` nodes on a grid (fed by `time.seconds`, ending in an
+`output.value`) is opened in a real editor window, then the canvas is repainted with a view at
+normal zoom (what panning costs) and with the whole patch in view (the worst case). Works under
+QT_QPA_PLATFORM=offscreen; it makes a QApplication if there is none.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QRectF, Qt
+from PySide6.QtWidgets import QApplication
+
+from app.qt_editor import QtEditorWindow
+from nodes import Patch
+
+COLUMNS = 40
+SPACING = (220.0, 130.0)
+REPEATS = 5
+
+
+def grid_chain(size: int) -> Patch:
+    """`size` nodes: time.seconds -> math.add -> ... -> output.value, laid out in rows."""
+    patch = Patch()
+
+    def pos(i: int) -> tuple[float, float]:
+        return (i % COLUMNS) * SPACING[0], (i // COLUMNS) * SPACING[1]
+
+    previous = patch.add_node("time.seconds", pos=pos(0), node_id="n0")
+    for i in range(1, size - 1):
+        current = patch.add_node("math.add", {"b": 1.0}, pos=pos(i), node_id=f"n{i}")
+        patch.connect(previous, "out", current, "a")
+        previous = current
+    sink = patch.add_node("output.value", pos=pos(size - 1), node_id=f"n{size - 1}")
+    patch.connect(previous, "out", sink, "in")
+    return patch
+
+
+def _median_seconds(action: Any) -> float:
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[str, float]]:
+    """Seconds to open and repaint patches of the given sizes: {"<size>": {measure: seconds}}.
+
+    Measures: `load_s` (open the patch in the editor: canvas and evaluator), `repaint_zoom1_s`
+    (one repaint at normal zoom, as when panning), `pan_step_s` (scroll then repaint),
+    `repaint_all_s` (one repaint with every node in view), `frame_s` (one evaluator frame).
+    """
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication([])
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as state:
+        window = QtEditorWindow(Path(state))
+        window.resize(1600, 1000)
+        window.show()
+        window.toggle_pause()  # the frame loop would compete with the measurements
+        app.processEvents()
+        viewer = window.canvas.viewer()
+        for size in sizes:
+            patch = grid_chain(size)
+            started = time.perf_counter()
+            window.set_patch(patch, None)
+            app.processEvents()
+            load = time.perf_counter() - started
+            repaint_all = _median_seconds(viewer.grab)
+            viewer.fitInView(QRectF(0, 0, 1400, 800), Qt.AspectRatioMode.KeepAspectRatio)
+            viewer.grab()
+            repaint_zoom1 = _median_seconds(viewer.grab)
+            bar = viewer.horizontalScrollBar()
+
+            def pan() -> None:
+                bar.setValue(bar.value() + 40)  # noqa: B023 - used within the iteration
+                viewer.grab()  # noqa: B023
+
+            pan_step = _median_seconds(pan)
+            window.evaluator.wait_for_flat(30.0)
+            frame = _median_seconds(lambda: window.evaluator.run_frame(0.0, 0))
+            results[str(size)] = {
+                "load_s": load,
+                "repaint_zoom1_s": repaint_zoom1,
+                "pan_step_s": pan_step,
+                "repaint_all_s": repaint_all,
+                "frame_s": frame,
+            }
+        window.undo_stack.setClean()
+        window.close()
+    return results

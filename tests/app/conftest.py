@@ -1,0 +1,128 @@
+"""Fixtures for editor tests: a shown editor window whose dialogs are answered by the test, and
+`ui`, helpers that drive the real widgets (mouse drags on the canvas viewport, key presses)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QCoreApplication, QPoint, QPointF, Qt
+from PySide6.QtTest import QTest
+
+from app.qt_editor import QtEditorWindow
+from nodes import Patch
+
+
+class ScriptedDialogs:
+    """Answers the editor's questions; records errors instead of showing message boxes."""
+
+    def __init__(self) -> None:
+        self.unsaved_answer = "cancel"
+        self.open_path: str | None = None
+        self.save_path: str | None = None
+        self.restore = False
+        self.errors: list[str] = []
+        self.asked_unsaved = 0
+
+    def install(self, window: QtEditorWindow) -> None:
+        window.ask_unsaved = self._ask_unsaved
+        window.ask_open_path = lambda: self.open_path
+        window.ask_save_path = lambda: self.save_path
+        window.ask_restore = lambda: self.restore
+        window.report_error = self.errors.append
+
+    def _ask_unsaved(self) -> str:
+        self.asked_unsaved += 1
+        return self.unsaved_answer
+
+
+def make_editor(qtbot: Any, state_dir: Path, dialogs: ScriptedDialogs) -> QtEditorWindow:
+    window = QtEditorWindow(state_dir)
+    dialogs.install(window)
+    qtbot.addWidget(window)
+    window.resize(1400, 850)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+def show_patch(editor: QtEditorWindow, patch: Patch) -> None:
+    editor.set_patch(patch, None)
+    editor.canvas.frame(None)
+    QCoreApplication.processEvents()
+
+
+def viewport_point(editor: QtEditorWindow, scene_pos: QPointF) -> QPoint:
+    return editor.canvas.viewer().mapFromScene(scene_pos)
+
+
+def drag(editor: QtEditorWindow, start: QPointF, end: QPointF) -> None:
+    """Press at `start`, move in steps, release at `end` (scene positions) on the viewport."""
+    viewport = editor.canvas.viewer().viewport()
+    a, b = viewport_point(editor, start), viewport_point(editor, end)
+    QTest.mousePress(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, a)
+    for step in (0.25, 0.5, 0.75, 1.0):
+        QTest.mouseMove(viewport, a + (b - a) * step)
+    QTest.mouseRelease(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, b)
+    QCoreApplication.processEvents()
+
+
+def drag_link(editor: QtEditorWindow, src: str, src_pin: str, dst: str, dst_pin: str) -> None:
+    canvas = editor.canvas
+    drag(
+        editor,
+        canvas.port_scene_pos(src, src_pin, output=True),
+        canvas.port_scene_pos(dst, dst_pin, output=False),
+    )
+
+
+def view_links(editor: QtEditorWindow) -> set[tuple[str, str, str, str]]:
+    """The links the canvas shows, as (src, src_pin, dst, dst_pin)."""
+    canvas = editor.canvas
+    shown = set()
+    for view in canvas.graph.all_nodes():
+        for port in view.input_ports():
+            for other in port.connected_ports():
+                shown.add(
+                    (canvas.node_id_of(other.node()), other.name(), canvas.node_id_of(view),
+                     port.name())
+                )  # fmt: skip
+    return shown
+
+
+def model_links(patch: Patch) -> set[tuple[str, str, str, str]]:
+    return {tuple(link) for link in patch.links}
+
+
+def press(widget: Any, key: Any, modifiers: Any = Qt.KeyboardModifier.NoModifier) -> None:
+    QTest.keyClick(widget, key, modifiers)
+    QCoreApplication.processEvents()
+
+
+@pytest.fixture
+def dialogs() -> ScriptedDialogs:
+    return ScriptedDialogs()
+
+
+@pytest.fixture
+def editor(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs) -> QtEditorWindow:
+    window = make_editor(qtbot, tmp_path / "state", dialogs)
+    yield window
+    window.undo_stack.setClean()  # no unsaved-changes prompt when the test closes it
+    window._restored_unsaved = False
+
+
+@pytest.fixture
+def ui() -> SimpleNamespace:
+    """The input and inspection helpers of this module, for test modules."""
+    return SimpleNamespace(
+        drag=drag,
+        drag_link=drag_link,
+        model_links=model_links,
+        press=press,
+        show_patch=show_patch,
+        view_links=view_links,
+        make_editor=make_editor,
+    )

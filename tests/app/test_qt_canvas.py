@@ -1,0 +1,183 @@
+"""Canvas gestures driven with real mouse and key input: each is one undo step on the app's stack,
+the canvas always shows what the Patch holds, and refused links never change anything."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, QPointF, Qt, QTimer
+from PySide6.QtTest import QTest
+
+from nodes import Patch
+
+
+def small_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("value.float", {"value": 2.0}, (0, 0), node_id="a")
+    patch.add_node("math.add", {"b": 1.0}, (300, 0), node_id="b")
+    patch.add_node("output.value", None, (600, 0), node_id="c")
+    patch.add_node("math.add", None, (300, 220), node_id="d")
+    return patch
+
+
+def assert_in_sync(editor, ui) -> None:
+    assert ui.view_links(editor) == ui.model_links(editor.patch)
+    assert {editor.canvas.node_id_of(v) for v in editor.canvas.graph.all_nodes()} == set(
+        editor.patch.nodes
+    )
+
+
+def test_patch_edits_show_on_canvas_without_echo(editor, ui):
+    ui.show_patch(editor, small_patch())
+    editor.patch.connect("a", "out", "b", "a")
+    assert_in_sync(editor, ui)
+    assert editor.undo_stack.count() == 0  # nothing came back as a user gesture
+    assert editor.canvas.graph.undo_stack().count() == 0
+
+
+def test_drag_connect_is_one_undo_step(editor, ui):
+    ui.show_patch(editor, small_patch())
+    ui.drag_link(editor, "a", "out", "b", "a")
+    assert ui.model_links(editor.patch) == {("a", "out", "b", "a")}
+    assert editor.undo_stack.count() == 1
+    assert_in_sync(editor, ui)
+    editor.undo_stack.undo()
+    assert ui.model_links(editor.patch) == set()
+    assert_in_sync(editor, ui)
+    editor.undo_stack.redo()
+    assert ui.model_links(editor.patch) == {("a", "out", "b", "a")}
+    assert_in_sync(editor, ui)
+
+
+def test_drag_that_closes_a_cycle_is_refused_with_reason(editor, ui):
+    ui.show_patch(editor, small_patch())
+    editor.patch.connect("b", "out", "d", "a")
+    before = ui.model_links(editor.patch)
+    ui.drag_link(editor, "d", "out", "b", "a")
+    assert ui.model_links(editor.patch) == before
+    assert editor.undo_stack.count() == 0
+    assert "cycle" in editor.statusBar().currentMessage()
+    assert_in_sync(editor, ui)
+
+
+def test_drag_onto_occupied_input_replaces_in_one_step(editor, ui):
+    ui.show_patch(editor, small_patch())
+    editor.patch.connect("a", "out", "b", "a")
+    ui.drag_link(editor, "d", "out", "b", "a")
+    assert ui.model_links(editor.patch) == {("d", "out", "b", "a")}
+    assert editor.undo_stack.count() == 1
+    assert_in_sync(editor, ui)
+    editor.undo_stack.undo()
+    assert ui.model_links(editor.patch) == {("a", "out", "b", "a")}
+    assert_in_sync(editor, ui)
+
+
+def test_drag_link_off_an_input_disconnects(editor, ui):
+    ui.show_patch(editor, small_patch())
+    editor.patch.connect("a", "out", "b", "a")
+    start = editor.canvas.port_scene_pos("b", "a", output=False)
+    ui.drag(editor, start, start + QPointF(0, 160))
+    assert ui.model_links(editor.patch) == set()
+    assert editor.undo_stack.count() == 1
+    assert_in_sync(editor, ui)
+    editor.undo_stack.undo()
+    assert ui.model_links(editor.patch) == {("a", "out", "b", "a")}
+    assert_in_sync(editor, ui)
+
+
+def test_dragging_a_node_moves_it_in_one_step(editor, ui):
+    ui.show_patch(editor, small_patch())
+    item = editor.canvas.view_node("d").view
+    start = item.sceneBoundingRect().topLeft() + QPointF(40, 10)
+    ui.drag(editor, start, start + QPointF(120, 60))
+    moved = editor.patch.nodes["d"].pos
+    assert moved != (300.0, 220.0)
+    assert editor.undo_stack.count() == 1
+    editor.undo_stack.undo()
+    assert editor.patch.nodes["d"].pos == (300.0, 220.0)
+    assert tuple(round(c) for c in item.xy_pos) == (300, 220)
+    editor.undo_stack.redo()
+    assert editor.patch.nodes["d"].pos == moved
+
+
+def test_tab_search_typing_creates_a_node(editor, ui, qtbot):
+    ui.show_patch(editor, small_patch())
+    viewer = editor.canvas.viewer()
+    search = viewer._search_widget
+
+    def type_choice() -> None:
+        QTest.keyClicks(search.line_edit, "math.mix")
+        QTest.keyClick(search.line_edit, Qt.Key.Key_Return)
+
+    QTimer.singleShot(200, type_choice)
+    QTimer.singleShot(5000, search.close)  # never leave a modal menu open if typing failed
+    viewer.setFocus()
+    QTest.keyClick(viewer, Qt.Key.Key_Tab)
+    qtbot.waitUntil(lambda: any(n.type_id == "math.mix" for n in editor.patch.nodes.values()))
+    (new,) = [n.id for n in editor.patch.nodes.values() if n.type_id == "math.mix"]
+    assert editor.undo_stack.count() == 1
+    assert_in_sync(editor, ui)
+    editor.undo_stack.undo()
+    assert new not in editor.patch.nodes
+    assert_in_sync(editor, ui)
+    editor.undo_stack.redo()
+    assert new in editor.patch.nodes
+
+
+def test_delete_key_removes_selection_with_links_and_undo_restores(editor, ui):
+    ui.show_patch(editor, small_patch())
+    editor.patch.connect("a", "out", "b", "a")
+    editor.patch.connect("b", "out", "c", "in")
+    editor.canvas.select(["b"])
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Delete)
+    assert "b" not in editor.patch.nodes and ui.model_links(editor.patch) == set()
+    assert_in_sync(editor, ui)
+    ui.press(viewer, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert ui.model_links(editor.patch) == {("a", "out", "b", "a"), ("b", "out", "c", "in")}
+    assert_in_sync(editor, ui)
+    ui.press(viewer, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert "b" not in editor.patch.nodes
+    assert_in_sync(editor, ui)
+
+
+def test_copy_paste_and_duplicate_keys(editor, ui):
+    ui.show_patch(editor, small_patch())
+    editor.patch.connect("a", "out", "b", "a")
+    editor.canvas.select(["a", "b"])
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    ui.press(viewer, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    assert len(editor.patch.nodes) == 6
+    pasted = editor.canvas.selected_ids()
+    assert len(pasted) == 2 and not {"a", "b"} & set(pasted)
+    assert len(editor.patch.links) == 2  # the link between the copies came along
+    ui.press(viewer, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    assert len(editor.patch.nodes) == 8 and len(editor.patch.links) == 3
+    assert editor.undo_stack.count() == 2
+    assert_in_sync(editor, ui)
+    editor.undo_stack.undo()
+    editor.undo_stack.undo()
+    assert set(editor.patch.nodes) == {"a", "b", "c", "d"}
+    assert_in_sync(editor, ui)
+
+
+def test_library_double_click_creates_node(editor, ui, qtbot):
+    ui.show_patch(editor, small_patch())
+    tree = editor.library.tree
+    editor.library.filter.setText("lfo")
+    item = next(
+        tree.topLevelItem(i).child(j)
+        for i in range(tree.topLevelItemCount())
+        for j in range(tree.topLevelItem(i).childCount())
+        if not tree.topLevelItem(i).child(j).isHidden()
+    )
+    assert item.text(0) == "time.lfo"
+    rect = tree.visualItemRect(item)
+    for click in (QTest.mouseClick, QTest.mouseDClick):  # a double click follows a click
+        click(tree.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+              rect.center())  # fmt: skip
+    QCoreApplication.processEvents()
+    assert [n.type_id for n in editor.patch.nodes.values()].count("time.lfo") == 1
+    assert editor.undo_stack.count() == 1
+    assert_in_sync(editor, ui)
