@@ -35,6 +35,13 @@ def coerce_value(pin_type: str, value: Any) -> Any:
 
     Stored values are plain Python (float, int, bool, str, tuples of floats) or numpy arrays.
     """
+    try:
+        return _coerce_value(pin_type, value)
+    except OverflowError:  # int(inf), float(10**400): out of range, a bad value like any other
+        raise ValueError("number out of range") from None
+
+
+def _coerce_value(pin_type: str, value: Any) -> Any:
     if pin_type == "any":
         return value
     if pin_type == "float":
