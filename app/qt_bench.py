@@ -82,7 +82,7 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
 
             def pan() -> None:
                 bar.setValue(bar.value() + 40)  # noqa: B023 - used within the iteration
-                viewer.grab()  # noqa: B023
+                viewer.grab()
 
             pan_step = _median_seconds(pan)
             window.evaluator.wait_for_flat(30.0)

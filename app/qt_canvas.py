@@ -119,7 +119,7 @@ class _TabFilter(QObject):
         super().__init__(canvas)
         self._canvas = canvas
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab:
             self._canvas.open_tab_search()
             return True

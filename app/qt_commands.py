@@ -76,7 +76,7 @@ class RemoveNodesCommand(QUndoCommand):
         self._patch = patch
         self._records = record_nodes(patch, node_ids)
         ids = {rec.id for rec in self._records}
-        self._links = [l for l in patch.links if l.src in ids or l.dst in ids]
+        self._links = [link for link in patch.links if link.src in ids or link.dst in ids]
         count = len(self._records)
         super().__init__(f"delete {count} node{'s' if count != 1 else ''}")
 
@@ -181,7 +181,7 @@ class SetValueCommand(_AppliedFirst):
     def id(self) -> int:
         return self.MERGE_ID
 
-    def mergeWith(self, other: QUndoCommand) -> bool:  # noqa: N802 - Qt override
+    def mergeWith(self, other: QUndoCommand) -> bool:
         if not (
             isinstance(other, SetValueCommand)
             and self.gesture is not None

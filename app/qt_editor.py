@@ -16,6 +16,7 @@ Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -137,6 +138,7 @@ class QtEditorWindow(QMainWindow):
             scroll.setWidget(widget)
             dock = QDockWidget(title, self)
             dock.setObjectName(title)
+            dock.setMinimumWidth(280)
             dock.setWidget(scroll)
             self.addDockWidget(area, dock)
         self.resize(1400, 850)
@@ -165,7 +167,9 @@ class QtEditorWindow(QMainWindow):
         self._action(file_menu, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
-        self.save_action = self._action(file_menu, "&Save", self.save, QKeySequence.StandardKey.Save)
+        self.save_action = self._action(
+            file_menu, "&Save", self.save, QKeySequence.StandardKey.Save
+        )
         self._action(file_menu, "Save &As…", self.save_as, "Ctrl+Shift+S")
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
@@ -219,6 +223,7 @@ class QtEditorWindow(QMainWindow):
             action.setEnabled(not read_only)
         self.undo_stack.setClean()
         self._update_title()
+        self._update_status()
         self.canvas.frame(None)
 
     @property
@@ -441,7 +446,10 @@ class QtEditorWindow(QMainWindow):
             )
             for inst in piece.nodes.values()
         ]
-        links = [Link(new_ids[l.src], l.src_pin, new_ids[l.dst], l.dst_pin) for l in piece.links]
+        links = [
+            Link(new_ids[link.src], link.src_pin, new_ids[link.dst], link.dst_pin)
+            for link in piece.links
+        ]
         if records:
             self.undo_stack.push(AddNodesCommand(self.patch, records, links, text))
             self.canvas.select(new_ids.values())
@@ -458,11 +466,9 @@ class QtEditorWindow(QMainWindow):
         QApplication.clipboard().setText(text)
 
     def paste(self) -> None:
-        piece = self._clipboard
-        try:
+        piece = self._clipboard  # unless the system clipboard holds a patch
+        with contextlib.suppress(ValueError, PatchError):
             piece = patch_from_dict(json.loads(QApplication.clipboard().text()), "clipboard")
-        except (ValueError, PatchError):
-            pass  # not a patch on the system clipboard: use this window's own copy
         if piece is not None:
             self._insert(piece, "paste")
 
@@ -553,7 +559,7 @@ class QtEditorWindow(QMainWindow):
         labels["nodes"].setText(f"{len(self.patch.nodes)} nodes")
 
     # ------------------------------------------------------------------ closing
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event: QCloseEvent) -> None:
         if not self.maybe_save_changes():
             event.ignore()
             return

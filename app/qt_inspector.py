@@ -211,7 +211,9 @@ class QtInspector(QWidget):
             self.set_node(None, None)
             return
         inst = self.patch.nodes[self.node_id]
-        editable = {p.name for p in inst.inputs if self.patch.link_into(self.node_id, p.name) is None}
+        editable = {
+            p.name for p in inst.inputs if self.patch.link_into(self.node_id, p.name) is None
+        }
         if self._form.rowCount() != len(inst.inputs) or set(self._setters) != editable:
             self.set_node(self.patch, self.node_id)
             return

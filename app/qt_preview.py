@@ -30,7 +30,7 @@ class QtArrayPlot(QWidget):
         self.values = values
         self.update()
 
-    def paintEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: Any) -> None:
         painter = QPainter(self)
         painter.fillRect(self.rect(), QColor(25, 28, 32))
         data = np.asarray(self.values, dtype=np.float64).ravel()

@@ -5,6 +5,6 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QCoreApplication, Qt  # noqa: E402 - after the platform is chosen
+from PySide6.QtCore import QCoreApplication, Qt
 
 QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)

@@ -135,7 +135,11 @@ def test_delete_key_removes_selection_with_links_and_undo_restores(editor, ui):
     ui.press(viewer, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert ui.model_links(editor.patch) == {("a", "out", "b", "a"), ("b", "out", "c", "in")}
     assert_in_sync(editor, ui)
-    ui.press(viewer, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    ui.press(
+        viewer,
+        Qt.Key.Key_Z,
+        Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+    )
     assert "b" not in editor.patch.nodes
     assert_in_sync(editor, ui)
 

@@ -1,0 +1,195 @@
+"""The editor window live: inspector edits reach the running patch, the evaluator goes lazy -> flat,
+Space pauses, files round-trip, bad files leave the patch alone, recovery, read-only exports."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider
+
+from app.qt_inspector import _SliderField
+from nodes import Patch, load_patch, patch_to_dict, save_patch
+
+
+def slider_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("input.float", {"value": 0.2, "min": 0.0, "max": 4.0}, (0, 0), node_id="speed")
+    patch.add_node("math.mul", {"b": 10.0}, (300, 0), node_id="gain")
+    patch.add_node("output.value", None, (600, 0), node_id="out")
+    patch.connect("speed", "out", "gain", "a")
+    patch.connect("gain", "out", "out", "in")
+    return patch
+
+
+def handle_center(slider: QSlider) -> QPoint:
+    option = QStyleOptionSlider()
+    slider.initStyleOption(option)
+    rect = slider.style().subControlRect(
+        QStyle.ComplexControl.CC_Slider, option, QStyle.SubControl.SC_SliderHandle, slider
+    )
+    return rect.center()
+
+
+def test_slider_drag_changes_downstream_value_and_is_one_undo_step(editor, ui, qtbot):
+    ui.show_patch(editor, slider_patch())
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 2.0)
+    editor.canvas.select(["speed"])
+    field = editor.inspector.pin_widget("value")
+    assert isinstance(field, _SliderField)
+    slider = field.slider
+    start = handle_center(slider)
+    QTest.mousePress(slider, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start)
+    for dx in (10, 30, 60, 90):
+        QTest.mouseMove(slider, start + QPoint(dx, 0))
+    QTest.mouseRelease(
+        slider, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start + QPoint(90, 0)
+    )
+    value = editor.patch.value("speed", "value")
+    assert value > 0.2
+    assert editor.undo_stack.count() == 1  # the whole drag is one step
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == value * 10.0)
+    editor.undo_stack.undo()
+    assert editor.patch.value("speed", "value") == 0.2
+    assert field.number.value() == 0.2  # the inspector follows undo
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 2.0)
+
+
+def test_number_field_edit_is_undoable(editor, ui):
+    ui.show_patch(editor, slider_patch())
+    editor.canvas.select(["gain"])
+    number = editor.inspector.pin_widget("b")
+    number.setValue(3.5)  # what typing + Return does (keyboard tracking is off)
+    assert editor.patch.value("gain", "b") == 3.5
+    editor.undo_stack.undo()
+    assert editor.patch.value("gain", "b") == 10.0
+    assert number.value() == 10.0
+
+
+def test_evaluator_goes_lazy_on_structural_edit_then_flat(editor, ui, qtbot):
+    ui.show_patch(editor, slider_patch())
+    qtbot.waitUntil(lambda: editor.evaluator.mode == "flat")
+    ui.drag_link(editor, "speed", "out", "gain", "b")
+    assert editor.undo_stack.count() == 1
+    assert editor.evaluator.mode == "lazy"  # the very next frame shows the edit
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.2 * 0.2)
+    qtbot.waitUntil(lambda: editor.evaluator.mode == "flat")
+    editor._update_status()
+    assert editor.status_labels["mode"].text() == "flat"
+
+
+def test_space_pauses_and_resumes_the_frame_loop(editor, ui, qtbot):
+    patch = Patch()
+    patch.add_node("time.frame", None, (0, 0), node_id="frame")
+    patch.add_node("output.value", None, (300, 0), node_id="out")
+    patch.connect("frame", "out", "out", "in")
+    ui.show_patch(editor, patch)
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Space)
+    assert editor.paused
+    frozen = editor.evaluator.output("out")
+    qtbot.wait(100)
+    assert editor.evaluator.output("out") == frozen
+    ui.press(viewer, Qt.Key.Key_Space)
+    assert not editor.paused
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") > frozen)
+
+
+def test_failed_node_is_red_with_its_message(editor, ui, qtbot):
+    patch = Patch()
+    patch.add_node("debug.fail", {"message": "boom here"}, (0, 0), node_id="bad")
+    patch.add_node("output.value", None, (300, 0), node_id="out")
+    patch.add_node("value.float", None, (0, 200), node_id="loose")
+    patch.connect("bad", "out", "out", "in")
+    ui.show_patch(editor, patch)
+    qtbot.waitUntil(lambda: editor.evaluator.status("bad") == "failed")
+    editor.decorate_nodes()
+    bad = editor.canvas.view_node("bad")
+    assert tuple(bad.color()[:3]) == (190, 30, 30)
+    assert "boom here" in bad.view.toolTip()
+    assert editor.canvas.view_node("loose").view.opacity() < 1.0  # no sink needs it: dimmed
+    editor.canvas.select(["bad"])
+    editor.tick()
+    assert "boom here" in editor.inspector._error.text()
+
+
+def test_save_then_open_round_trips(editor, ui, dialogs, tmp_path):
+    ui.show_patch(editor, slider_patch())
+    editor.patch.set_position("gain", (310.0, 15.0))
+    target = tmp_path / "mine.patchbay"
+    dialogs.save_path = str(target)
+    assert editor.save()
+    assert "mine.patchbay" in editor.windowTitle() and "*" not in editor.windowTitle()
+    original = patch_to_dict(editor.patch)
+    editor.new_patch()
+    assert editor.patch.nodes == {}
+    assert editor.open_path(target)
+    assert patch_to_dict(editor.patch) == original
+    assert str(target.resolve()) in editor.recent_files()
+
+
+def test_opening_a_corrupt_file_keeps_the_current_patch(editor, ui, dialogs, tmp_path):
+    ui.show_patch(editor, slider_patch())
+    bad = tmp_path / "bad.patchbay"
+    bad.write_text('{"format": "patchbay", "version": 1, "nodes": [{"id": "x"', "utf-8")
+    before = patch_to_dict(editor.patch)
+    assert not editor.open_path(bad)
+    assert patch_to_dict(editor.patch) == before
+    assert len(dialogs.errors) == 1 and "invalid JSON" in dialogs.errors[0]
+    assert "\n" not in dialogs.errors[0]
+
+
+def test_unsaved_changes_prompt(editor, ui, dialogs):
+    ui.show_patch(editor, slider_patch())
+    editor.canvas.select(["gain"])
+    editor.delete_selection()
+    assert editor.windowTitle().startswith("untitled *")
+    dialogs.unsaved_answer = "cancel"
+    assert not editor.new_patch()
+    assert "speed" in editor.patch.nodes and dialogs.asked_unsaved == 1
+    dialogs.unsaved_answer = "discard"
+    assert editor.new_patch()
+    assert editor.patch.nodes == {}
+
+
+def test_autosave_then_restore_after_a_crash(qtbot, ui, dialogs, tmp_path):
+    state = tmp_path / "state"
+    first = ui.make_editor(qtbot, state, dialogs)
+    ui.show_patch(first, slider_patch())
+    first.canvas.select(["gain"])
+    first.delete_selection()
+    first.autosave()
+    assert first.recovery_path.exists()
+    expected = patch_to_dict(first.patch)
+    # The first window "crashes": it never closes, so the recovery file stays.
+    dialogs.restore = True
+    second = ui.make_editor(qtbot, state, dialogs)
+    assert second.offer_recovery()
+    assert patch_to_dict(second.patch) == expected
+    assert second.modified
+    for window in (first, second):
+        window.undo_stack.setClean()
+        window._restored_unsaved = False
+
+
+def test_frozen_export_opens_read_only_with_banner(editor, tmp_path):
+    patch = slider_patch()
+    patch.meta["frozen"] = {"source": "x.patchbay"}
+    path = tmp_path / "frozen.patchbay"
+    save_patch(patch, path)
+    assert editor.open_path(path)
+    assert editor.banner.isVisible() and "read-only" in editor.banner.text()
+    assert not editor.canvas.viewer().isInteractive()
+    assert not editor.save_action.isEnabled()
+
+
+def test_demo_patch_loads_and_shows_the_product():
+    from app.editor import demo_patch_path
+
+    patch = load_patch(demo_patch_path())
+    types = {n.type_id for n in patch.nodes.values()}
+    assert {"time.seconds", "input.float", "logic.switch", "debug.fail", "array.map_sin"} <= types
+    assert json.loads(demo_patch_path().read_text("utf-8"))["format"] == "patchbay"

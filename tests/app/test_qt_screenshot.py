@@ -1,0 +1,43 @@
+"""Screenshot of the editor on the built-in demo patch, kept as tests/artifacts/editor_demo.png and
+checked for what it must show: a red failed node, orange HOT nodes and blue cached CONST nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtGui import QImage
+
+from app.editor import open_editor
+from app.qt_canvas import CLASS_COLORS, FAILED_COLOR
+
+ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "editor_demo.png"
+
+
+def count_color(image: QImage, rgb: tuple[int, int, int], tolerance: int = 10) -> int:
+    count = 0
+    for y in range(0, image.height(), 2):
+        for x in range(0, image.width(), 2):
+            pixel = image.pixelColor(x, y)
+            if all(abs(a - b) <= tolerance for a, b in zip(pixel.getRgb()[:3], rgb, strict=True)):
+                count += 1
+    return count
+
+
+def test_demo_patch_screenshot(qtbot, tmp_path, dialogs):
+    window = open_editor(None, tmp_path / "state")
+    dialogs.install(window)
+    qtbot.addWidget(window)
+    window.resize(1400, 850)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: window.evaluator.status("broken") == "failed")
+    qtbot.waitUntil(lambda: window.evaluator.mode == "flat")
+    window.canvas.select(["breathing"])
+    qtbot.wait(300)  # a few frames: colours, preview and status bar catch up
+    image = window.grab().toImage()
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    assert image.save(str(ARTIFACT))
+    assert count_color(image, FAILED_COLOR) > 300
+    assert count_color(image, CLASS_COLORS["HOT"]) > 1000
+    assert count_color(image, CLASS_COLORS["CONST"]) > 300
+    assert window.windowTitle().startswith("untitled")
