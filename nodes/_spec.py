@@ -184,7 +184,7 @@ def node(
         pins = []
         for param in params:
             annotation = str(param.annotation)
-            is_lazy = param.name in lazy or annotation.startswith("Pull")
+            is_lazy = param.name.rstrip("_") in lazy or annotation.startswith("Pull")
             pin_type = _ANNOTATION_TYPES.get(annotation.removeprefix("Pull[").rstrip("]"), "")
             if pin_type not in PIN_TYPES:
                 raise TypeError(f"{type_id}: pin {param.name!r} has no known type ({annotation})")
