@@ -1,4 +1,4 @@
-"""How a patch runs: graph IR, analysis, the lazy / flat / dual evaluators.
+"""How a patch runs: graph IR, analysis, the lazy / flat / dual evaluators, freezing.
 
 Never imports Qt or NodeGraphQt.
 """
@@ -6,6 +6,7 @@ Never imports Qt or NodeGraphQt.
 from evaluators._context import CONST, HOT, USER, ExecutionContext
 from evaluators._dual import DualEvaluator
 from evaluators._flat import FlatEvaluator, FlatProgram
+from evaluators._freeze import freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 
@@ -20,4 +21,5 @@ __all__ = [
     "GraphIR",
     "LazyEvaluator",
     "PatchSnapshot",
+    "freeze",
 ]
