@@ -9,6 +9,13 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 - `outputs`: the last good outputs of every node, read when a node fails or is deferred.
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
+- `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
+  properties such as `resolution`.
+
+Evaluators forward patch events to `on_patch_event`: removing a node drops everything kept for it
+and closes its state (a state with a `close()` method gives back what it holds, e.g. pooled GPU
+textures); changing the patch resolution drops every cached result (`cache_epoch` tells flat
+programs to reload), since cache keys do not include settings.
 
 The context is touched by the thread that runs frames only; a background builder reads nothing
 from it except `state_for`, which is safe because dict.setdefault is atomic in CPython.
@@ -20,7 +27,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from nodes import NodeSpec
+from nodes import NodeSpec, PatchEvent
 
 HOT = "HOT"
 USER = "USER"
@@ -51,7 +58,21 @@ class ExecutionContext:
         self.cache: dict[str, CacheEntry] = {}
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.feedback: dict[tuple[str, str], Any] = {}
+        self.settings: dict[str, Any] = {}
+        self.cache_epoch = 0
         self.frames_run = 0
+
+    @property
+    def resolution(self) -> tuple[int, int]:
+        """The patch resolution in pixels (width, height): the `resolution` setting, else the GPU
+        service's default size, else 640x360."""
+        size = self.settings.get("resolution")
+        if size is None and self.gpu is not None:
+            size = getattr(self.gpu, "default_size", None)
+        if size is None:
+            return (640, 360)
+        width, height = (max(1, int(v)) for v in size)
+        return (width, height)
 
     def advance(self, t: float, frame: int) -> None:
         self.dt = t - self.t if self.frames_run else 0.0
@@ -66,11 +87,39 @@ class ExecutionContext:
             state = self.states.setdefault(path, spec.init_state(path))
         return state
 
+    def on_patch_event(self, event: PatchEvent) -> None:
+        """Keep the context in step with an edit (see the module note); idempotent."""
+        if event.op == "remove_node" and event.node_id is not None:
+            self.release_node(event.node_id)
+        elif event.op == "settings" and "resolution" in (event.value or {}):
+            self.cache.clear()
+            self.cache_epoch += 1
+
+    def release_node(self, node_id: str) -> None:
+        """Drop what is kept for a node and close its state."""
+        self.cache.pop(node_id, None)
+        self.outputs.pop(node_id, None)
+        for key in [key for key in self.feedback if key[0] == node_id]:
+            del self.feedback[key]
+        _close_state(self.states.pop(node_path(node_id), None))
+
+    def release_all(self) -> None:
+        """Close every node state (when the context is discarded with its patch)."""
+        states, self.states = self.states, {}
+        for state in states.values():
+            _close_state(state)
+
     def forget(self, live_ids: set[str]) -> None:
         """Drop what belongs to nodes that are gone (called when a patch is replaced)."""
         for store in (self.cache, self.outputs):
             for node_id in [key for key in store if key not in live_ids]:
                 del store[node_id]
+
+
+def _close_state(state: Any) -> None:
+    close = getattr(state, "close", None)
+    if callable(close):
+        close()
 
 
 def node_path(node_id: str) -> str:

@@ -228,6 +228,7 @@ class FlatProgram:
     def adopt_context(self) -> None:
         """Mark CONST/USER nodes whose cached result is still valid as clean and load it."""
         cache, ids = self.ctx.cache, self.ir.ids
+        self.cache_epoch = self.ctx.cache_epoch
         for i in self.node_slots:
             if self.classes[i] == HOT:
                 continue
@@ -301,6 +302,8 @@ class FlatProgram:
         self.serial += 1
         self.frame_status = {}
         self.tainted: set[int] = set()
+        if self.cache_epoch != self.ctx.cache_epoch:
+            self.adopt_context()  # the context dropped its cache (e.g. a new resolution)
         if not self.caching:
             self._run_list(self.all_steps, self.all_index)
             self.nodes_run += len(self.main)
@@ -429,6 +432,7 @@ class FlatEvaluator:
     ) -> None:
         self.patch = patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
+        self.ctx.settings = patch.settings
         self.caching = caching
         self.program: FlatProgram | None = None
         self.last_build_seconds = 0.0
@@ -437,6 +441,7 @@ class FlatEvaluator:
         self._unsubscribe = patch.subscribe(self._on_event)
 
     def _on_event(self, event: PatchEvent) -> None:
+        self.ctx.on_patch_event(event)
         if event.kind == "value" and event.node_id is not None:
             self._edited.add(event.node_id)
 

@@ -65,6 +65,7 @@ class LazyEvaluator:
     def __init__(self, patch: Patch, context: ExecutionContext | None = None, gpu: Any = None):
         self.patch = patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
+        self.ctx.settings = patch.settings
         self.analysis = LiveAnalysis(patch)
         self.last_frame_seconds = 0.0
         self._bound: dict[str, Callable[..., Any]] = {}
@@ -149,6 +150,7 @@ class LazyEvaluator:
     # ----------------------------------------------------------------- internals
     def _on_event(self, event: PatchEvent) -> None:
         self.analysis.on_event(event)
+        self.ctx.on_patch_event(event)
         if event.kind == "structural":
             self._roots = None
             self._feedback_links = None

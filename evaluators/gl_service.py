@@ -25,8 +25,6 @@ What it assumes:
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.resources
 import queue
 import re
 import struct
@@ -39,6 +37,13 @@ from typing import Any
 
 import moderngl
 import numpy as np
+
+from nodes._glsl import (
+    FRAGMENT_UNIFORM_TYPES,
+    builtin_shader,
+    builtin_shader_names,
+    parse_uniforms,
+)
 
 __all__ = [
     "FRAGMENT_UNIFORM_TYPES",
@@ -73,55 +78,6 @@ _DTYPES: dict[str, np.dtype[Any]] = {
 }
 
 _GL_SAMPLER_2D = 0x8B5E
-
-#: Uniform types that `parse_uniforms` reports (the ones a node can expose as input pins).
-FRAGMENT_UNIFORM_TYPES = ("float", "vec2", "vec3", "vec4", "int", "bool", "sampler2D")
-
-
-# --------------------------------------------------------------------------------------------
-# Shader sources
-# --------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def builtin_shader(name: str) -> str:
-    """Return the text of a bundled fragment shader, e.g. `builtin_shader("solid")`."""
-    resource = importlib.resources.files("resources").joinpath("shaders", f"{name}.glsl")
-    if not resource.is_file():
-        raise KeyError(f"no built-in shader named {name!r}")
-    return resource.read_text(encoding="utf-8")
-
-
-def builtin_shader_names() -> list[str]:
-    """Names of the bundled fragment shaders (file names without `.glsl`), sorted."""
-    folder = importlib.resources.files("resources").joinpath("shaders")
-    return sorted(
-        entry.name[: -len(".glsl")] for entry in folder.iterdir() if entry.name.endswith(".glsl")
-    )
-
-
-_COMMENTS_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_UNIFORM_RE = re.compile(
-    r"\buniform\s+(?:(?:lowp|mediump|highp)\s+)?"
-    r"(float|vec2|vec3|vec4|int|bool|sampler2D)\s+"
-    r"([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*;"
-)
-
-
-def parse_uniforms(source: str) -> list[tuple[str, str]]:
-    """Return `(name, glsl_type)` for each supported uniform declared in GLSL `source`.
-
-    Only plain declarations such as `uniform vec4 color;` (or `uniform float a, b;`) of the types
-    in `FRAGMENT_UNIFORM_TYPES` are reported, in source order, each name once. Comments are
-    ignored. Arrays, structs and other types are skipped. No GL context is needed.
-    """
-    text = _COMMENTS_RE.sub(" ", source)
-    found: dict[str, str] = {}
-    for match in _UNIFORM_RE.finditer(text):
-        glsl_type = match.group(1)
-        for name in match.group(2).split(","):
-            found.setdefault(name.strip(), glsl_type)
-    return list(found.items())
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ default = pin default); two leading parameters are special and never pins: `ctx`
 execution context (clock, GPU service) and `state` receives the node instance's private state,
 created by the spec's `init_state(path)` and kept by the evaluator, never on the spec. Lazy inputs
 receive a `Pull` (call it to get the value, only if needed). Several outputs: return a tuple in the
-order of `outputs`.
+order of `outputs`. A node with `dynamic_inputs` (pins derived from its values, such as a shader's
+uniforms) takes one more, last, parameter: a mapping of the dynamic pins' values.
 
 Specs are immutable and hold no per-instance data, so one spec serves every instance and every
 evaluator, on any thread.
@@ -181,6 +182,8 @@ def node(
             if not params or params[0].name != "state":
                 raise TypeError(f"{type_id}: a stateful node takes `state` after `ctx`")
             params = params[1:]
+        if dynamic_inputs is not None:
+            params = params[:-1]  # the last parameter receives the dynamic pins' values
         pins = []
         for param in params:
             annotation = str(param.annotation)

@@ -1,0 +1,448 @@
+"""GPU nodes: textures made and processed by fragment shaders on the GL service.
+
+The nodes exchange pooled render targets (texture + framebuffer) from `ctx.gpu`, the GL service of
+the running patch; this module never imports moderngl. Each node keeps its targets in its state,
+renders into them in place every time it runs, and gives them back to the pool when it needs
+another size or format, and when the node is removed (the context closes its state). A node with
+constant inputs is CONST like any other node: a constant gradient is rendered once and cached; a
+noise driven by `time.seconds` is HOT and renders every frame.
+
+Sizes: every node has a `resolution` pin (width, height in pixels); (0, 0) means the input's size
+for filters, else the patch's `resolution` setting (`ctx.resolution`).
+
+Known downsides:
+- Rendering in place means a texture changes when its node runs again. A feedback input reads its
+  source's texture when the feedback node runs, which is the previous frame's image in a loop
+  (the source is downstream and has not run yet); a feedback source that runs earlier in the same
+  frame is seen as it is now.
+- Outputs of nodes that pass a texture through (`gpu.output`) refer to the upstream node's target,
+  so they show what that node rendered last.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nodes._errors import Deferred
+from nodes._glsl import builtin_shader, uniform_declarations
+from nodes._spec import Array, Color, Determinism, PinSpec, Texture, Vec2, node
+
+HOT = Determinism.NONDETERMINISTIC
+
+NO_GPU_MESSAGE = "no GPU context: GPU nodes run in the editor or in `patchbay run` with GL"
+
+
+def _gpu(ctx: Any) -> Any:
+    gl = ctx.gpu
+    if gl is None:
+        raise RuntimeError(NO_GPU_MESSAGE)
+    return gl
+
+
+class GPUTargets:
+    """Render targets a node owns, by role ("out", "tmp", ...); they go back to the pool on
+    `close()`. Creating it touches no GL (it may run on a background thread)."""
+
+    __slots__ = ("gl", "targets")
+
+    def __init__(self, path: str = "") -> None:
+        self.gl: Any = None
+        self.targets: dict[str, Any] = {}
+
+    def get(self, gl: Any, role: str, size: tuple[int, int], *, keep: bool = False) -> Any:
+        """The target for `role` at `size` (RGBA8), acquired or replaced as needed. With `keep`
+        an existing target is returned whatever its size (used on failure paths, so that the
+        last good output stays a live target)."""
+        current = self.targets.get(role)
+        if current is not None and self.gl is gl and (keep or current.size == size):
+            return current
+        if current is not None:
+            self.put(role)
+        if self.gl is not gl:
+            self.close()
+            self.gl = gl
+        target = self.targets[role] = gl.acquire(size)
+        return target
+
+    def replace(self, role: str, target: Any) -> Any:
+        """Own `target` (acquired from `self.gl`) as `role`, giving back the previous one."""
+        self.put(role)
+        self.targets[role] = target
+        return target
+
+    def put(self, role: str) -> None:
+        """Give the target for `role` back to the pool."""
+        target = self.targets.pop(role, None)
+        if target is not None and self.gl is not None:
+            self.gl.release(target)
+
+    def close(self) -> None:
+        for role in list(self.targets):
+            self.put(role)
+
+
+def _size(ctx: Any, resolution: Vec2, *inputs: Any) -> tuple[int, int]:
+    width, height = (round(v) for v in resolution)
+    if width >= 1 and height >= 1:
+        return (width, height)
+    for texture in inputs:
+        if texture is not None:
+            return tuple(texture.size)
+    return ctx.resolution
+
+
+def _pass(
+    ctx: Any,
+    state: GPUTargets,
+    shader: str,
+    resolution: Vec2,
+    uniforms: Mapping[str, Any] | None = None,
+    textures: Mapping[str, Any] | None = None,
+) -> Any:
+    """Render one built-in shader into the node's "out" target and return the target."""
+    gl = _gpu(ctx)
+    inputs = tuple((textures or {}).values())
+    target = state.get(gl, "out", _size(ctx, resolution, *inputs))
+    gl.render(target, builtin_shader(shader), uniforms, textures)
+    return target
+
+
+# ----------------------------------------------------------------------------- generators
+
+
+@node("gpu.solid", init_state=GPUTargets, hints={"color": "color"})
+def gpu_solid(
+    ctx: Any, state: GPUTargets, color: Color = (1.0, 1.0, 1.0, 1.0), resolution: Vec2 = (0, 0)
+) -> Texture:
+    """A texture filled with one colour."""
+    return _pass(ctx, state, "solid", resolution, {"color": color})
+
+
+@node("gpu.gradient", init_state=GPUTargets, hints={"color_a": "color", "color_b": "color"})
+def gpu_gradient(ctx: Any, state: GPUTargets, color_a: Color = (0.0, 0.0, 0.0, 1.0),
+                 color_b: Color = (1.0, 1.0, 1.0, 1.0), angle: float = 0.0,
+                 resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """A linear gradient from color_a to color_b; angle in radians (0: left to right, pi/2:
+    bottom to top)."""
+    uniforms = {"color_a": color_a, "color_b": color_b, "angle": angle}
+    return _pass(ctx, state, "gradient", resolution, uniforms)
+
+
+@node("gpu.noise", init_state=GPUTargets, ranges={"scale": (0.0, None)})
+def gpu_noise(ctx: Any, state: GPUTargets, time: float = 0.0, scale: float = 8.0,
+              seed: float = 0.0, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """Animated grey value noise: link `time` (e.g. from time.seconds) to animate it; `scale` is
+    the number of noise cells across the frame."""
+    uniforms = {"time": time, "scale": scale, "seed": seed}
+    return _pass(ctx, state, "noise", resolution, uniforms)
+
+
+@node("gpu.circle", init_state=GPUTargets, hints={"color": "color", "background": "color"})
+def gpu_circle(ctx: Any, state: GPUTargets, center: Vec2 = (0.5, 0.5), radius: float = 0.25,
+               softness: float = 0.0, color: Color = (1.0, 1.0, 1.0, 1.0),
+               background: Color = (0.0, 0.0, 0.0, 1.0),
+               resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """A filled circle: center in 0..1 (origin bottom-left), radius a fraction of the height,
+    softness widens the edge inwards."""
+    uniforms = {"center": center, "radius": radius, "softness": softness, "color": color,
+                "background": background}  # fmt: skip
+    return _pass(ctx, state, "circle", resolution, uniforms)
+
+
+# ----------------------------------------------------------------------------- filters
+
+BLEND_MODES = {"mix": 0, "add": 1, "multiply": 2, "screen": 3}
+
+
+@node("gpu.blend", init_state=GPUTargets, ranges={"opacity": (0.0, 1.0)})
+def gpu_blend(ctx: Any, state: GPUTargets, a: Texture = None, b: Texture = None,
+              mode: str = "mix", opacity: float = 1.0,
+              resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """b blended onto a: mode is mix, add, multiply or screen; opacity fades the result in over a.
+    A missing input reads as transparent black."""
+    if mode not in BLEND_MODES:
+        raise ValueError(f"unknown blend mode {mode!r} (use {', '.join(BLEND_MODES)})")
+    uniforms = {"mode": BLEND_MODES[mode], "opacity": opacity}
+    return _pass(ctx, state, "blend", resolution, uniforms, {"a": a, "b": b})
+
+
+@node("gpu.transform", init_state=GPUTargets)
+def gpu_transform(ctx: Any, state: GPUTargets, in_: Texture = None, translate: Vec2 = (0, 0),
+                  rotate: float = 0.0, scale: float = 1.0,
+                  resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """Moves (in frame widths/heights), rotates (radians, counter-clockwise) and scales the input
+    about the frame centre; what comes from outside the input is transparent."""
+    uniforms = {"translate": translate, "rotate": rotate, "scale": scale}
+    return _pass(ctx, state, "transform", resolution, uniforms, {"src": in_})
+
+
+@node("gpu.blur", init_state=GPUTargets, ranges={"radius": (0.0, None)})
+def gpu_blur(ctx: Any, state: GPUTargets, in_: Texture = None, radius: float = 4.0,
+             resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """A Gaussian blur, `radius` in pixels (about three standard deviations): two passes."""
+    gl = _gpu(ctx)
+    size = _size(ctx, resolution, in_)
+    shader = builtin_shader("blur")
+    across = state.get(gl, "tmp", size)
+    gl.render(across, shader, {"direction": (1.0, 0.0), "radius": radius}, {"src": in_})
+    target = state.get(gl, "out", size)
+    gl.render(target, shader, {"direction": (0.0, 1.0), "radius": radius}, {"src": across})
+    return target
+
+
+class FeedbackState(GPUTargets):
+    """Two targets used in turn, so the copy never overwrites what the previous frame output."""
+
+    __slots__ = ("turn",)
+
+    def __init__(self, path: str = "") -> None:
+        super().__init__(path)
+        self.turn = 0
+
+
+@node("gpu.feedback", determinism=HOT, feedback=("in",), init_state=FeedbackState)
+def gpu_feedback(ctx: Any, state: FeedbackState, in_: Texture = None,
+                 resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """The texture `in` had on the previous frame (transparent black on the first one): the GPU
+    frame delay. Its `in` may be fed from downstream, which makes trails and feedback loops."""
+    gl = _gpu(ctx)
+    state.turn ^= 1
+    target = state.get(gl, "ab"[state.turn], _size(ctx, resolution, in_))
+    if in_ is None:
+        gl.clear(target)
+    else:
+        gl.render(target, builtin_shader("passthrough"), textures={"src": in_})
+    return target
+
+
+# ----------------------------------------------------------------------------- shader
+
+
+DEFAULT_SHADER = """#version 330
+// Every `uniform` declared here becomes an input pin of the node.
+in vec2 uv;
+out vec4 fragColor;
+
+uniform vec4 color = vec4(1.0, 0.6, 0.2, 1.0);
+
+void main() {
+    fragColor = vec4(uv, 1.0, 1.0) * color;
+}
+"""
+
+_SHADER_STATIC_PINS = ("source", "file", "resolution")
+_PIN_OF_UNIFORM = {
+    "float": ("float", 0.0, None),
+    "int": ("int", 0, None),
+    "bool": ("bool", False, "toggle"),
+    "vec2": ("vec2", (0.0, 0.0), None),
+    "vec3": ("color", (1.0, 1.0, 1.0, 1.0), "color"),
+    "vec4": ("color", (1.0, 1.0, 1.0, 1.0), "color"),
+    "sampler2D": ("texture", None, None),
+}
+
+
+def shader_text(source: str, file: str) -> str:
+    """The fragment shader a gpu.shader node runs: `source` if given, else `file`, a bundled
+    shader name (`noise` or `noise.glsl`) or a path to a .glsl file."""
+    if source.strip():
+        return source
+    if not file:
+        raise ValueError("no shader: set source or file")
+    name = file.removesuffix(".glsl")
+    if "/" not in name and "\\" not in name:
+        try:
+            return builtin_shader(name)
+        except KeyError:
+            pass
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no shader file {file!r}")
+    return path.read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=64)
+def _uniform_pins(source: str) -> tuple[PinSpec, ...]:
+    pins = []
+    for decl in uniform_declarations(source):
+        # `resolution` is set by the GL service to the target size.
+        if decl.name in _SHADER_STATIC_PINS:
+            continue
+        pin_type, default, hint = _PIN_OF_UNIFORM[decl.type]
+        if decl.default is not None:
+            default = decl.default
+            if pin_type == "color":
+                default = (*default, 1.0)[:4]
+        pins.append(PinSpec(decl.name, pin_type, default, hint=hint))
+    return tuple(pins)
+
+
+def shader_pins(values: Mapping[str, Any]) -> tuple[PinSpec, ...]:
+    """The dynamic input pins of a gpu.shader node: one per uniform of its shader (none while
+    the shader cannot be read)."""
+    try:
+        text = shader_text(values.get("source", ""), values.get("file", ""))
+    except (OSError, ValueError):
+        return ()
+    return _uniform_pins(text)
+
+
+class ShaderState(GPUTargets):
+    """The node's target and the last source that compiled (rendered while an edit is broken)."""
+
+    __slots__ = ("good_source",)
+
+    def __init__(self, path: str = "") -> None:
+        super().__init__(path)
+        self.good_source: str | None = None
+
+
+@node(
+    "gpu.shader",
+    init_state=ShaderState,
+    hints={"source": "code", "file": "file"},
+    dynamic_inputs=shader_pins,
+    dynamic_from=("source", "file"),
+)
+def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file: str = "",
+               resolution: Vec2 = (0, 0),
+               uniforms: Mapping[str, Any] | None = None) -> Texture:  # fmt: skip
+    """A fragment shader (GLSL 330: `in vec2 uv; out vec4 fragColor;`) from `source`, or from
+    `file` when source is empty. Each uniform becomes an input pin (vec3/vec4 as colours,
+    sampler2D as textures; `resolution` is the target size). A shader that does not compile fails
+    the node with the driver's line and column, and the last good one keeps rendering."""
+    gl = _gpu(ctx)
+    text = shader_text(source, file)
+    error = gl.shader_error(text)
+    if error is None:
+        state.good_source = text
+    elif state.good_source is None:
+        raise error
+    good = state.good_source
+    assert good is not None
+    values = dict(uniforms or {})
+    textures = {}
+    plain = {}
+    for pin in _uniform_pins(text):
+        value = values.get(pin.name, pin.default)
+        if pin.type == "texture":
+            textures[pin.name] = value
+        else:
+            plain[pin.name] = value
+    for decl in uniform_declarations(good):
+        if decl.type == "vec3" and decl.name in plain:
+            plain[decl.name] = tuple(plain[decl.name])[:3]
+    inputs = tuple(t for t in textures.values() if t is not None)
+    target = state.get(gl, "out", _size(ctx, resolution, *inputs), keep=error is not None)
+    gl.render(target, good, plain, textures)
+    if error is not None:
+        raise error
+    return target
+
+
+# ----------------------------------------------------------------------------- CPU <-> GPU
+
+_loader: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _load_image(path: str) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGBA"), dtype=np.uint8)
+
+
+class ImageState(GPUTargets):
+    """The file being loaded in the background and the file whose pixels are in "out"."""
+
+    __slots__ = ("loaded", "loading", "pending")
+
+    def __init__(self, path: str = "") -> None:
+        super().__init__(path)
+        self.pending: concurrent.futures.Future[np.ndarray] | None = None
+        self.loading = ""
+        self.loaded = ""
+
+
+@node("gpu.image", init_state=ImageState, hints={"path": "file"})
+def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
+    """A PNG or JPEG file as a texture (its own size). The file is decoded in the background:
+    until then the node reports deferred and keeps its previous texture."""
+    global _loader
+    gl = _gpu(ctx)
+    if not path:
+        return None
+    if state.loaded == path and "out" in state.targets and state.gl is gl:
+        return state.targets["out"]
+    if state.loading != path or state.pending is None:
+        if _loader is None:
+            _loader = concurrent.futures.ThreadPoolExecutor(2, "patchbay-image")
+        state.loading = path
+        state.pending = _loader.submit(_load_image, path)
+    if not state.pending.done():
+        raise Deferred(f"loading {path}")
+    pending, state.pending, state.loading = state.pending, None, ""
+    pixels = pending.result()  # a decoding error fails the node with its message
+    if state.gl is not gl:
+        state.close()
+        state.gl = gl
+    target = state.replace("out", gl.upload(pixels))
+    state.loaded = path
+    return target
+
+
+@node("gpu.from_array", init_state=GPUTargets)
+def gpu_from_array(ctx: Any, state: GPUTargets, array: Array = np.zeros(0)) -> Texture:  # noqa: B008
+    """An image array (HxW or HxWxC, C = 1..4, rows top to bottom) as a texture: uint8 values
+    as they are, other numbers as floats in 0..1."""
+    gl = _gpu(ctx)
+    pixels = np.asarray(array)
+    if pixels.size == 0:
+        return None
+    if pixels.dtype != np.uint8:
+        pixels = pixels.astype(np.float32)
+    if state.gl is not gl:
+        state.close()
+        state.gl = gl
+    return state.replace("out", gl.upload(pixels))
+
+
+@node("gpu.readback")
+def gpu_readback(ctx: Any, in_: Texture = None) -> Array:
+    """The texture's pixels as an HxWx4 uint8 array (rows top to bottom): a GPU -> CPU copy,
+    for analysis patches; it costs a readback every time it runs."""
+    if in_ is None:
+        return np.zeros((0, 0, 4), np.uint8)
+    return _gpu(ctx).readback(in_)
+
+
+# ----------------------------------------------------------------------------- sinks
+
+
+@node("gpu.output", sink=True)
+def gpu_output(in_: Texture = None) -> Texture:
+    """A sink: the texture shown in the output window (and written by `patchbay run --out`)."""
+    return in_
+
+
+@node("gpu.preview", sink=True, init_state=GPUTargets, ranges={"max_side": (1, 4096)})
+def gpu_preview(ctx: Any, state: GPUTargets, in_: Texture = None,
+                max_side: int = 256) -> Texture:  # fmt: skip
+    """A sink: a small copy of the texture (its longest side at most `max_side` pixels), for
+    previews in the editor."""
+    if in_ is None:
+        return None
+    gl = _gpu(ctx)
+    width, height = in_.size
+    factor = min(1.0, max(1, max_side) / max(width, height))
+    size = (max(1, math.floor(width * factor)), max(1, math.floor(height * factor)))
+    target = state.get(gl, "out", size)
+    gl.render(target, builtin_shader("passthrough"), textures={"src": in_})
+    return target
