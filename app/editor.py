@@ -25,9 +25,11 @@ def demo_patch_path() -> Path:
 
 
 def open_editor(path: str | None, state_dir: Path | None = None) -> QtEditorWindow:
-    """Make the editor window on `path` (the demo patch when None), restoring a crashed session's
-    work first if the person wants it. A QApplication must exist."""
+    """Show the editor window on `path` (the demo patch when None), restoring a crashed session's
+    work first if the person wants it. A QApplication must exist. The window is shown before the
+    file is read, so a file that does not open is reported over the (empty) editor."""
     window = QtEditorWindow(state_dir)
+    window.show()
     if not window.offer_recovery():
         if path is None:
             # The demo is a starting point, not a file to overwrite: it opens as untitled.
@@ -43,6 +45,7 @@ def run_editor(path: str | None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("patchbay")
     app.setOrganizationName("patchbay")
-    window = open_editor(path)
-    window.show()
-    return app.exec()
+    window = open_editor(path)  # held here: the window lives as long as the event loop
+    code = app.exec()
+    window.deleteLater()
+    return code

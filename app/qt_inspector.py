@@ -38,11 +38,19 @@ _gestures = itertools.count(1)
 
 
 class _SliderField(QWidget):
-    """A slider over [low, high] with a number field; reports drags with a gesture token."""
+    """A slider over a range with a number field; reports drags with a gesture token.
 
-    def __init__(self, low: float, high: float, edited: Callable[[float, int | None], None]):
+    The range is asked for again whenever a value is shown, so it follows edits of the node's own
+    `min` / `max` inputs."""
+
+    def __init__(
+        self,
+        range_of: Callable[[], tuple[float, float]],
+        edited: Callable[[float, int | None], None],
+    ):
         super().__init__()
-        self.low, self.high = low, high
+        self._range_of = range_of
+        self.low, self.high = range_of()
         self._edited = edited
         self._gesture: int | None = None
         self.slider = QSlider(Qt.Orientation.Horizontal)
@@ -74,6 +82,7 @@ class _SliderField(QWidget):
         self._edited(value, self._gesture)
 
     def set_value(self, value: float) -> None:
+        self.low, self.high = self._range_of()
         span = self.high - self.low
         step = round((value - self.low) / span * SLIDER_STEPS) if span else 0
         for widget, new in ((self.slider, min(max(step, 0), SLIDER_STEPS)), (self.number, value)):
@@ -148,8 +157,10 @@ class QtInspector(QWidget):
         if link is not None:
             return QLabel(f"← {link.src}.{link.src_pin}")
         if pin.hint == "slider" or (pin.minimum is not None and pin.maximum is not None):
-            low, high = self._slider_range(pin)
-            field = _SliderField(low, high, lambda v, g, name=pin.name: self._emit(name, v, g))
+            field = _SliderField(
+                lambda pin=pin: self._slider_range(pin),
+                lambda v, g, name=pin.name: self._emit(name, v, g),
+            )
             self._setters[pin.name] = lambda v: field.set_value(float(v))
             return field
         if pin.hint == "toggle" or pin.type == "bool":
