@@ -226,6 +226,8 @@ def load_patch(path: str | os.PathLike[str]) -> Patch:
         raise PatchFileError(
             f"{path}: line {error.lineno} column {error.colno}: invalid JSON ({error.msg})"
         ) from None
+    except RecursionError:
+        raise PatchFileError(f"{path}: invalid JSON (nested too deeply)") from None
     npz = None
     sidecar = _sidecar_path(path)
     if sidecar.exists():
@@ -250,9 +252,10 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> None:
     text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     if arrays:
         _atomic_write(sidecar, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
-    elif sidecar.exists():
-        sidecar.unlink()
     _atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
+    if not arrays:
+        # Only once the new file is in place: until then the old file may still need it.
+        sidecar.unlink(missing_ok=True)
 
 
 def _atomic_write(path: Path, write: Any) -> None:
