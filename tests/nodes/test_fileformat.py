@@ -1,0 +1,474 @@
+"""The .patchbay file format: round trips, stable bytes, atomic saves and validated loads."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nodes._fileformat as fileformat
+from app.cli import main as cli_main
+from nodes import Patch, PatchFileError, load_patch, save_patch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sample_patch() -> Patch:
+    patch = Patch()
+    speed = patch.add_node("input.float", {"value": 0.25, "min": -1.0, "max": 2.0}, pos=(1, 2))
+    lfo = patch.add_node("time.lfo", {"hz": 0.5, "shape": 2}, pos=(100.5, -3.25))
+    add = patch.add_node("math.add")
+    arr = patch.add_node("value.array", {"value": np.array([1.5, -2.0, 3.25])})
+    ints = patch.add_node("value.array", {"value": np.arange(6, dtype=np.int32).reshape(2, 3)})
+    toggle = patch.add_node("input.toggle", {"value": True})
+    fail = patch.add_node("debug.fail", {"message": "ünïcode ok"})
+    delay = patch.add_node("util.frame_delay", {"init": 1.0})
+    switch = patch.add_node("logic.switch", {"index": 1.0})
+    sink = patch.add_node("output.value")
+    patch.connect(speed, "out", lfo, "hz")
+    patch.connect(lfo, "out", add, "a")
+    patch.connect(arr, "out", add, "b")
+    patch.connect(add, "out", switch, "in0")
+    patch.connect(toggle, "out", switch, "index")
+    patch.connect(switch, "out", delay, "in")
+    patch.connect(delay, "out", sink, "in")
+    patch.connect(ints, "out", fail, "x")
+    patch.update_settings(resolution=[320, 200], fps=30)
+    return patch
+
+
+def same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and np.array_equal(a, b)
+        )
+    return type(a) is type(b) and a == b
+
+
+def assert_same_patch(a: Patch, b: Patch) -> None:
+    assert list(a.nodes) == list(b.nodes)
+    for node_id, node in a.nodes.items():
+        other = b.nodes[node_id]
+        assert node.type_id == other.type_id
+        assert node.pos == other.pos
+        assert set(node.values) == set(other.values)
+        for pin, value in node.values.items():
+            assert same_value(value, other.values[pin]), (node_id, pin, value, other.values[pin])
+    assert a.links == b.links
+    assert a.settings == b.settings
+    assert a.meta == b.meta
+
+
+# ----------------------------------------------------------------------------- round trips
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    patch = sample_patch()
+    path = tmp_path / "a.patchbay"
+    save_patch(patch, path)
+    loaded = load_patch(path)
+    assert_same_patch(patch, loaded)
+    assert loaded.revision == 0 and loaded.value_revision == 0
+    # a loaded patch is a normal patch: new ids do not collide
+    assert loaded.add_node("math.add") not in patch.nodes
+
+
+def test_file_is_sorted_json_with_format_tag(tmp_path: Path) -> None:
+    path = tmp_path / "a.patchbay"
+    save_patch(sample_patch(), path)
+    text = path.read_text(encoding="utf-8")
+    document = json.loads(text)
+    assert document["format"] == "patchbay"
+    assert document["version"] == 1
+    assert text == json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    assert [n["id"] for n in document["nodes"]] == list(sample_patch().nodes)
+
+
+def test_resave_is_byte_identical(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.patchbay", tmp_path / "b.patchbay"
+    save_patch(sample_patch(), first)
+    save_patch(load_patch(first), second)
+    assert first.read_bytes() == second.read_bytes()
+    save_patch(load_patch(second), first)
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_round_trip_of_every_plain_value_kind(tmp_path: Path) -> None:
+    patch = Patch()
+    node = patch.add_node("math.clamp", {"x": -0.0, "low": 1e-300, "high": 1.7976931348623157e308})
+    empty = patch.add_node("value.array", {"value": np.zeros(0)})
+    scalar = patch.add_node("value.array", {"value": np.array(2.5)})
+    flags = patch.add_node("value.array", {"value": np.array([True, False])})
+    f32 = patch.add_node("value.array", {"value": np.array([0.1, 1 / 3], dtype=np.float32)})
+    anything = patch.add_node("value.any", {"value": {"nested": [1, "two", None]}})
+    path = tmp_path / "values.patchbay"
+    save_patch(patch, path)
+    loaded = load_patch(path)
+    assert_same_patch(patch, loaded)
+    for node_id in (node, empty, scalar, flags, f32, anything):
+        assert node_id in loaded.nodes
+
+
+def test_large_array_goes_to_a_sidecar_and_back(tmp_path: Path) -> None:
+    patch = Patch()
+    big = np.linspace(0.0, 1.0, 20_000).reshape(100, 200)
+    small = np.array([1.0, 2.0])
+    node = patch.add_node("value.array", {"value": big})
+    other = patch.add_node("value.array", {"value": small})
+    path = tmp_path / "big.patchbay"
+    save_patch(patch, path)
+    sidecar = tmp_path / "big.patchbay.npz"
+    assert sidecar.exists()
+    text = path.read_text()
+    assert len(text) < 10_000  # the data is not in the JSON
+    document = json.loads(text)
+    values = {n["id"]: n["values"]["value"] for n in document["nodes"]}
+    assert values[node]["$array"]["npz"] == sidecar.name
+    assert "data" in values[other]["$array"]
+    loaded = load_patch(path)
+    assert_same_patch(patch, loaded)
+    with np.load(sidecar, allow_pickle=False) as archive:
+        assert archive.files == [f"{node}.value"]
+    # dropping the large array drops the sidecar
+    patch.set_value(node, "value", small)
+    save_patch(patch, path)
+    assert not sidecar.exists()
+    assert_same_patch(patch, load_patch(path))
+
+
+def test_a_missing_sidecar_is_a_file_error(tmp_path: Path) -> None:
+    patch = Patch()
+    patch.add_node("value.array", {"value": np.zeros(50_000)})
+    path = tmp_path / "big.patchbay"
+    save_patch(patch, path)
+    (tmp_path / "big.patchbay.npz").unlink()
+    with pytest.raises(PatchFileError, match=r"big\.patchbay: nodes\[0\]\.values: .*sidecar"):
+        load_patch(path)
+
+
+# ----------------------------------------------------------------------------- atomic saves
+
+
+def failing(name: str):
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(f"{name} failed on purpose")
+
+    return fail
+
+
+@pytest.mark.parametrize("where", ["replace", "fsync", "dumps"])
+def test_failed_save_leaves_the_old_file_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    path = tmp_path / "a.patchbay"
+    old = sample_patch()
+    save_patch(old, path)
+    before = path.read_bytes()
+    new = sample_patch()
+    new.add_node("math.sin")
+    target = {"replace": (os, "replace"), "fsync": (os, "fsync"), "dumps": (json, "dumps")}
+    monkeypatch.setattr(*target[where], failing(where))
+    with pytest.raises(OSError, match=where):
+        save_patch(new, path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert_same_patch(old, load_patch(path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.patchbay"]  # no temporary left
+
+
+def test_failed_write_in_the_middle_leaves_the_old_file_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.patchbay"
+    save_patch(sample_patch(), path)
+    before = path.read_bytes()
+    real_write = fileformat._atomic_write
+
+    def half_write(target: Path, write: Any) -> None:
+        def broken(handle: Any) -> None:
+            handle.write(b'{"format": "patch')
+            raise OSError("disk full")
+
+        real_write(target, broken)
+
+    monkeypatch.setattr(fileformat, "_atomic_write", half_write)
+    with pytest.raises(OSError, match="disk full"):
+        save_patch(Patch(), path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    load_patch(path)
+
+
+def test_failed_save_keeps_the_old_sidecar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old file had a large array; the new one has none. A failure writing the JSON must not
+    have removed the sidecar the old file still needs."""
+    path = tmp_path / "big.patchbay"
+    old = Patch()
+    old.add_node("value.array", {"value": np.arange(20_000, dtype=np.float64)})
+    save_patch(old, path)
+    new = Patch()
+    new.add_node("value.float")
+    monkeypatch.setattr(os, "replace", failing("replace"))
+    with pytest.raises(OSError):
+        save_patch(new, path)
+    monkeypatch.undo()
+    assert_same_patch(old, load_patch(path))
+
+
+def test_failed_sidecar_save_leaves_the_old_file_loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "big.patchbay"
+    old = Patch()
+    old.add_node("value.array", {"value": np.arange(20_000, dtype=np.float64)}, node_id="arr")
+    save_patch(old, path)
+    new = Patch()
+    new.add_node("value.array", {"value": np.ones(20_000)}, node_id="arr")
+    monkeypatch.setattr(np, "savez", failing("savez"))
+    with pytest.raises(OSError):
+        save_patch(new, path)
+    monkeypatch.undo()
+    assert_same_patch(old, load_patch(path))
+
+
+# ----------------------------------------------------------------------------- bad files
+
+
+def good_document() -> dict[str, Any]:
+    return {
+        "format": "patchbay",
+        "version": 1,
+        "settings": {},
+        "meta": {},
+        "nodes": [
+            {"id": "v1", "type": "value.float", "values": {"value": 1.0}, "pos": [0, 0]},
+            {"id": "add1", "type": "math.add", "values": {}, "pos": [0, 0]},
+            {"id": "out1", "type": "output.value", "values": {}, "pos": [0, 0]},
+        ],
+        "links": [
+            {"from": ["v1", "out"], "to": ["add1", "a"]},
+            {"from": ["add1", "out"], "to": ["out1", "in"]},
+        ],
+    }
+
+
+def with_changes(change) -> str:
+    document = good_document()
+    change(document)
+    return json.dumps(document)
+
+
+def set_in(document: dict[str, Any], path: list[Any], value: Any) -> None:
+    for part in path[:-1]:
+        document = document[part]
+    document[path[-1]] = value
+
+
+BAD_FILES: dict[str, tuple[str, str]] = {
+    "truncated": (json.dumps(good_document())[:57], r"line 1 column \d+: invalid JSON"),
+    "empty": ("", "invalid JSON"),
+    "not json": ("format = patchbay", "invalid JSON"),
+    "deeply nested": ("[" * 100_000 + "]" * 100_000, "JSON"),
+    "a list": ("[]", "document"),
+    "wrong format tag": (
+        with_changes(lambda d: set_in(d, ["format"], "patchbox")),
+        r"format: not a patchbay file \(format is 'patchbox'\)",
+    ),
+    "no format tag": (with_changes(lambda d: d.pop("format")), "format: not a patchbay file"),
+    "future version": (
+        with_changes(lambda d: set_in(d, ["version"], 2)),
+        r"version: written by a newer patchbay \(file version 2",
+    ),
+    "version not a number": (with_changes(lambda d: set_in(d, ["version"], "1")), "version"),
+    "unknown node type": (
+        with_changes(lambda d: set_in(d, ["nodes", 1, "type"], "math.addd")),
+        r"nodes\[1\]\.type: unknown node type 'math.addd'",
+    ),
+    "node without type": (
+        with_changes(lambda d: d["nodes"][2].pop("type")),
+        r"nodes\[2\]: 'type' is a required property",
+    ),
+    "node id with a slash": (
+        with_changes(lambda d: set_in(d, ["nodes", 0, "id"], "a/b")),
+        r"nodes\[0\]\.id",
+    ),
+    "link to a missing pin": (
+        with_changes(lambda d: set_in(d, ["links", 1, "to"], ["out1", "input"])),
+        r"links\[1\]: .*'out1'.*no input 'input'",
+    ),
+    "link from a missing output": (
+        with_changes(lambda d: set_in(d, ["links", 0, "from"], ["v1", "value"])),
+        r"links\[0\]: .*'v1'.*no output 'value'",
+    ),
+    "link to a missing node": (
+        with_changes(lambda d: set_in(d, ["links", 0, "from"], ["v9", "out"])),
+        r"links\[0\]: no node 'v9'",
+    ),
+    "bad link shape": (
+        with_changes(lambda d: set_in(d, ["links", 0, "from"], ["v1"])),
+        r"links\[0\]\.from",
+    ),
+    "a cycle": (
+        with_changes(lambda d: d["links"].append({"from": ["add1", "out"], "to": ["add1", "b"]})),
+        r"links\[2\]: .*cycle add1 -> add1",
+    ),
+    "a longer cycle": (
+        with_changes(
+            lambda d: (
+                d["nodes"].append({"id": "mul1", "type": "math.mul"}),
+                d["links"].append({"from": ["add1", "out"], "to": ["mul1", "a"]}),
+                d["links"].append({"from": ["mul1", "out"], "to": ["add1", "b"]}),
+            )
+        ),
+        r"links\[3\]: .*cycle add1 -> mul1 -> add1",
+    ),
+    "second link into an input": (
+        with_changes(lambda d: d["links"].append({"from": ["v1", "out"], "to": ["out1", "in"]})),
+        r"links\[2\]: out1\.in already has a link",
+    ),
+    "wrong value type": (
+        with_changes(lambda d: set_in(d, ["nodes", 0, "values", "value"], "one")),
+        r"nodes\[0\]\.values: v1\.value: expected a number, got str",
+    ),
+    "infinite integer": (
+        '{"format": "patchbay", "version": 1, "links": [],'
+        ' "nodes": [{"id": "l", "type": "array.linspace", "values": {"count": Infinity}}]}',
+        r"nodes\[0\]\.values: l\.count: ",
+    ),
+    "values not an object": (
+        with_changes(lambda d: set_in(d, ["nodes", 0, "values"], [1.0])),
+        r"nodes\[0\]\.values",
+    ),
+    "unknown value pin": (
+        with_changes(lambda d: set_in(d, ["nodes", 0, "values", "speed"], 1.0)),
+        r"nodes\[0\]\.values: .*no input 'speed'",
+    ),
+    "bad inline array": (
+        with_changes(lambda d: set_in(d, ["nodes", 0, "values", "value"], {"$array": 3})),
+        r"nodes\[0\]\.values: \$array must be an object",
+    ),
+    "object array": (
+        with_changes(
+            lambda d: set_in(
+                d,
+                ["nodes", 0],
+                {
+                    "id": "v1",
+                    "type": "value.array",
+                    "values": {"value": {"$array": {"dtype": "O", "shape": [1], "data": [1]}}},
+                },
+            )
+        ),
+        r"nodes\[0\]\.values: arrays of object are not supported",
+    ),
+    "duplicate ids": (
+        with_changes(lambda d: set_in(d, ["nodes", 1, "id"], "v1")),
+        r"nodes\[1\]\.id: node id 'v1' is already used",
+    ),
+    "bad position": (
+        with_changes(lambda d: set_in(d, ["nodes", 0, "pos"], ["x", 0])),
+        r"nodes\[0\]\.pos\[0\]",
+    ),
+}
+
+
+@pytest.fixture(params=sorted(BAD_FILES), ids=sorted(BAD_FILES))
+def bad_file(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    text, expected = BAD_FILES[request.param]
+    path = tmp_path / "bad.patchbay"
+    path.write_text(text, encoding="utf-8")
+    return path, expected
+
+
+def test_bad_file_gives_patch_file_error_naming_file_and_place(bad_file) -> None:
+    path, expected = bad_file
+    with pytest.raises(PatchFileError) as caught:
+        load_patch(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ")
+    assert "\n" not in message
+    assert re.search(expected, message), message
+
+
+def test_check_exits_2_with_one_line_for_a_bad_file(bad_file, capsys) -> None:
+    path, _ = bad_file
+    assert cli_main(["check", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(str(path))
+    assert "Traceback" not in captured.err
+
+
+def test_missing_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(PatchFileError, match="cannot read"):
+        load_patch(tmp_path / "missing.patchbay")
+    binary = tmp_path / "binary.patchbay"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(PatchFileError, match=r"binary\.patchbay: cannot read"):
+        load_patch(binary)
+    with pytest.raises(PatchFileError, match="cannot read"):
+        load_patch(tmp_path)
+
+
+def test_loading_never_executes_code(tmp_path: Path) -> None:
+    # pickled object arrays are refused by the sidecar loader (allow_pickle=False)
+    path = tmp_path / "p.patchbay"
+    document = good_document()
+    document["nodes"][0] = {
+        "id": "v1",
+        "type": "value.array",
+        "values": {"value": {"$array": {"npz": "p.patchbay.npz", "key": "v1.value"}}},
+    }
+    document["links"] = []
+    path.write_text(json.dumps(document))
+    with open(tmp_path / "p.patchbay.npz", "wb") as handle:
+        np.savez(handle, **{"v1.value": np.array([print], dtype=object)})
+    with pytest.raises(PatchFileError):
+        load_patch(path)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def test_check_in_a_subprocess_has_no_traceback(tmp_path: Path) -> None:
+    good = tmp_path / "good.patchbay"
+    save_patch(sample_patch(), good)
+    result = run_cli("check", str(good))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{good}: ok: patch, 10 nodes, 8 links, 1 sinks"
+    for name in ("truncated", "unknown node type", "a cycle", "deeply nested"):
+        bad = tmp_path / "bad.patchbay"
+        bad.write_text(BAD_FILES[name][0])
+        result = run_cli("check", str(bad))
+        assert result.returncode == 2, (name, result.stderr)
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stdout == ""
+
+
+def test_check_good_file_summary(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "good.patchbay"
+    path.write_text(json.dumps(good_document()))
+    assert cli_main(["check", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"{path}: ok: patch, 3 nodes, 2 links, 1 sinks\n"
+    assert captured.err == ""
