@@ -152,11 +152,12 @@ def _layered(size: int, width: int = 20) -> Patch:
     for depth in range(layers):
         nodes = []
         for k in range(width):
-            node = patch.add_node("math.mix" if depth % 2 else "math.add")
+            hot = depth == layers // 2 and k == 0  # HOT from the middle layer on
+            node = patch.add_node("math.mix" if depth % 2 or hot else "math.add")
             patch.connect(layer[k], "out", node, "a")
             patch.connect(layer[(k * 7 + 3) % width], "out", node, "b")
-            if depth == layers // 2 and k == 0:
-                patch.connect(clock, "out", node, "t")  # HOT from the middle layer on
+            if hot:
+                patch.connect(clock, "out", node, "t")
             nodes.append(node)
         layer = nodes
     total = layer[0]

@@ -35,7 +35,6 @@ import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,8 @@ _CHUNK = 256  # fixed outputs evaluated per progress report
 
 
 def patchbay_version() -> str:
+    from importlib import metadata  # here, not at the top: it costs players ~20 ms of startup
+
     try:
         return metadata.version("patchbay")
     except metadata.PackageNotFoundError:
