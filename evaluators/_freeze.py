@@ -96,6 +96,7 @@ class _FixedValues:
 
     def __init__(self, patch: Patch, members: list[str]) -> None:
         self.patch = Patch()
+        self.patch.settings = json.loads(json.dumps(patch.settings))
         for node_id in members:  # in topological order, so every link's source already exists
             instance = patch.nodes[node_id]
             self.patch.add_node(instance.type_id, instance.values, node_id=node_id)
