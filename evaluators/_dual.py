@@ -193,6 +193,7 @@ class DualEvaluator:
         if token != self._token or program.revision != self.patch.revision:
             self._builder.retire(program)
             return
+        program.adopt_live_values()  # frames ran while it was being built
         program.adopt_context()
         if self._edited:
             program.refresh_values(self.patch, self._edited)

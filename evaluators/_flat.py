@@ -241,6 +241,23 @@ class FlatProgram:
             else:
                 self.clean[i] = False
 
+    def adopt_live_values(self) -> None:
+        """Load last good outputs and feedback values from the context (before a swap).
+
+        A program built in the background is swapped in after frames ran meanwhile, so what it
+        copied from the context while compiling may be stale (a frame delay would replay an old
+        value). Call before `adopt_context`, which then loads the still valid cached results.
+        """
+        outputs, ids, nodes = self.ctx.outputs, self.ir.ids, self.ir.nodes
+        for i in self.node_slots:
+            found = outputs.get(ids[i])
+            if found is not None and len(found) == len(nodes[i].spec.outputs):
+                self._store(i, found)
+        for (i, pin), slot in self.feedback_slot.items():
+            key = (ids[i], pin)
+            if key in self.ctx.feedback:
+                self.slots[slot] = self.ctx.feedback[key]
+
     def export_context(self) -> None:
         """Write last good outputs and feedback values back to the context (before a swap)."""
         outputs, ids, slots = self.ctx.outputs, self.ir.ids, self.slots
@@ -438,6 +455,7 @@ class FlatEvaluator:
         self.last_build_seconds = 0.0
         self._watched: tuple[str, ...] = ()
         self._edited: set[str] = set()
+        self._retired_runs = 0  # nodes_run of programs replaced by a rebuild
         self._unsubscribe = patch.subscribe(self._on_event)
 
     def _on_event(self, event: PatchEvent) -> None:
@@ -455,6 +473,7 @@ class FlatEvaluator:
         started = time.perf_counter()
         if self.program is not None:
             self.program.export_context()
+            self._retired_runs += self.program.nodes_run
         program = FlatProgram(PatchSnapshot.of(self.patch), self.ctx, self._watched)
         program.caching = self.caching
         self.program = program
@@ -506,7 +525,9 @@ class FlatEvaluator:
 
     @property
     def nodes_run(self) -> int:
-        return self.program.nodes_run if self.program is not None else 0
+        """Compute calls so far, over every program built (for tests and benchmarks)."""
+        active = self.program.nodes_run if self.program is not None else 0
+        return self._retired_runs + active
 
     def close(self) -> None:
         self._unsubscribe()
