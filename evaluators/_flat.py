@@ -465,6 +465,9 @@ class FlatEvaluator:
 
     def watch(self, node_ids: Iterable[str]) -> None:
         self._watched = tuple(dict.fromkeys(node_ids))
+        if self.program is not None:
+            self.program.export_context()  # its feedback values and outputs live on
+            self._retired_runs += self.program.nodes_run
         self.program = None
 
     def build(self) -> FlatProgram:
