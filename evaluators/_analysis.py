@@ -44,7 +44,7 @@ def analyze(
     classes = [CONST] * len(ir)
     keys = [0] * len(ir)
     for count, i in enumerate(order):
-        if yield_point is not None and count % 512 == 511:
+        if yield_point is not None and count & 7 == 7:
             yield_point()
         classes[i], keys[i] = _info_from_edges(ir, i, classes, keys)
     return classes, keys
@@ -72,13 +72,13 @@ class LiveAnalysis:
     def __init__(self, patch: Patch) -> None:
         self.patch = patch
         # Invariant: if a node is memoized, so are all of its ancestors.
-        self._memo: dict[str, tuple[str, int]] = {}
+        self.memo: dict[str, tuple[str, int]] = {}
 
     def info(self, node_id: str) -> tuple[str, int]:
-        found = self._memo.get(node_id)
+        found = self.memo.get(node_id)
         if found is not None:
             return found
-        memo, patch = self._memo, self.patch
+        memo, patch = self.memo, self.patch
         stack = [node_id]
         while stack:
             current = stack[-1]
@@ -118,7 +118,7 @@ class LiveAnalysis:
 
     def forget_cone(self, node_id: str) -> None:
         """Forget the node and everything downstream of it (stopping where nothing is memoized)."""
-        memo, patch = self._memo, self.patch
+        memo, patch = self.memo, self.patch
         stack = [node_id]
         while stack:
             current = stack.pop()
@@ -132,7 +132,7 @@ class LiveAnalysis:
         elif event.op in ("connect", "disconnect") and event.link is not None:
             self.forget_cone(event.link.dst)
         elif event.op == "remove_node" and event.node_id is not None:
-            self._memo.pop(event.node_id, None)
+            self.memo.pop(event.node_id, None)
 
 
 __all__ = ["EAGER", "FEEDBACK", "LAZY", "LiveAnalysis", "analyze", "node_key"]

@@ -94,7 +94,7 @@ class FlatProgram:
         self.revision = snapshot.revision
         self.value_revision = snapshot.value_revision
         self.ctx = ctx
-        ir = self.ir = GraphIR(snapshot)
+        ir = self.ir = GraphIR(snapshot, pause)
         pause()
         order = ir.topological_order()
         self.position = [0] * len(ir)
@@ -115,7 +115,7 @@ class FlatProgram:
         self.out_slot: dict[tuple[int, str], int] = {}
         self.node_slots: dict[int, list[int]] = {}  # every output slot of a node
         for count, i in enumerate(sorted(self.needed, key=self.position.__getitem__)):
-            if count % 512 == 511:
+            if count & 7 == 7:
                 pause()
             self._allocate_outputs(i)
         self.value_slot: dict[tuple[int, str], int] = {}
@@ -123,7 +123,7 @@ class FlatProgram:
         self.node_steps: dict[int, list[Step]] = {}
         self.owner: dict[int, int] = {}  # output slot -> node
         for count, i in enumerate(self.node_slots):
-            if count % 256 == 255:
+            if count & 7 == 7:
                 pause()
             self.node_steps[i] = self._compile_node(i)
 
@@ -408,6 +408,13 @@ class FlatProgram:
             if dst in main or self.ran[dst] == serial:
                 self.pull(source)
                 self.slots[slot] = self.slots[source_slot]
+
+    def release(self) -> None:
+        """Drop the compiled steps and values; breaks the cycles through lazy-input pulls."""
+        self.slots = []
+        self.node_steps = {}
+        self.hot_steps = self.all_steps = []
+        self.guarded = {}
 
     # ----------------------------------------------------------------- queries
     def output(self, node_id: str, pin: str) -> Any:

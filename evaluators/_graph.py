@@ -18,7 +18,7 @@ last of its parents (over the traversed edges) has been visited, which is a topo
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -27,8 +27,11 @@ from nodes import Link, NodeSpec, Patch, PinSpec
 EAGER, LAZY, FEEDBACK = 0, 1, 2
 
 
-@dataclass(frozen=True)
-class NodeSnapshot:
+def _no_pause() -> None:
+    pass
+
+
+class NodeSnapshot(NamedTuple):
     id: str
     spec: NodeSpec
     values: dict[str, Any]
@@ -47,11 +50,18 @@ class PatchSnapshot:
 
     @classmethod
     def of(cls, patch: Patch) -> PatchSnapshot:
+        # No copies: the Patch replaces a node's values dict on every edit, never changes it.
         nodes = tuple(
-            NodeSnapshot(n.id, n.spec, dict(n.values), n.inputs, n.stamp)
-            for n in patch.nodes.values()
+            NodeSnapshot(n.id, n.spec, n.values, n.inputs, n.stamp) for n in patch.nodes.values()
         )
         return cls(patch.revision, patch.value_revision, nodes, tuple(patch.links))
+
+
+def _pin_named(pins: tuple[PinSpec, ...], name: str) -> PinSpec:
+    for pin in pins:
+        if pin.name == name:
+            return pin
+    raise KeyError(name)
 
 
 class Edge(NamedTuple):
@@ -65,16 +75,19 @@ class Edge(NamedTuple):
 class GraphIR:
     """Integer-indexed nodes and typed edges of a snapshot, plus traversal."""
 
-    def __init__(self, snapshot: PatchSnapshot) -> None:
+    def __init__(self, snapshot: PatchSnapshot, pause: Callable[[], None] = _no_pause) -> None:
         self.snapshot = snapshot
+        self.pause = pause  # called now and then by long loops (see the dual evaluator)
         self.nodes = snapshot.nodes
         self.ids = [node.id for node in snapshot.nodes]
         self.index = {node_id: i for i, node_id in enumerate(self.ids)}
         self.in_edges: list[list[Edge]] = [[] for _ in self.ids]
         self.out_edges: list[list[Edge]] = [[] for _ in self.ids]
-        for link in snapshot.links:
+        for count, link in enumerate(snapshot.links):
+            if count & 7 == 7:
+                pause()
             dst = self.index[link.dst]
-            pin = next(p for p in snapshot.nodes[dst].inputs if p.name == link.dst_pin)
+            pin = _pin_named(snapshot.nodes[dst].inputs, link.dst_pin)
             kind = FEEDBACK if pin.feedback else LAZY if pin.lazy else EAGER
             edge = Edge(self.index[link.src], link.src_pin, dst, link.dst_pin, kind)
             self.in_edges[dst].append(edge)
@@ -142,8 +155,12 @@ class GraphIR:
         frontier: deque[int] = deque(root_list)
         pop = frontier.pop if order == "dfs" else frontier.popleft
         seen: set[int] = set(root_list)
+        pause, count = self.pause, 0
         while frontier:
             node = pop()
+            count += 1
+            if count & 7 == 0:
+                pause()
             yield node
             following = [next_of(e) for e in forward[node] if e.kind in kinds]
             if order == "dfs":

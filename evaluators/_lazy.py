@@ -14,7 +14,7 @@ directly, so an edit shows on the very next frame.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from evaluators._analysis import LiveAnalysis
@@ -45,18 +45,57 @@ class _ConstPull:
 class _LinkPull:
     """A lazy input with a link: evaluates the source when called."""
 
-    __slots__ = ("evaluator", "link", "pulled")
+    __slots__ = ("evaluator", "index", "pulled", "src")
     connected = True
 
-    def __init__(self, evaluator: LazyEvaluator, link: Link) -> None:
+    def __init__(self, evaluator: LazyEvaluator, src: str, index: int) -> None:
         self.evaluator = evaluator
-        self.link = link
+        self.src = src
+        self.index = index
         self.pulled = False
 
     def __call__(self) -> Any:
         self.pulled = True
-        self.evaluator._evaluate(self.link.src)
-        return self.evaluator._value_of(self.link.src, self.link.src_pin)
+        self.evaluator._evaluate(self.src)
+        return self.evaluator.ctx.outputs[self.src][self.index]
+
+
+_STORED, _LINKED, _PULL, _STORED_PULL, _FED_BACK = range(5)
+
+
+class _Plan:
+    """How to call one node: its bound compute function and where each argument comes from.
+    Made when the node is first run and dropped when a structural edit touches the node."""
+
+    __slots__ = ("args", "defaults", "eager", "fn", "instance", "node_id", "single")
+
+    def __init__(self, evaluator: LazyEvaluator, node_id: str) -> None:
+        patch = evaluator.patch
+        instance = patch.nodes[node_id]
+        links = patch.links_into(node_id)
+        self.node_id = node_id
+        self.instance = instance  # its values dict is replaced on every value edit
+        self.single = len(instance.spec.outputs) == 1
+        self.defaults = default_outputs(instance.spec)
+        args: list[tuple[int, Any, Any]] = []
+        eager: list[str] = []
+        for pin in instance.inputs:
+            link = links.get(pin.name)
+            if link is None:
+                args.append((_STORED_PULL if pin.lazy else _STORED, pin.name, None))
+                continue
+            index = patch.nodes[link.src].spec.output_index(link.src_pin)
+            if pin.lazy:
+                args.append((_PULL, link.src, index))
+            elif pin.feedback:
+                args.append((_FED_BACK, (node_id, pin.name), pin.name))
+            else:
+                args.append((_LINKED, link.src, index))
+                eager.append(link.src)
+        self.args = tuple(args)
+        self.eager = tuple(dict.fromkeys(eager))
+        names = tuple(pin.name for pin in instance.inputs)
+        self.fn = bind_compute(instance.spec, evaluator.ctx, node_id, names)
 
 
 class LazyEvaluator:
@@ -68,7 +107,7 @@ class LazyEvaluator:
         self.ctx.settings = patch.settings
         self.analysis = LiveAnalysis(patch)
         self.last_frame_seconds = 0.0
-        self._bound: dict[str, Callable[..., Any]] = {}
+        self._plans: dict[str, _Plan] = {}
         self._watched: tuple[str, ...] = ()
         self._roots: list[str] | None = None
         self._feedback_links: list[Link] | None = None
@@ -154,8 +193,9 @@ class LazyEvaluator:
         if event.kind == "structural":
             self._roots = None
             self._feedback_links = None
-            if event.node_id is not None and event.op in ("remove_node", "pins"):
-                self._bound.pop(event.node_id, None)
+            touched = event.link.dst if event.link is not None else event.node_id
+            if touched is not None:
+                self._plans.pop(touched, None)
 
     def _root_ids(self) -> list[str]:
         if self._roots is None:
@@ -172,80 +212,75 @@ class LazyEvaluator:
         outputs = self.ctx.outputs.get(node_id)
         return (outputs if outputs is not None else default_outputs(instance.spec))[index]
 
+    def _plan(self, node_id: str) -> _Plan:
+        plan = self._plans.get(node_id)
+        if plan is None:
+            plan = self._plans[node_id] = _Plan(self, node_id)
+        return plan
+
     def _evaluate(self, root: str) -> None:
         serial, visited = self._serial, self._visited
         if visited.get(root) == serial:
             return
-        patch, cache, info = self.patch, self.ctx.cache, self.analysis.info
+        cache, outputs, info = self.ctx.cache, self.ctx.outputs, self.analysis.info
+        status, plans, memo = self._status, self._plans, self.analysis.memo
         stack = [root]
         while stack:
             node_id = stack[-1]
             if visited.get(node_id) == serial:
                 stack.pop()
                 continue
-            cls, key = info(node_id)
+            cls, key = memo.get(node_id) or info(node_id)
             if cls != HOT:
                 entry = cache.get(node_id)
                 if entry is not None and entry.key == key:
-                    self.ctx.outputs[node_id] = entry.outputs
-                    self._status[node_id] = "failed" if entry.error else "cached"
+                    outputs[node_id] = entry.outputs
                     if entry.error:
+                        status[node_id] = "failed"
                         self._errors[node_id] = entry.error
+                    else:
+                        status[node_id] = "cached"
                     visited[node_id] = serial
                     stack.pop()
                     continue
-            instance = patch.nodes[node_id]
-            links = patch.links_into(node_id)
+            plan = plans.get(node_id) or self._plan(node_id)
             pending = False
-            for pin in instance.inputs:
-                if pin.lazy or pin.feedback:
-                    continue
-                link = links.get(pin.name)
-                if link is not None and visited.get(link.src) != serial:
-                    stack.append(link.src)
+            for src in plan.eager:
+                if visited.get(src) != serial:
+                    stack.append(src)
                     pending = True
             if pending:
                 continue
-            self._run_node(node_id, cls, key)
+            self._run_node(plan, cls, key)
             visited[node_id] = serial
             stack.pop()
 
-    def _run_node(self, node_id: str, cls: str, key: int) -> None:
-        instance = self.patch.nodes[node_id]
-        links = self.patch.links_into(node_id)
-        values = instance.values
+    def _run_node(self, plan: _Plan, cls: str, key: int) -> None:
+        node_id = plan.node_id
+        outputs, values, unsettled = self.ctx.outputs, plan.instance.values, self._unsettled
         args: list[Any] = []
         pulls: list[_LinkPull] = []
         settled = True
-        for pin in instance.inputs:
-            link = links.get(pin.name)
-            if pin.lazy:
-                if link is None:
-                    args.append(_ConstPull(values[pin.name]))
-                else:
-                    pull = _LinkPull(self, link)
-                    pulls.append(pull)
-                    args.append(pull)
-            elif pin.feedback:
-                if link is None:
-                    args.append(values[pin.name])
-                else:
-                    args.append(self.ctx.feedback.get((node_id, pin.name), values[pin.name]))
-            elif link is None:
-                args.append(values[pin.name])
-            else:
-                args.append(self._value_of(link.src, link.src_pin))
-                if link.src in self._unsettled:
+        for kind, first, second in plan.args:
+            if kind == _STORED:
+                args.append(values[first])
+            elif kind == _LINKED:
+                args.append(outputs[first][second])
+                if first in unsettled:
                     settled = False
-        fn = self._bound.get(node_id)
-        if fn is None:
-            names = tuple(pin.name for pin in instance.inputs)
-            fn = self._bound[node_id] = bind_compute(instance.spec, self.ctx, node_id, names)
-        previous = self.ctx.outputs.get(node_id)
+            elif kind == _PULL:
+                pull = _LinkPull(self, first, second)
+                pulls.append(pull)
+                args.append(pull)
+            elif kind == _STORED_PULL:
+                args.append(_ConstPull(values[first]))
+            else:  # _FED_BACK
+                args.append(self.ctx.feedback.get(first, values[second]))
+        previous = outputs.get(node_id)
         error = None
         self.nodes_run += 1
         try:
-            result = fn(*args)
+            result = plan.fn(*args)
         except Deferred:
             self._status[node_id] = "deferred"
             settled = False
@@ -254,19 +289,17 @@ class LazyEvaluator:
             self._status[node_id] = "failed"
             self._errors[node_id] = error
         else:
-            single = len(instance.spec.outputs) == 1
-            self.ctx.outputs[node_id] = (result,) if single else tuple(result)
+            outputs[node_id] = (result,) if plan.single else tuple(result)
             self._status[node_id] = "ok"
-        if any(pull.pulled and pull.link.src in self._unsettled for pull in pulls):
+        if pulls and any(pull.pulled and pull.src in unsettled for pull in pulls):
             settled = False
         if not settled:
-            self._unsettled.add(node_id)
-        if self.ctx.outputs.get(node_id) is None:
-            self.ctx.outputs[node_id] = default_outputs(instance.spec)
+            unsettled.add(node_id)
+        if node_id not in outputs:
+            outputs[node_id] = plan.defaults
         if cls != HOT and settled:
-            outputs = self.ctx.outputs[node_id] if previous is None or error is None else previous
-            cache_entry = CacheEntry(key, outputs, error)
-            self.ctx.cache[node_id] = cache_entry
+            kept = outputs[node_id] if previous is None or error is None else previous
+            self.ctx.cache[node_id] = CacheEntry(key, kept, error)
 
     def _capture_feedback(self) -> None:
         if self._feedback_links is None:

@@ -47,7 +47,8 @@ class Link(NamedTuple):
 
 @dataclass
 class NodeInstance:
-    """One node in a patch. `values` holds a value for every input pin (defaults filled in)."""
+    """One node in a patch. `values` holds a value for every input pin (defaults filled in); the
+    Patch replaces the dict on every edit instead of changing it, so it can be shared as is."""
 
     id: str
     spec: NodeSpec
@@ -193,7 +194,10 @@ class Patch:
     def remove_node(self, node_id: str) -> list[Link]:
         """Remove a node and its links; returns the removed links (for undo)."""
         self.node(node_id)
-        removed = [*self._links_in.get(node_id, {}).values(), *self.links_out_of(node_id)]
+        # dict.fromkeys: a feedback self-loop is both an input and an output link.
+        removed = list(
+            dict.fromkeys([*self._links_in.get(node_id, {}).values(), *self.links_out_of(node_id)])
+        )
         for link in removed:
             self._drop_link(link)
             self._emit(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
@@ -214,7 +218,8 @@ class Patch:
         if spec_pin is None:
             raise UnknownPinError(f"node {node_id!r} ({instance.type_id}) has no input {pin!r}")
         new = _coerce(node_id, spec_pin, value)
-        instance.values[pin] = new
+        # Values dicts are replaced, never changed, so snapshots can share them without copying.
+        instance.values = {**instance.values, pin: new}
         instance.stamp = next(_stamps)
         self._emit(PatchEvent("value", "set_value", node_id, pin, value=new))
         if pin in instance.spec.dynamic_from:
@@ -229,10 +234,8 @@ class Patch:
             if pin_name not in names:
                 self._drop_link(link)
                 self._emit(PatchEvent("structural", "disconnect", link.dst, pin_name, link=link))
-        for stale in [name for name in instance.values if name not in names]:
-            del instance.values[stale]
-        for pin in inputs:
-            instance.values.setdefault(pin.name, pin.default)
+        kept = {name: value for name, value in instance.values.items() if name in names}
+        instance.values = {pin.name: kept.get(pin.name, pin.default) for pin in inputs}
         instance.inputs = inputs
         self._emit(PatchEvent("structural", "pins", instance.id))
 

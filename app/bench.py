@@ -1,0 +1,217 @@
+"""`patchbay bench`: the benchmark suite, reported as medians and ratios measured in one run.
+
+Sections:
+- evaluators: per benchmark patch and size, the median frame time of a plain Python loop calling
+  the same compute functions in a precomputed order (the CPython floor), the lazy evaluator, the
+  flat evaluator, and the flat evaluator with caching disabled; ratios against the floor.
+- live_edit: on a 10,000-node patch run by the dual evaluator at 60 fps, the time from a
+  structural edit to the first frame that shows it, the background build time, and the longest
+  frame while the build runs against a normal lazy frame.
+- editor / gpu / freeze: contributed by the editor, the GL service and the exporter.
+
+Timings are for reading by people, never asserted in tests: these machines are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from evaluators import DualEvaluator, FlatEvaluator, GraphIR, LazyEvaluator, PatchSnapshot
+from evaluators._context import ExecutionContext, bind_compute
+from evaluators.bench_patches import CASES, hot_chain
+from nodes import Patch
+
+Report = dict[str, Any]
+
+
+def _median_frame(run: Callable[[float, int], None], frames: int, warmup: int = 3) -> float:
+    for frame in range(warmup):
+        run(frame / 60.0, frame)
+    samples = []
+    for frame in range(warmup, warmup + frames):
+        started = time.perf_counter()
+        run(frame / 60.0, frame)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def plain_loop(patch: Patch) -> Callable[[float, int], None]:
+    """The CPython floor: the compute functions called in topological order over a value list,
+    with nothing else (no caching, no error handling, no status)."""
+    ctx = ExecutionContext()
+    ir = GraphIR(PatchSnapshot.of(patch))
+    slot_of: dict[tuple[int, str], int] = {}
+    values: list[Any] = []
+    order: list[tuple[Callable[..., Any], tuple[int, ...], int]] = []
+    for i in ir.topological_order():
+        node = ir.nodes[i]
+        linked = {edge.dst_pin: edge for edge in ir.in_edges[i]}
+        inputs = []
+        for pin in node.inputs:
+            edge = linked.get(pin.name)
+            if edge is None:
+                values.append(node.values[pin.name])
+                inputs.append(len(values) - 1)
+            else:
+                inputs.append(slot_of[(edge.src, edge.src_pin)])
+        values.append(None)
+        slot_of[(i, "out")] = len(values) - 1
+        call = bind_compute(node.spec, ctx, node.id, tuple(p.name for p in node.inputs))
+        order.append((call, tuple(inputs), len(values) - 1))
+
+    def run(t: float, frame: int) -> None:
+        ctx.t, ctx.frame = t, frame
+        slots = values
+        for call, inputs, out in order:
+            slots[out] = call(*[slots[i] for i in inputs])
+
+    return run
+
+
+def evaluator_section(sizes: list[int], frames: int) -> Report:
+    results: Report = {}
+    for case, build in CASES.items():
+        for size in sizes:
+            patch = build(size)
+            lazy, flat = LazyEvaluator(patch), FlatEvaluator(patch)
+            uncached = FlatEvaluator(patch, caching=False)
+            row = {
+                "nodes": len(patch.nodes),
+                "plain_loop_ms": _median_frame(plain_loop(patch), frames) * 1e3,
+                "lazy_ms": _median_frame(lazy.run_frame, frames) * 1e3,
+                "flat_ms": _median_frame(flat.run_frame, frames) * 1e3,
+                "flat_uncached_ms": _median_frame(uncached.run_frame, frames) * 1e3,
+            }
+            assert lazy.output("sink") == flat.output("sink") == uncached.output("sink")
+            row["flat_vs_plain"] = row["flat_ms"] / row["plain_loop_ms"]
+            row["lazy_vs_plain"] = row["lazy_ms"] / row["plain_loop_ms"]
+            row["flat_cached_vs_uncached"] = row["flat_ms"] / row["flat_uncached_ms"]
+            row["flat_build_ms"] = flat.last_build_seconds * 1e3
+            results[f"{case}/{size}"] = row
+            for evaluator in (lazy, flat, uncached):
+                evaluator.close()
+    return results
+
+
+def live_edit_section(size: int, fps: float = 60.0, debounce: float = 0.5) -> Report:
+    """A structural edit on a running dual evaluator, frames paced at `fps` like the editor.
+
+    The rebuild is debounced by `debounce` seconds, so the lazy frames right after the edit (no
+    build running) and the frames while the build runs are measured on the same evaluator."""
+    patch = hot_chain(size)
+    dual = DualEvaluator(patch, debounce=debounce)
+    period = 1.0 / fps
+    frame = 0
+
+    def tick() -> float:
+        nonlocal frame
+        started = time.perf_counter()
+        dual.run_frame(frame * period, frame)
+        frame += 1
+        spent = time.perf_counter() - started
+        time.sleep(max(0.0, period - spent))
+        return spent
+
+    deadline = time.monotonic() + 120
+    while dual.mode != "flat" and time.monotonic() < deadline:
+        tick()
+    flat_frames = [tick() for _ in range(30)]
+
+    before = dual.output("sink")
+    edit_started = time.perf_counter()
+    last = next(link for link in patch.links if link.dst == "sink")
+    patch.disconnect(*last)
+    patch.add_node("math.add", {"b": 1.0}, node_id="edit")
+    patch.connect(last.src, "out", "edit", "a")
+    patch.connect("edit", "out", "sink", "in")
+    edit_seconds = time.perf_counter() - edit_started
+    first_frame = tick()
+    reflected = dual.output("sink") != before and dual.mode == "lazy"
+
+    lazy_frames, during_build = [], []
+    builds_before = dual.builds
+    while dual.mode != "flat" and time.monotonic() < deadline:
+        spent = tick()
+        (during_build if dual.builds > builds_before else lazy_frames).append(spent)
+    report = {
+        "nodes": len(patch.nodes),
+        "edit_seconds_ms": edit_seconds * 1e3,
+        "first_frame_after_edit_ms": first_frame * 1e3,
+        "edit_to_first_frame_ms": (edit_seconds + first_frame) * 1e3,
+        "edit_reflected_on_next_frame": reflected,
+        "background_build_ms": dual.last_build_seconds * 1e3,
+        "normal_lazy_frame_ms": statistics.median(lazy_frames or [0.0]) * 1e3,
+        "frames_during_build": len(during_build),
+        "median_frame_during_build_ms": statistics.median(during_build or [0.0]) * 1e3,
+        "longest_frame_during_build_ms": max(during_build, default=0.0) * 1e3,
+        "normal_flat_frame_ms": statistics.median(flat_frames) * 1e3,
+        "swapped_to_flat": dual.mode == "flat",
+    }
+    report["longest_build_frame_vs_lazy"] = report["longest_frame_during_build_ms"] / max(
+        report["normal_lazy_frame_ms"], 1e-9
+    )
+    dual.close()
+    return report
+
+
+def _optional_section(name: str, run: Callable[[], Report]) -> Report:
+    try:
+        return run()
+    except Exception as error:  # a broken section is reported, the others still run
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def run_suite(quick: bool, only: list[str] | None = None) -> Report:
+    sizes = [1000] if quick else [1000, 10000]
+    frames = 5 if quick else 21
+    sections: dict[str, Callable[[], Report]] = {
+        "evaluators": lambda: evaluator_section(sizes, frames),
+        "live_edit": lambda: live_edit_section(2000 if quick else 10000),
+    }
+    report: Report = {"python": sys.version.split()[0], "quick": quick}
+    for name, run in sections.items():
+        if only and name not in only:
+            continue
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        report[name] = _optional_section(name, run)
+    return report
+
+
+def _print_table(report: Report) -> None:
+    evaluators = report.get("evaluators", {})
+    if evaluators and "error" not in evaluators:
+        print("evaluators (median frame, ms; ratio to the plain loop)")
+        print(f"  {'case':<24}{'plain':>9}{'lazy':>9}{'flat':>9}{'uncached':>10}"
+              f"{'flat/plain':>12}{'cached/uncached':>17}")  # fmt: skip
+        for case, row in evaluators.items():
+            print(
+                f"  {case:<24}{row['plain_loop_ms']:>9.3f}{row['lazy_ms']:>9.3f}"
+                f"{row['flat_ms']:>9.3f}{row['flat_uncached_ms']:>10.3f}"
+                f"{row['flat_vs_plain']:>12.2f}{row['flat_cached_vs_uncached']:>17.3f}"
+            )
+    for name, section in report.items():
+        if name in ("evaluators", "python", "quick"):
+            continue
+        print(f"{name}:")
+        if isinstance(section, dict):
+            for key, value in section.items():
+                shown = f"{value:.3f}" if isinstance(value, float) else value
+                print(f"  {key}: {shown}")
+
+
+def bench_command(options: argparse.Namespace) -> int:
+    report = run_suite(options.quick, options.only)
+    if options.json == "-":
+        print(json.dumps(report, indent=1, default=str))
+    else:
+        _print_table(report)
+        if options.json:
+            with open(options.json, "w", encoding="utf-8") as handle:
+                json.dump(report, handle, indent=1, default=str)
+    return 0

@@ -1,0 +1,98 @@
+"""Patches for benchmarks: a HOT chain, a mostly-constant patch and a layered DAG with fan-in.
+
+Each builder returns a Patch with one `output.value` sink (id "sink") and a node count close to
+`size`. They are deterministic (seeded), so runs compare like with like.
+"""
+
+from __future__ import annotations
+
+import random
+
+from nodes import Patch
+
+CHAIN_TYPES = ("math.add", "math.mul", "math.sin")
+
+
+def _chain(patch: Patch, head: str, length: int, prefix: str) -> str:
+    """`length` math nodes after `head`, cycling add / mul / sin; returns the last id."""
+    previous = head
+    for index in range(length):
+        type_id = CHAIN_TYPES[index % len(CHAIN_TYPES)]
+        values = {"b": 1.0001} if type_id != "math.sin" else None
+        node_id = patch.add_node(type_id, values, node_id=f"{prefix}{index}")
+        patch.connect(previous, "out", node_id, "a" if type_id != "math.sin" else "x")
+        previous = node_id
+    return previous
+
+
+def _merge(patch: Patch, heads: list[str], prefix: str) -> str:
+    """A balanced tree of math.add over `heads`; returns its root."""
+    level = 0
+    while len(heads) > 1:
+        merged = []
+        for index in range(0, len(heads) - 1, 2):
+            node_id = patch.add_node("math.add", node_id=f"{prefix}{level}_{index}")
+            patch.connect(heads[index], "out", node_id, "a")
+            patch.connect(heads[index + 1], "out", node_id, "b")
+            merged.append(node_id)
+        if len(heads) % 2:
+            merged.append(heads[-1])
+        heads = merged
+        level += 1
+    return heads[0]
+
+
+def hot_chain(size: int) -> Patch:
+    """(a) time.seconds -> a chain of math nodes -> sink: everything is HOT."""
+    patch = Patch()
+    patch.add_node("time.seconds", node_id="time")
+    last = _chain(patch, "time", size - 2, "c")
+    patch.add_node("output.value", node_id="sink")
+    patch.connect(last, "out", "sink", "in")
+    return patch
+
+
+def mostly_constant(size: int, hot_share: float = 0.1, branches: int = 10) -> Patch:
+    """(b) 90% of the nodes in constant chains, 10% in a HOT chain, merged into one sink."""
+    patch = Patch()
+    hot_length = max(1, int(size * hot_share) - 1)
+    patch.add_node("time.seconds", node_id="time")
+    heads = [_chain(patch, "time", hot_length, "h")]
+    const_length = max(1, (size - hot_length - 2 - branches * 2) // branches - 1)
+    for branch in range(branches):
+        patch.add_node("value.float", {"value": 0.5 + branch}, node_id=f"k{branch}")
+        heads.append(_chain(patch, f"k{branch}", const_length, f"k{branch}_"))
+    root = _merge(patch, heads, "m")
+    patch.add_node("output.value", node_id="sink")
+    patch.connect(root, "out", "sink", "in")
+    return patch
+
+
+def layered_dag(size: int, width: int = 50, seed: int = 4) -> Patch:
+    """(c) Layers of `width` math.add nodes, each fed by two nodes of earlier layers (fan-in),
+    from a first layer of time and constants; every node of the last layer merged into the sink."""
+    rng = random.Random(seed)
+    patch = Patch()
+    layers = [[patch.add_node("time.seconds", node_id="time")]]
+    layers[0] += [
+        patch.add_node("value.float", {"value": float(i)}, node_id=f"v{i}")
+        for i in range(width - 1)
+    ]
+    depth = max(1, (size - width - width) // width)
+    for level in range(1, depth + 1):
+        current = []
+        for index in range(width):
+            node_id = patch.add_node("math.add", node_id=f"l{level}_{index}")
+            previous = layers[-1]
+            earlier = layers[rng.randrange(max(0, level - 3), level)]
+            patch.connect(previous[rng.randrange(len(previous))], "out", node_id, "a")
+            patch.connect(earlier[rng.randrange(len(earlier))], "out", node_id, "b")
+            current.append(node_id)
+        layers.append(current)
+    root = _merge(patch, layers[-1], "m")
+    patch.add_node("output.value", node_id="sink")
+    patch.connect(root, "out", "sink", "in")
+    return patch
+
+
+CASES = {"hot_chain": hot_chain, "mostly_constant": mostly_constant, "layered_dag": layered_dag}
