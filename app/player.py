@@ -43,7 +43,7 @@ def _parse_prints(patch: Patch, prints: list[str]) -> list[tuple[str, str]]:
 
 
 def play_headless(
-    patch: Patch, frames: int, fps: float, prints: list[str], out=sys.stdout
+    patch: Patch, frames: int, fps: float, prints: list[str], out=None
 ) -> FlatEvaluator:
     """Play `frames` frames at a fixed clock and print the requested values, one line a frame."""
     targets = _parse_prints(patch, prints)
@@ -56,7 +56,7 @@ def play_headless(
                 f"{node_id}.{pin}={_format(evaluator.output(node_id, pin))}"
                 for node_id, pin in targets
             )
-            print(f"{frame} {values}", file=out)
+            print(f"{frame} {values}", file=out or sys.stdout)
     return evaluator
 
 
