@@ -1,0 +1,164 @@
+"""The command line: `patchbay nodes`, headless `run` with `--print`, and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from nodes import LIBRARY, Patch, save_patch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def patch_file(tmp_path: Path) -> Path:
+    patch = Patch()
+    seconds = patch.add_node("time.seconds", node_id="t")
+    frame = patch.add_node("time.frame", node_id="f")
+    mul = patch.add_node("math.mul", {"b": 2.0}, node_id="double")
+    patch.connect(seconds, "out", mul, "a")
+    patch.add_node("array.linspace", {"count": 3}, node_id="space")
+    out = patch.add_node("output.value", node_id="out")
+    patch.connect(frame, "out", out, "in")
+    path = tmp_path / "clock.patchbay"
+    save_patch(patch, path)
+    return path
+
+
+def test_nodes_lists_the_library(capsys) -> None:
+    assert main(["nodes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(LIBRARY)
+    by_id = {line.split()[0]: line for line in lines}
+    assert set(by_id) == set(LIBRARY)
+    assert "nondeterministic" in by_id["time.seconds"]
+    assert "user_input" in by_id["input.float"]
+    assert "sink" in by_id["output.value"]
+    assert "in0:any~lazy" in by_id["logic.switch"]
+    assert "in:any~feedback" in by_id["util.frame_delay"]
+    assert "(a:num, b:num) -> out:num" in by_id["math.add"]
+
+
+def test_nodes_json() -> None:
+    result = run_cli("nodes", "--json")
+    assert result.returncode == 0, result.stderr
+    entries = json.loads(result.stdout)
+    assert isinstance(entries, list)
+    assert {entry["id"] for entry in entries} == set(LIBRARY)
+    for entry in entries:
+        assert entry["determinism"] in ("deterministic", "nondeterministic", "user_input")
+        assert entry["determinism"] == LIBRARY[entry["id"]].determinism.value
+        assert isinstance(entry["inputs"], list) and isinstance(entry["outputs"], list)
+        for pin in entry["inputs"]:
+            assert {"name", "type", "default", "lazy", "feedback"} <= set(pin)
+    gate = next(entry for entry in entries if entry["id"] == "logic.gate")
+    assert [(p["name"], p["lazy"]) for p in gate["inputs"]] == [("open", False), ("in", True)]
+    assert next(e for e in entries if e["id"] == "output.value")["sink"] is True
+
+
+def test_run_headless_prints_one_line_per_frame(patch_file: Path) -> None:
+    result = run_cli(
+        "run",
+        str(patch_file),
+        "--headless",
+        "--frames",
+        "4",
+        "--fps",
+        "10",
+        "--print",
+        "t.out",
+        "double",
+        "out.out",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4
+    for frame, line in enumerate(lines):
+        t = frame / 10
+        assert line == f"{frame} t.out={t!r} double.out={2 * t!r} out.out={float(frame)!r}"
+
+
+def test_run_headless_prints_arrays_on_one_line(patch_file: Path, capsys) -> None:
+    code = main(["run", str(patch_file), "--headless", "--frames", "2", "--print", "space"])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["0 space.out=[0. ,0.5,1. ]", "1 space.out=[0. ,0.5,1. ]"]
+
+
+def test_run_headless_default_fps(patch_file: Path, capsys) -> None:
+    assert main(["run", str(patch_file), "--headless", "--frames", "61", "--print", "t"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == "60 t.out=1.0"
+
+
+def test_run_headless_without_print_prints_nothing(patch_file: Path, capsys) -> None:
+    assert main(["run", str(patch_file), "--headless", "--frames", "3"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("nope.out", "no node 'nope'"),
+        ("double.result", "node 'double' has no output 'result'"),
+        ("nope", "no node 'nope'"),
+    ],
+)
+def test_run_bad_print_target_exits_2(patch_file: Path, capsys, target: str, message: str) -> None:
+    code = main(["run", str(patch_file), "--headless", "--frames", "2", "--print", target])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and message in lines[0] and target in lines[0]
+
+
+def test_run_bad_input_in_a_subprocess_has_no_traceback(patch_file: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.patchbay"
+    bad.write_text('{"format": "patchbay", "version": 1, "nodes": [')
+    for args in (
+        ["run", str(patch_file), "--headless", "--frames", "2", "--print", "nope.out"],
+        ["run", str(patch_file), "--headless"],
+        ["run", str(patch_file), "--headless", "--frames", "2", "--fps", "0"],
+        ["run", str(bad), "--headless", "--frames", "2"],
+        ["run", str(tmp_path / "missing.patchbay"), "--headless", "--frames", "2"],
+    ):
+        result = run_cli(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stdout == ""
+
+
+def test_run_headless_zero_frames(patch_file: Path, capsys) -> None:
+    assert main(["run", str(patch_file), "--headless", "--frames", "0", "--print", "t"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_run_headless_frame_delay_loop(tmp_path: Path, capsys) -> None:
+    patch = Patch()
+    delay = patch.add_node("util.frame_delay", {"init": 1.0}, node_id="d")
+    mul = patch.add_node("math.mul", {"b": 2.0}, node_id="m")
+    patch.connect(delay, "out", mul, "a")
+    patch.connect(mul, "out", delay, "in")
+    path = tmp_path / "loop.patchbay"
+    save_patch(patch, path)
+    assert main(["run", str(path), "--headless", "--frames", "5", "--print", "m"]) == 0
+    values = [float(line.split("=")[1]) for line in capsys.readouterr().out.splitlines()]
+    assert values == [math.pow(2, k + 1) for k in range(5)]

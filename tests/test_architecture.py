@@ -1,0 +1,66 @@
+"""`nodes` and `evaluators` work where Qt cannot even be imported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = textwrap.dedent(
+    """
+    import importlib
+    import pkgutil
+    import sys
+
+    sys.modules["PySide6"] = None
+    sys.modules["NodeGraphQt"] = None
+
+    import nodes
+    import evaluators
+
+    imported = []
+    for package in (nodes, evaluators):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
+            imported.append(info.name)
+    assert "nodes._patch" in imported and "evaluators._dual" in imported, imported
+    assert not any(name.startswith(("PySide6.", "NodeGraphQt.")) for name in sys.modules)
+
+    from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+    from nodes import Patch
+
+    patch = Patch()
+    t = patch.add_node("time.seconds")
+    add = patch.add_node("math.add", {"b": 1.0})
+    out = patch.add_node("output.value")
+    patch.connect(t, "out", add, "a")
+    patch.connect(add, "out", out, "in")
+    results = []
+    for make in (LazyEvaluator, FlatEvaluator, lambda p: DualEvaluator(p, debounce=0)):
+        evaluator = make(patch)
+        for frame in range(3):
+            evaluator.run_frame(frame / 2, frame)
+        results.append(evaluator.output(out))
+        evaluator.close()
+    assert results == [2.0, 2.0, 2.0], results
+
+    from app.cli import main
+    assert main(["nodes"]) == 0
+    print("OK", len(imported))
+    """
+)
+
+
+def test_core_imports_and_runs_without_qt() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("OK ")
