@@ -7,8 +7,10 @@ the edit was structural (nodes or links: `revision` bumps), a value edit (`value
 or UI-only (positions: the core never reads them).
 
 Each node carries a `stamp`, a number unique across all patches of the process that changes on
-every edit of the node's values. Evaluators build cache keys from stamps, so an unchanged node keeps
-its cached results across structural edits elsewhere.
+every edit of the node's values and on every link made or removed at its inputs. Evaluators build
+cache keys from stamps, so an unchanged subgraph keeps its cached results across structural edits
+elsewhere, while a subgraph that was edited never meets an old cache entry again, even when an
+undo brings back its earlier shape (what stateful nodes did in between is part of their result).
 
 Plain Python on purpose: no Qt, no threads. Evaluators that need a stable view take a snapshot.
 """
@@ -302,6 +304,7 @@ class Patch:
         self._links[link] = None
         self._links_in.setdefault(dst, {})[dst_pin] = link
         self._links_out.setdefault(src, {})[link] = None
+        self.nodes[dst].stamp = next(_stamps)
         self._emit(PatchEvent("structural", "connect", dst, dst_pin, link=link))
         return link
 
@@ -316,6 +319,7 @@ class Patch:
         del self._links[link]
         del self._links_in[link.dst][link.dst_pin]
         del self._links_out[link.src][link]
+        self.nodes[link.dst].stamp = next(_stamps)
 
 
 def _coerce(node_id: str, pin: PinSpec, value: Any) -> Any:

@@ -156,3 +156,26 @@ def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
     finally:
         for evaluator in evaluators:
             evaluator.close()
+
+
+def test_stateful_node_back_to_an_earlier_shape_is_not_served_stale() -> None:
+    """A gate that ran HOT in between must not get its old CONST result back after an undo."""
+    patch = Patch()
+    switch = patch.add_node("logic.switch")
+    gate = patch.add_node("logic.gate")
+    noise = patch.add_node("noise.random")
+    sink = patch.add_node("output.value")
+    patch.connect(switch, "out", gate, "open")
+    patch.connect(switch, "out", gate, "in")
+    patch.connect(gate, "out", sink, "in")
+    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
+    for frame in range(3):
+        if frame == 1:
+            patch.connect(noise, "out", switch, "in0")
+        if frame == 2:
+            patch.disconnect(noise, "out", switch, "in0")
+        for evaluator in evaluators:
+            evaluator.run_frame(frame / 60.0, frame)
+    sampled = evaluators[0].output(sink)
+    assert sampled != 0.0  # the gate held the noise value it saw while open
+    assert all(evaluator.output(sink) == sampled for evaluator in evaluators)
