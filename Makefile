@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean xvfb
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -12,9 +12,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# Window tests need an X server; Debian's xvfb is installed only when missing.
+# Window tests need an X server (Debian's xvfb) and the X libraries Qt's xcb platform loads;
+# installed only when missing.
+XVFB_PACKAGES := xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxcb-image0 \
+	libxcb-render-util0 libxcb-xkb1 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0
 xvfb:
-	@command -v Xvfb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xauth >/dev/null)
+	@dpkg -s $(XVFB_PACKAGES) >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(XVFB_PACKAGES) >/dev/null)
 
 run: $(STAMP)
 	$(BIN)/patchbay
