@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import AddNodesCommand, NodeRecord, RemoveNodesCommand, SetValueCommand
+from app.qt_export import export_frozen_dialog
 from app.qt_inspector import QtInspector
 from app.qt_library import QtLibraryPanel
 from app.qt_preview import QtPreview
@@ -171,6 +172,7 @@ class QtEditorWindow(QMainWindow):
             file_menu, "&Save", self.save, QKeySequence.StandardKey.Save
         )
         self._action(file_menu, "Save &As…", self.save_as, "Ctrl+Shift+S")
+        self._action(file_menu, "Export &Frozen…", self.export_frozen, "Ctrl+E")
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
 
@@ -288,6 +290,12 @@ class QtEditorWindow(QMainWindow):
         self._remember_recent(path)
         self._update_title()
         return True
+
+    def export_frozen(self) -> None:
+        """File > Export Frozen…: the live patch as a frozen runtime patch (see app.qt_export)."""
+        export_frozen_dialog(
+            self, self.patch, self.path, saved=not self.modified, report_error=self.report_error
+        )
 
     def _write(self, path: Path) -> bool:
         try:
