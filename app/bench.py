@@ -7,7 +7,10 @@ Sections:
 - live_edit: on a 10,000-node patch run by the dual evaluator at 60 fps, the time from a
   structural edit to the first frame that shows it, the background build time, and the longest
   frame while the build runs against a normal lazy frame.
-- editor / gpu / freeze: contributed by the editor, the GL service and the exporter.
+- freeze: frozen against editable flat frames, and player start-up (app/export.py).
+- gpu: a 10-pass 1080p chain, per-pass cost by size, readbacks per frame, pool size after 1,000
+  edits (app/gpu_bench.py).
+- editor: load and repaint times of 200 / 1,000 / 2,000-node patches (app/qt_bench.py).
 
 Timings are for reading by people, never asserted in tests: these machines are shared and noisy.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -160,6 +164,27 @@ def live_edit_section(size: int, fps: float = 60.0, debounce: float = 0.5) -> Re
     return report
 
 
+def _freeze_section(quick: bool) -> Report:
+    from app.export import freeze_bench
+
+    return freeze_bench(quick)
+
+
+def _gpu_section(quick: bool) -> Report:
+    from app.gpu_bench import gpu_bench
+
+    return gpu_bench(quick)
+
+
+def _editor_section(quick: bool) -> Report:
+    """Editor load and repaint times; offscreen unless a display is there."""
+    if not os.environ.get("DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from app.qt_bench import editor_bench
+
+    return editor_bench((200,) if quick else (200, 1000, 2000))
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -173,6 +198,9 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
     sections: dict[str, Callable[[], Report]] = {
         "evaluators": lambda: evaluator_section(sizes, frames),
         "live_edit": lambda: live_edit_section(2000 if quick else 10000),
+        "freeze": lambda: _freeze_section(quick),
+        "gpu": lambda: _gpu_section(quick),
+        "editor": lambda: _editor_section(quick),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():
@@ -199,10 +227,36 @@ def _print_table(report: Report) -> None:
         if name in ("evaluators", "python", "quick"):
             continue
         print(f"{name}:")
-        if isinstance(section, dict):
-            for key, value in section.items():
-                shown = f"{value:.3f}" if isinstance(value, float) else value
-                print(f"  {key}: {shown}")
+        _print_nested(section, "  ")
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _print_nested(value: Any, indent: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                flat = isinstance(item, dict) and not any(
+                    isinstance(v, dict | list) for v in item.values()
+                )
+                if flat:
+                    pairs = ", ".join(f"{k}={_shown(v)}" for k, v in item.items())
+                    print(f"{indent}{key}: {pairs}")
+                else:
+                    print(f"{indent}{key}:")
+                    _print_nested(item, indent + "  ")
+            else:
+                print(f"{indent}{key}: {_shown(item)}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                print(indent + ", ".join(f"{k}={_shown(v)}" for k, v in item.items()))
+            else:
+                print(f"{indent}{_shown(item)}")
+    else:
+        print(f"{indent}{_shown(value)}")
 
 
 def bench_command(options: argparse.Namespace) -> int:
