@@ -2,14 +2,19 @@
 
 Headless playback runs the flat evaluator at a fixed clock (t = frame / fps) and prints requested
 values one line per frame. It never imports Qt: a frozen patch plays on a machine where PySide6 and
-NodeGraphQt cannot be imported. GPU patches get a standalone EGL context from the GL service.
+NodeGraphQt cannot be imported. Patches with GPU nodes (or `--out`) get a standalone EGL context
+from the GL service; `--out DIR` reads the `gpu.output` texture back every frame and encodes the
+PNG files on a worker thread (`GLFrameWriter`), so encoding overlaps the next frames.
+
+Without `--headless` only the output window opens (`app.qt_output`), and its frame swaps drive
+the clock in real time.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +23,7 @@ from evaluators import FlatEvaluator
 from nodes import Patch, PatchError, load_patch
 
 EXIT_BAD_INPUT = 2
+EXIT_NO_GL = 3
 
 
 def _format(value: Any) -> str:
@@ -42,39 +48,121 @@ def _parse_prints(patch: Patch, prints: list[str]) -> list[tuple[str, str]]:
     return targets
 
 
+def parse_size(text: str) -> tuple[int, int]:
+    """Parse "1920x1080" into (1920, 1080); PatchError on anything else."""
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.isdigit() or not height.isdigit() or int(width) * int(height) == 0:
+        raise PatchError(f"--size {text}: expected WIDTHxHEIGHT, e.g. 1280x720")
+    return (int(width), int(height))
+
+
+def uses_gpu(patch: Patch) -> bool:
+    """True if the patch has GPU nodes."""
+    return any(node.spec.category == "gpu" for node in patch.nodes.values())
+
+
+def output_node(patch: Patch) -> str | None:
+    """The id of the patch's `gpu.output` node (the first one by id), or None."""
+    found = sorted(node.id for node in patch.nodes.values() if node.type_id == "gpu.output")
+    return found[0] if found else None
+
+
 def play_headless(
-    patch: Patch, frames: int, fps: float, prints: list[str], out=None
+    patch: Patch,
+    frames: int,
+    fps: float,
+    prints: list[str],
+    out=None,
+    gpu: Any = None,
+    out_dir: str | Path | None = None,
 ) -> FlatEvaluator:
-    """Play `frames` frames at a fixed clock and print the requested values, one line a frame."""
+    """Play `frames` frames at a fixed clock and print the requested values, one line a frame.
+
+    With `gpu` (a GLService) GPU nodes render; with `out_dir` too, the `gpu.output` texture of
+    every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing).
+    """
     targets = _parse_prints(patch, prints)
-    evaluator = FlatEvaluator(patch)
+    sink = output_node(patch)
+    if out_dir is not None and sink is None:
+        raise PatchError("--out needs a gpu.output node in the patch")
+    evaluator = FlatEvaluator(patch, gpu=gpu)
     evaluator.watch(node_id for node_id, _ in targets)
-    for frame in range(frames):
-        evaluator.run_frame(frame / fps, frame)
-        if targets:
-            values = " ".join(
-                f"{node_id}.{pin}={_format(evaluator.output(node_id, pin))}"
-                for node_id, pin in targets
-            )
-            print(f"{frame} {values}", file=out or sys.stdout)
+    writer = None
+    if out_dir is not None and gpu is not None:
+        from evaluators.gl_service import GLFrameWriter
+
+        writer = GLFrameWriter(gpu, out_dir)
+    try:
+        for frame in range(frames):
+            if gpu is not None:
+                gpu.begin_frame()
+            evaluator.run_frame(frame / fps, frame)
+            if writer is not None and sink is not None:
+                texture = evaluator.output(sink)
+                if texture is not None:
+                    writer.write(texture, frame)
+            if gpu is not None:
+                gpu.end_frame()
+            if targets:
+                values = " ".join(
+                    f"{node_id}.{pin}={_format(evaluator.output(node_id, pin))}"
+                    for node_id, pin in targets
+                )
+                print(f"{frame} {values}", file=out or sys.stdout)
+    finally:
+        if writer is not None:
+            writer.close()
     return evaluator
 
 
+def _standalone_gl(size: tuple[int, int]) -> Any:
+    from evaluators.gl_service import GLService
+
+    return GLService.standalone(size)
+
+
 def run_command(options: argparse.Namespace) -> int:
-    started = time.perf_counter()
     try:
         patch = load_patch(options.file)
+        if options.size:
+            patch.update_settings(resolution=list(parse_size(options.size)))
+        if options.fps <= 0:
+            raise PatchError("--fps must be positive")
         if options.headless:
             if options.frames is None or options.frames < 0:
                 raise PatchError("--headless needs --frames N (N >= 0)")
-            if options.fps <= 0:
-                raise PatchError("--fps must be positive")
-            play_headless(patch, options.frames, options.fps, options.prints)
-            return 0
+            return _run_headless(patch, options)
+        if options.frames is not None and options.frames < 0:
+            raise PatchError("--frames must not be negative")
     except PatchError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
-    del started
-    print("patchbay run: the output window needs the GPU service (not available yet)",
-          file=sys.stderr)  # fmt: skip
-    return EXIT_BAD_INPUT
+    from app.qt_output import run_output_window
+
+    return run_output_window(
+        patch,
+        fps=options.fps,
+        frames=options.frames,
+        fullscreen=options.fullscreen,
+        screen=options.screen,
+    )
+
+
+def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
+    gl = None
+    if options.out is not None or uses_gpu(patch):
+        size = tuple(patch.settings.get("resolution", (640, 360)))
+        try:
+            gl = _standalone_gl((int(size[0]), int(size[1])))
+        except Exception as error:  # no EGL: values still play, GPU nodes report it
+            if options.out is not None:
+                print(f"--out needs OpenGL: {error}", file=sys.stderr)
+                return EXIT_NO_GL
+            print(f"warning: no OpenGL, GPU nodes will fail: {error}", file=sys.stderr)
+    try:
+        play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
+                      out_dir=options.out)  # fmt: skip
+    finally:
+        if gl is not None:
+            gl.release()
+    return 0

@@ -1,0 +1,507 @@
+"""The output window and GL texture previews: showing GPU textures of a running patch in Qt.
+
+Pieces:
+- `configure_qt_gl()`: OpenGL 3.3 core as Qt's default format and shared GL contexts
+  (`AA_ShareOpenGLContexts`); call it before the QApplication exists.
+- `create_gl_service(size)`: the GL service of a patch that runs inside Qt. Its context is a Qt
+  `QOpenGLContext` on a `QOffscreenSurface`, shared with Qt's global share context, so every
+  preview widget and the output window sample its textures directly, without copies.
+- `QtOutputWindow`: a top-level `QOpenGLWindow` that shows the `gpu.output` texture, letterboxed.
+  Fullscreen on a chosen screen (`show_fullscreen(screen)`), movable between screens at runtime,
+  Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
+- `QtFrameDriver`: runs the patch's frames from the window's `frameSwapped` (vsync paced), with a
+  timer while the window is hidden; `open_output_window()` wires both for the editor.
+- `QtTexturePreview`: a `QOpenGLWidget` showing any texture of the patch (node previews).
+
+Rules from the GL notes that this module follows:
+- moderngl contexts are made with a Qt-based function loader (`QtGLLoader`), never with a bare
+  `moderngl.create_context()` (which detects GLX only and keeps a process-wide default).
+- The GL service's frame (`begin_frame`/`end_frame`) finishes GPU work before display contexts
+  sample its textures. Display contexts only wrap textures (`external_texture`), never own them.
+- A standalone EGL service (headless) cannot share textures with Qt: windows need this service.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import moderngl
+import numpy as np
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer
+from PySide6.QtGui import (
+    QAction,
+    QCursor,
+    QGuiApplication,
+    QKeyEvent,
+    QMouseEvent,
+    QOffscreenSurface,
+    QOpenGLContext,
+    QScreen,
+    QSurfaceFormat,
+    QWindow,
+)
+from PySide6.QtOpenGL import QOpenGLWindow
+from PySide6.QtOpenGLWidgets import QOpenGLWidget
+from PySide6.QtWidgets import QApplication, QMenu
+
+from evaluators.gl_service import GLService, GLTarget
+
+TextureSource = Callable[[], Any]
+
+_BLIT_VS = """#version 330
+in vec2 in_pos;
+out vec2 uv;
+void main() { uv = in_pos * 0.5 + 0.5; gl_Position = vec4(in_pos, 0.0, 1.0); }
+"""
+_BLIT_FS = """#version 330
+in vec2 uv;
+out vec4 fragColor;
+uniform sampler2D src;
+void main() { fragColor = vec4(texture(src, uv).rgb, 1.0); }
+"""
+_QUAD = np.array([-1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0], dtype="f4")
+
+
+def configure_qt_gl(swap_interval: int = 1) -> None:
+    """OpenGL 3.3 core by default and shared contexts; must run before QApplication exists."""
+    fmt = QSurfaceFormat()
+    fmt.setVersion(3, 3)
+    fmt.setProfile(QSurfaceFormat.OpenGLContextProfile.CoreProfile)
+    fmt.setSwapInterval(swap_interval)
+    QSurfaceFormat.setDefaultFormat(fmt)
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+
+
+class QtGLLoader:
+    """What moderngl needs from a context it did not create: GL functions from Qt, and making
+    the context current (`with ctx:`) on its surface while restoring what was current before."""
+
+    def __init__(self, qt_context: QOpenGLContext, surface: Any = None) -> None:
+        self._qt_context = qt_context
+        self._surface = surface
+        self._previous: list[tuple[Any, Any]] = []
+
+    def load_opengl_function(self, name: str) -> int:
+        return self._qt_context.getProcAddress(name.encode()) or 0
+
+    def __enter__(self) -> None:
+        current = QOpenGLContext.currentContext()
+        self._previous.append((current, current.surface() if current is not None else None))
+        if self._surface is not None and current is not self._qt_context:
+            self._qt_context.makeCurrent(self._surface)
+
+    def __exit__(self, *exc: object) -> None:
+        current, surface = self._previous.pop()
+        if current is not None and current is not self._qt_context:
+            current.makeCurrent(surface)
+
+    def release(self) -> None:
+        """Qt owns the context; nothing to free."""
+
+
+def _moderngl_for_current_qt_context() -> moderngl.Context:
+    qt_context = QOpenGLContext.currentContext()
+    if qt_context is None:
+        raise RuntimeError("no current QOpenGLContext")
+    return moderngl.create_context(context=QtGLLoader(qt_context), require=330)
+
+
+def create_gl_service(size: tuple[int, int] = (1280, 720)) -> GLService:
+    """A GL service on a Qt offscreen context shared with every Qt GL surface of the app.
+
+    Needs a Q(Gui)Application made after `configure_qt_gl()`. `size` is the default resolution.
+    """
+    share = QOpenGLContext.globalShareContext()
+    if share is None:
+        raise RuntimeError("Qt has no global share context: call configure_qt_gl() first")
+    surface = QOffscreenSurface()
+    surface.setFormat(QSurfaceFormat.defaultFormat())
+    surface.create()
+    qt_context = QOpenGLContext()
+    qt_context.setFormat(QSurfaceFormat.defaultFormat())
+    qt_context.setShareContext(share)
+    if not qt_context.create() or not qt_context.makeCurrent(surface):
+        raise RuntimeError("Qt could not create an OpenGL 3.3 context")
+    try:
+        ctx = moderngl.create_context(context=QtGLLoader(qt_context, surface), require=330)
+    finally:
+        qt_context.doneCurrent()
+    ctx.gc_mode = "context_gc"
+    service = GLService.from_context(ctx, size)
+    # The Qt objects must live as long as the service's context.
+    service.qt_objects = (qt_context, surface)  # type: ignore[attr-defined]
+    return service
+
+
+class QtTextureView:
+    """Draws a shared texture in one display context (each context has its own program and
+    vertex array; the texture itself is only wrapped)."""
+
+    max_wrapped = 64
+
+    def __init__(self, ctx: moderngl.Context) -> None:
+        self.ctx = ctx
+        self.program = ctx.program(vertex_shader=_BLIT_VS, fragment_shader=_BLIT_FS)
+        self.quad = ctx.buffer(_QUAD.tobytes())
+        self.vao = ctx.vertex_array(self.program, [(self.quad, "2f", "in_pos")])
+        self._wrapped: dict[tuple[int, tuple[int, int], int, str], moderngl.Texture] = {}
+
+    def draw(self, source: Any, framebuffer: int, width: int, height: int, fit: bool = True):
+        """Clear to black and draw `source` (a GLTarget or texture, or None) letterboxed."""
+        fbo = self.ctx.detect_framebuffer(framebuffer)
+        fbo.use()
+        self.ctx.viewport = (0, 0, width, height)
+        self.ctx.clear(0.0, 0.0, 0.0, 1.0)
+        texture = source.texture if isinstance(source, GLTarget) else source
+        if texture is None or width <= 0 or height <= 0:
+            return
+        tex_w, tex_h = texture.size
+        key = (texture.glo, (tex_w, tex_h), texture.components, texture.dtype)
+        wrapped = self._wrapped.get(key)
+        if wrapped is None:
+            if len(self._wrapped) >= self.max_wrapped:
+                self._wrapped.clear()
+            wrapped = self.ctx.external_texture(key[0], key[1], key[2], 0, key[3])
+            self._wrapped[key] = wrapped
+        if fit:
+            scale = min(width / tex_w, height / tex_h)
+            w, h = max(1, round(tex_w * scale)), max(1, round(tex_h * scale))
+            self.ctx.viewport = ((width - w) // 2, (height - h) // 2, w, h)
+        wrapped.use(0)
+        self.program["src"] = 0
+        self.vao.render(moderngl.TRIANGLE_STRIP)
+
+    def release(self) -> None:
+        self._wrapped.clear()
+        self.vao.release()
+        self.quad.release()
+        self.program.release()
+
+
+def screen_label(screen: QScreen, index: int = 0) -> str:
+    """The label menus list a screen by: "N: NAME (WIDTHxHEIGHT)", N as in `--screen N`."""
+    size = screen.size()
+    return f"{index}: {screen.name() or 'screen'} ({size.width()}x{size.height()})"
+
+
+def screen_choices() -> list[tuple[int, str]]:
+    """(index, label) of every screen, in Qt's order."""
+    screens = QGuiApplication.screens()
+    return [(index, screen_label(screen, index)) for index, screen in enumerate(screens)]
+
+
+class QtOutputWindow(QOpenGLWindow):
+    """The show output: a window with the `gpu.output` texture; see the module note."""
+
+    def __init__(self, source: TextureSource | None = None) -> None:
+        super().__init__(QOpenGLWindow.UpdateBehavior.NoPartialUpdate)
+        self.source: TextureSource = source or (lambda: None)
+        self.view: QtTextureView | None = None
+        self.ctx: moderngl.Context | None = None
+        self.paint_hooks: list[Callable[[QtOutputWindow], None]] = []
+        self.setTitle("patchbay output")
+        self.resize(960, 540)
+
+    # -- GL ------------------------------------------------------------------------------
+    def initializeGL(self) -> None:
+        self.ctx = _moderngl_for_current_qt_context()
+        self.view = QtTextureView(self.ctx)
+        self.context().aboutToBeDestroyed.connect(self._release_gl)
+
+    def paintGL(self) -> None:
+        if self.view is None:
+            return
+        ratio = self.devicePixelRatio()
+        width, height = round(self.width() * ratio), round(self.height() * ratio)
+        self.view.draw(self.source(), self.defaultFramebufferObject(), width, height)
+        for hook in list(self.paint_hooks):
+            hook(self)
+
+    def _release_gl(self) -> None:
+        if self.view is not None:
+            self.makeCurrent()
+            self.view.release()
+            self.view = None
+            self.doneCurrent()
+
+    def release_gl(self) -> None:
+        """Free this window's GL objects now; call it before dropping a window that was shown
+        (Qt would otherwise ask for it while the window is being destroyed)."""
+        context = self.context()
+        if context is not None:
+            context.aboutToBeDestroyed.disconnect(self._release_gl)
+        self._release_gl()
+        self.ctx = None
+
+    # -- screens -------------------------------------------------------------------------
+    def show_fullscreen(self, screen: QScreen | int | None = None) -> None:
+        """Go fullscreen on `screen` (a QScreen or an index into the screen list; default:
+        the window's current screen). Works while shown, to move between screens."""
+        if isinstance(screen, int):
+            screens = QGuiApplication.screens()
+            if not 0 <= screen < len(screens):
+                raise ValueError(f"no screen {screen}: there are {len(screens)}")
+            screen = screens[screen]
+        screen = screen or self.screen()
+        if self.visibility() == QWindow.Visibility.FullScreen:
+            self.showNormal()
+        self.setScreen(screen)
+        self.setGeometry(screen.geometry())
+        self.showFullScreen()
+        self.setCursor(QCursor(Qt.CursorShape.BlankCursor))
+
+    def leave_fullscreen(self) -> None:
+        """Back to a normal window on the same screen."""
+        if self.visibility() != QWindow.Visibility.FullScreen:
+            return
+        screen = self.screen()
+        self.showNormal()
+        self.unsetCursor()
+        area = screen.availableGeometry()
+        width, height = min(960, area.width()), min(540, area.height())
+        self.setGeometry(area.x() + (area.width() - width) // 2,
+                         area.y() + (area.height() - height) // 2, width, height)  # fmt: skip
+
+    def screen_menu(self, parent: Any = None) -> QMenu:
+        """A menu with "Fullscreen on NAME (WxH)" per screen and "Leave fullscreen"."""
+        menu = QMenu("Output screen", parent)
+        for index, label in screen_choices():
+            action = QAction(f"Fullscreen on {label}", menu)
+            action.triggered.connect(lambda _=False, i=index: self.show_fullscreen(i))
+            menu.addAction(action)
+        menu.addSeparator()
+        leave = QAction("Leave fullscreen (Esc)", menu)
+        leave.triggered.connect(self.leave_fullscreen)
+        leave.setEnabled(self.visibility() == QWindow.Visibility.FullScreen)
+        menu.addAction(leave)
+        return menu
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape:
+            self.leave_fullscreen()
+        elif event.key() in (Qt.Key.Key_F, Qt.Key.Key_F11):
+            if self.visibility() == QWindow.Visibility.FullScreen:
+                self.leave_fullscreen()
+            else:
+                self.show_fullscreen()
+        else:
+            super().keyPressEvent(event)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.RightButton:
+            self._menu = self.screen_menu()
+            self._menu.popup(event.globalPosition().toPoint())
+        else:
+            super().mousePressEvent(event)
+
+
+class QtTexturePreview(QOpenGLWidget):
+    """A widget showing a texture of the running patch; call `set_source` and `update()` (at a
+    throttled rate: it repaints only when asked)."""
+
+    def __init__(self, parent: Any = None, source: TextureSource | None = None) -> None:
+        super().__init__(parent)
+        self.source: TextureSource = source or (lambda: None)
+        self.view: QtTextureView | None = None
+        self.setMinimumSize(64, 36)
+
+    def set_source(self, source: TextureSource | GLTarget | None) -> None:
+        """What to show: a callable returning a texture (or None), or a texture."""
+        self.source = source if callable(source) else (lambda: source)
+        self.update()
+
+    def initializeGL(self) -> None:
+        self.view = QtTextureView(_moderngl_for_current_qt_context())
+        self.context().aboutToBeDestroyed.connect(self._release_gl)
+
+    def paintGL(self) -> None:
+        if self.view is None:
+            return
+        ratio = self.devicePixelRatio()
+        width, height = round(self.width() * ratio), round(self.height() * ratio)
+        self.view.draw(self.source(), self.defaultFramebufferObject(), width, height)
+
+    def _release_gl(self) -> None:
+        if self.view is not None:
+            self.makeCurrent()
+            self.view.release()
+            self.view = None
+            self.doneCurrent()
+
+
+class QtFrameDriver(QObject):
+    """Runs frames of `evaluator` on `gl`, paced by the window's buffer swaps (vsync), or by a
+    timer at `fps` while the window is not exposed. The clock is real time since `start()`.
+    `frames` stops after that many frames and calls `on_done`."""
+
+    def __init__(
+        self,
+        evaluator: Any,
+        gl: GLService,
+        window: QtOutputWindow,
+        fps: float = 60.0,
+        frames: int | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(window)
+        self.evaluator = evaluator
+        self.gl = gl
+        self.window = window
+        self.frames = frames
+        self.on_done = on_done
+        self.frame = 0
+        self.last_frame_seconds = 0.0
+        self._started = time.perf_counter()
+        self._running = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(max(1, round(1000 / fps)))
+        self._timer.timeout.connect(self._on_timer)
+        window.frameSwapped.connect(self._on_swapped)
+
+    def start(self) -> None:
+        self._started = time.perf_counter()
+        self._running = True
+        self._timer.start()
+        self.step()
+
+    def stop(self) -> None:
+        self._running = False
+        self._timer.stop()
+
+    def step(self) -> None:
+        """Run one frame now and ask the window to show it."""
+        if not self._running:
+            return
+        if self.frames is not None and self.frame >= self.frames:
+            self.stop()
+            if self.on_done is not None:
+                self.on_done()
+            return
+        started = time.perf_counter()
+        self.gl.begin_frame()
+        self.evaluator.run_frame(started - self._started, self.frame)
+        self.gl.end_frame()
+        self.frame += 1
+        self.last_frame_seconds = time.perf_counter() - started
+        self.window.update()
+
+    def _on_swapped(self) -> None:
+        self.step()
+
+    def _on_timer(self) -> None:
+        if not self.window.isExposed():
+            self.step()
+
+
+def output_source(evaluator: Any, node_id: str | None = None) -> TextureSource:
+    """A callable returning the texture of `node_id`'s output (default: the patch's first
+    `gpu.output` node, looked up again after structural edits)."""
+    from app.player import output_node
+
+    cached: dict[str, Any] = {"revision": None, "node": node_id}
+
+    def source() -> Any:
+        patch = evaluator.patch
+        if node_id is None and cached["revision"] != patch.revision:
+            cached["revision"] = patch.revision
+            cached["node"] = output_node(patch)
+        found = cached["node"]
+        if found is None or found not in patch.nodes:
+            return None
+        return evaluator.output(found)
+
+    return source
+
+
+def open_output_window(
+    evaluator: Any,
+    gl: GLService,
+    *,
+    node_id: str | None = None,
+    drive: bool = False,
+    fps: float = 60.0,
+    screen: int | None = None,
+    fullscreen: bool = False,
+) -> QtOutputWindow:
+    """Show an output window for a running patch (its `gpu.output` texture) and return it.
+
+    `gl` must come from `create_gl_service()`. With `drive=True` the window's frame swaps run
+    the patch's frames (`window.driver`, a QtFrameDriver); the editor, which runs its own frame
+    loop, passes False and the window just repaints after every swap.
+    """
+    window = QtOutputWindow(output_source(evaluator, node_id))
+    window.driver = None  # type: ignore[attr-defined]
+    if drive:
+        driver = QtFrameDriver(evaluator, gl, window, fps=fps)
+        window.driver = driver  # type: ignore[attr-defined]
+    else:
+        window.frameSwapped.connect(window.update)
+    if fullscreen or screen is not None:
+        if fullscreen:
+            window.show_fullscreen(screen)
+        else:
+            target = QGuiApplication.screens()[screen or 0]
+            window.setScreen(target)
+            window.setPosition(target.geometry().topLeft())
+            window.show()
+    else:
+        window.show()
+    if drive:
+        window.driver.start()  # type: ignore[attr-defined]
+    return window
+
+
+def close_output_window(window: QtOutputWindow) -> None:
+    """Stop the window's frame driver, free its GL objects and delete it through Qt's event
+    loop (deleting a shown QOpenGLWindow from Python's garbage collector crashes)."""
+    driver = getattr(window, "driver", None)
+    if driver is not None:
+        driver.stop()
+    window.release_gl()
+    window.close()
+    QCoreApplication.processEvents()
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, 0)
+
+
+def run_output_window(
+    patch: Any,
+    *,
+    fps: float = 60.0,
+    frames: int | None = None,
+    fullscreen: bool = False,
+    screen: int | None = None,
+) -> int:
+    """`patchbay run FILE`: only the output window, its swaps driving the flat evaluator.
+    Returns the exit code (2 when Qt has no OpenGL or the screen does not exist)."""
+    import sys
+
+    from evaluators import FlatEvaluator
+
+    configure_qt_gl()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    screens = QGuiApplication.screens()
+    if screen is not None and not 0 <= screen < len(screens):
+        choices = ", ".join(label for _, label in screen_choices())
+        print(f"--screen {screen}: no such screen ({choices})", file=sys.stderr)
+        return 2
+    size = patch.settings.get("resolution", (1280, 720))
+    try:
+        gl = create_gl_service((int(size[0]), int(size[1])))
+    except RuntimeError as error:
+        print(f"patchbay run: {error}", file=sys.stderr)
+        return 2
+    evaluator = FlatEvaluator(patch, gpu=gl)
+    window = open_output_window(evaluator, gl, drive=True, fps=fps, screen=screen,
+                                fullscreen=fullscreen)  # fmt: skip
+    driver: QtFrameDriver = window.driver  # type: ignore[attr-defined]
+    driver.frames = frames
+    driver.on_done = app.quit
+    app.exec()
+    close_output_window(window)
+    evaluator.close()
+    evaluator.ctx.release_all()
+    gl.release()
+    return 0

@@ -1,0 +1,127 @@
+"""Run by test_output_window.py in a subprocess on an X display with two screens: opens the output
+window and a texture preview on a patch, checks what they show, and prints a JSON report.
+
+A separate process because Qt's platform (xcb here, offscreen for the other app tests) is chosen
+once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from PySide6.QtGui import QColor, QGuiApplication, QWindow
+from PySide6.QtWidgets import QApplication
+
+from app.qt_output import (
+    QtTexturePreview,
+    close_output_window,
+    configure_qt_gl,
+    create_gl_service,
+    open_output_window,
+    screen_choices,
+)
+from evaluators import FlatEvaluator
+from nodes import Patch
+
+SPLIT = """#version 330
+in vec2 uv;
+out vec4 fragColor;
+uniform vec4 top;
+uniform vec4 bottom;
+void main() { fragColor = uv.y > 0.5 ? top : bottom; }
+"""
+
+
+def wait(app: QApplication, condition, limit: int = 4000) -> bool:
+    for _ in range(limit):
+        if condition():
+            return True
+        app.processEvents()
+    return condition()
+
+
+def grab(app: QApplication, window) -> list[tuple[int, int, int]]:
+    """Top and bottom centre pixels, captured inside paintGL (before the swap)."""
+    captured = {}
+
+    def hook(win) -> None:
+        image = win.grabFramebuffer()
+        x = image.width() // 2
+        captured["pixels"] = [
+            QColor(image.pixel(x, image.height() // 4)).getRgb()[:3],
+            QColor(image.pixel(x, image.height() * 3 // 4)).getRgb()[:3],
+        ]
+        captured["size"] = [image.width(), image.height()]
+
+    window.paint_hooks.append(hook)
+    window.update()
+    wait(app, lambda: "pixels" in captured)
+    window.paint_hooks.remove(hook)
+    return captured.get("pixels", [])
+
+
+def main() -> int:
+    configure_qt_gl()
+    app = QApplication(sys.argv[:1])
+    report: dict = {"platform": app.platformName(), "screens": screen_choices()}
+    gl = create_gl_service((64, 48))
+    patch = Patch()
+    patch.update_settings(resolution=[64, 48])
+    shader = patch.add_node("gpu.shader", {"source": SPLIT, "top": (1.0, 0.5, 0.0, 1.0),
+                                           "bottom": (0.0, 0.5, 1.0, 1.0)})  # fmt: skip
+    out = patch.add_node("gpu.output")
+    patch.connect(shader, "out", out, "in")
+    evaluator = FlatEvaluator(patch, gpu=gl)
+    screens = QGuiApplication.screens()
+    target = screens[-1]
+    window = open_output_window(evaluator, gl, drive=True, fullscreen=True, screen=len(screens) - 1)
+    wait(app, lambda: window.driver.frame >= 5)
+    report["frames"] = window.driver.frame
+    report["fullscreen"] = window.visibility() == QWindow.Visibility.FullScreen
+    report["on_target"] = window.screen() is target
+    report["geometry_is_screen"] = window.geometry() == target.geometry()
+    report["pixels"] = grab(app, window)
+
+    # a live edit shows in the next frames
+    patch.set_value(shader, "top", (0.0, 1.0, 0.0, 1.0))
+    frame = window.driver.frame
+    wait(app, lambda: window.driver.frame >= frame + 3)
+    report["edited_pixels"] = grab(app, window)
+
+    # Esc leaves fullscreen, then move to the first screen fullscreen at runtime
+    from PySide6.QtCore import QEvent, Qt
+    from PySide6.QtGui import QKeyEvent
+
+    app.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
+                                    Qt.KeyboardModifier.NoModifier))  # fmt: skip
+    wait(app, lambda: window.visibility() != QWindow.Visibility.FullScreen, 500)
+    report["after_escape"] = window.visibility().name
+    window.show_fullscreen(0)
+    wait(app, lambda: window.screen() is screens[0] and window.geometry() == screens[0].geometry())
+    report["moved_to_first"] = window.screen() is screens[0]
+    report["moved_geometry"] = window.geometry() == screens[0].geometry()
+    report["moved_pixels"] = grab(app, window)
+    menu = window.screen_menu()
+    report["menu"] = [action.text() for action in menu.actions()]
+
+    # the preview widget shows the same texture
+    preview = QtTexturePreview(source=lambda: evaluator.output(shader))
+    preview.resize(64, 48)
+    preview.show()
+    wait(app, lambda: preview.isVisible() and preview.view is not None, 500)
+    preview.update()
+    for _ in range(50):
+        app.processEvents()
+    image = preview.grabFramebuffer()
+    report["preview_pixels"] = [QColor(image.pixel(32, 12)).getRgb()[:3],
+                                QColor(image.pixel(32, 36)).getRgb()[:3]]  # fmt: skip
+    report["pool"] = gl.pool_stats()
+    preview.close()
+    close_output_window(window)
+    print("REPORT " + json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

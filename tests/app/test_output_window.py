@@ -1,0 +1,144 @@
+"""The output window under Xvfb with two screens: it opens, shows the patch's colours, goes
+fullscreen on the chosen screen, leaves fullscreen on Esc and moves between screens; the texture
+preview widget shows the same texture; `patchbay run FILE` opens only the window.
+
+Qt picks its platform once per process and the other app tests run offscreen, so the window runs
+in a subprocess (output_window_probe.py) on a private Xvfb display with two screens. Without Xvfb
+the tests skip, except with PATCHBAY_REQUIRE_GL=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.xvfb
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = Path(__file__).with_name("output_window_probe.py")
+
+
+def _unavailable(message: str) -> None:
+    if os.environ.get("PATCHBAY_REQUIRE_GL") == "1":
+        pytest.fail(f"PATCHBAY_REQUIRE_GL=1 but {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def two_screens() -> Iterator[dict[str, str]]:
+    """Environment for a child process on a fresh Xvfb with screens 800x600 and 640x480."""
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        _unavailable("Xvfb is not installed (apt-get install xvfb)")
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(
+        [
+            xvfb,
+            "-displayfd",
+            str(write_end),
+            "-nolisten",
+            "tcp",
+            "-screen",
+            "0",
+            "800x600x24",
+            "-screen",
+            "1",
+            "640x480x24",
+        ],
+        pass_fds=(write_end,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        display = pipe.readline().strip()
+    if not display:
+        server.kill()
+        _unavailable("Xvfb did not start")
+    env = {**os.environ, "DISPLAY": f":{display}", "QT_QPA_PLATFORM": "xcb"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    try:
+        yield env
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def report(two_screens: dict[str, str]) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(PROBE)], env=two_screens, capture_output=True, text=True, timeout=300
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+    if done.returncode != 0 or not lines:
+        output = (done.stdout + done.stderr)[-3000:]
+        if "could not create an OpenGL" in output or "no Qt platform plugin" in output:
+            _unavailable(f"Qt has no OpenGL on Xvfb:\n{output}")
+        pytest.fail(f"the output window probe failed ({done.returncode}):\n{output}")
+    return json.loads(lines[0].removeprefix("REPORT "))
+
+
+ORANGE, AZURE, GREEN = [255, 128, 0], [0, 128, 255], [0, 255, 0]
+
+
+def close(actual: list[int], expected: list[int]) -> bool:
+    return all(abs(a - b) <= 2 for a, b in zip(actual, expected, strict=True))
+
+
+def test_window_opens_and_shows_the_output_texture(report: dict) -> None:
+    assert report["platform"] == "xcb"
+    assert report["frames"] >= 5  # frame swaps drive the patch
+    top, bottom = report["pixels"]
+    assert close(top, ORANGE) and close(bottom, AZURE)  # and the image is upright
+
+
+def test_window_goes_fullscreen_on_the_chosen_screen(report: dict) -> None:
+    assert [label for _, label in report["screens"]] == [
+        "0: screen (800x600)",
+        "1: screen (640x480)",
+    ]
+    assert report["fullscreen"] and report["on_target"] and report["geometry_is_screen"]
+
+
+def test_live_edits_show_in_the_window(report: dict) -> None:
+    top, bottom = report["edited_pixels"]
+    assert close(top, GREEN) and close(bottom, AZURE)
+
+
+def test_escape_leaves_fullscreen_and_the_window_moves_between_screens(report: dict) -> None:
+    assert report["after_escape"] == "Windowed"
+    assert report["moved_to_first"] and report["moved_geometry"]
+    top, bottom = report["moved_pixels"]
+    assert close(top, GREEN) and close(bottom, AZURE)
+    assert report["menu"] == [
+        "Fullscreen on 0: screen (800x600)",
+        "Fullscreen on 1: screen (640x480)",
+        "",
+        "Leave fullscreen (Esc)",
+    ]
+
+
+def test_texture_preview_widget_shows_the_same_texture(report: dict) -> None:
+    top, bottom = report["preview_pixels"]
+    assert close(top, GREEN) and close(bottom, AZURE)
+    assert report["pool"]["in_use"] == 1
+
+
+def test_patchbay_run_opens_only_the_output_window(two_screens: dict[str, str]) -> None:
+    example = ROOT / "resources" / "examples" / "feedback_trail.patchbay"
+    command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
+               "run", str(example), "--frames", "10", "--size", "64x36",
+               "--fullscreen", "--screen", "1"]  # fmt: skip
+    done = subprocess.run(command, env=two_screens, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    bad = [*command[:-1], "7"]
+    done = subprocess.run(bad, env=two_screens, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "--screen 7: no such screen (0: screen (800x600), 1: screen (640x480))" in (done.stderr)

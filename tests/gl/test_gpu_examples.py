@@ -1,0 +1,89 @@
+"""The GPU example patches play headless and write PNG frames that show what they promise."""
+
+from __future__ import annotations
+
+import importlib.resources
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from app.player import play_headless
+from evaluators.gl_service import GLService
+from nodes import load_patch
+
+pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
+
+EXAMPLES = importlib.resources.files("resources") / "examples"
+
+
+def example(name: str):
+    patch = load_patch(Path(str(EXAMPLES / name)))
+    patch.update_settings(resolution=[96, 54])
+    return patch
+
+
+def frames_in(folder: Path) -> list[np.ndarray]:
+    return [np.asarray(Image.open(path)).astype(int) for path in sorted(folder.glob("*.png"))]
+
+
+def test_noise_color_animates_in_its_colours(gl: GLService, tmp_path: Path) -> None:
+    patch = example("noise_color.patchbay")
+    evaluator = play_headless(patch, 12, 30.0, [], gpu=gl, out_dir=tmp_path)
+    assert all(evaluator.status(node_id) in ("ok", "cached") for node_id in patch.nodes)
+    frames = frames_in(tmp_path)
+    assert len(frames) == 12 and frames[0].shape == (54, 96, 4)
+    first, last = frames[0], frames[-1]
+    assert np.abs(first - last).mean() > 3  # it moves
+    # every pixel lies between the shadow and the input colour (orange: red > green > blue)
+    rgb = last[..., :3]
+    assert np.all(rgb[..., 0] >= rgb[..., 2] - 40)
+    assert rgb[..., 0].max() > 200 and rgb[..., 0].min() < 60
+    # the input colour is live: make it green
+    patch.set_value("colorize", "color", (0.0, 1.0, 0.0, 1.0))
+    evaluator.close()
+    evaluator.ctx.release_all()
+    evaluator = play_headless(patch, 1, 30.0, [], gpu=gl)
+    green = gl.readback(evaluator.output("output"))
+    assert green[..., 1].max() > 200 and green[..., 0].max() < 40
+    evaluator.close()
+    evaluator.ctx.release_all()
+
+
+def test_feedback_trail_leaves_a_trail(gl: GLService, tmp_path: Path) -> None:
+    patch = example("feedback_trail.patchbay")
+    evaluator = play_headless(patch, 40, 30.0, [], gpu=gl, out_dir=tmp_path)
+    frames = frames_in(tmp_path)
+    assert len(frames) == 40
+    dot = gl.readback(evaluator.output("orbit")).astype(int)
+    trail = frames[-1]
+    lit_dot = int((dot[..., :3].max(axis=2) > 30).sum())
+    lit_trail = int((trail[..., :3].max(axis=2) > 30).sum())
+    assert lit_trail > 1.5 * lit_dot, (lit_dot, lit_trail)  # the dot plus its fading trail
+    assert (frames[0][..., :3].max(axis=2) > 30).sum() <= lit_dot + 2  # no trail on frame 0
+    evaluator.close()
+    evaluator.ctx.release_all()
+
+
+def test_patchbay_run_headless_writes_pngs(require_gl, tmp_path: Path) -> None:
+    source = Path(str(EXAMPLES / "feedback_trail.patchbay"))
+    command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
+               "run", str(source), "--headless", "--frames", "5", "--size", "80x45",
+               "--out", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    names = sorted(path.name for path in tmp_path.glob("*.png"))
+    assert names == [f"frame_{n:05d}.png" for n in range(5)]
+    assert Image.open(tmp_path / names[0]).size == (80, 45)
+
+
+def test_patchbay_run_rejects_a_bad_size(tmp_path: Path) -> None:
+    source = Path(str(EXAMPLES / "noise_color.patchbay"))
+    command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
+               "run", str(source), "--headless", "--frames", "1", "--size", "big"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "--size big: expected WIDTHxHEIGHT" in done.stderr
