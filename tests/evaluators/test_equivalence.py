@@ -3,6 +3,7 @@ on random patches, under random value and structural edits between frames."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -113,10 +114,8 @@ def random_patch(data: st.DataObject) -> Patch:
         src, dst = ids[min(first, second)], ids[max(first, second)]
         if data.draw(st.integers(0, 4)) == 0:
             src, dst = dst, src
-        try:
+        with contextlib.suppress(PatchError):
             connect_random(data, patch, src, dst)
-        except PatchError:
-            pass
     for src in data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3)):
         patch.connect(src, "out", patch.add_node("output.value"), "in")
     return patch
