@@ -87,3 +87,17 @@ def test_patchbay_run_rejects_a_bad_size(tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert "--size big: expected WIDTHxHEIGHT" in done.stderr
+
+
+@pytest.mark.slow
+def test_gpu_bench_reports_its_numbers(require_gl) -> None:
+    from app.gpu_bench import gpu_bench
+
+    report = gpu_bench(quick=True)
+    assert report["chain_1080p"]["passes"] == 10 and report["chain_1080p"]["fps"] > 0
+    assert set(report["per_pass_ms"]) == {"64x64", "512x512", "1920x1080"}
+    assert report["readbacks_per_frame"] == {"chain": 0, "chain_with_readback_node": 1}
+    pool = report["pool_after_edits"]
+    assert pool["edits"] == 1000
+    assert pool["allocated_after"] == pool["allocated_after_100_edits"]  # flat, not growing
+    assert pool["in_use_after"] == 3
