@@ -94,9 +94,11 @@ def assert_equivalent(source: Patch, frozen: Patch) -> tuple[list[int], list[int
 
 
 def assert_no_more_work(editable: list[int], frozen: list[int]) -> None:
-    assert frozen[0] <= editable[0]
-    for k in range(1, len(editable)):
-        assert frozen[k] - frozen[k - 1] <= editable[k] - editable[k - 1]
+    """By every frame, the frozen patch has run no more nodes than the editable one. (Compared
+    cumulatively: a constant the editable patch computes in the first frame because a pruned link
+    needed it may be computed by the frozen patch on its first pull, a frame later.)"""
+    for frame, (done_frozen, done_editable) in enumerate(zip(frozen, editable, strict=True)):
+        assert done_frozen <= done_editable, f"frame {frame}: {done_frozen} > {done_editable}"
 
 
 # ----------------------------------------------------------------------------- examples
@@ -111,11 +113,13 @@ def _has_gpu(patch: Patch) -> bool:
     return any(node.type_id.startswith("gpu.") for node in patch.nodes.values())
 
 
-@pytest.mark.parametrize("path", _examples(), ids=lambda path: path.name)
+# GPU examples are compared pixel by pixel in tests/gl/test_freeze_gpu.py.
+CPU_EXAMPLES = [path for path in _examples() if not _has_gpu(load_patch(path))]
+
+
+@pytest.mark.parametrize("path", CPU_EXAMPLES, ids=lambda path: path.name)
 def test_examples_freeze_to_equivalent_patches(path: Path, tmp_path: Path) -> None:
     source = load_patch(path)
-    if _has_gpu(source):
-        pytest.skip("GPU example: compared pixel by pixel in tests/gl")
     frozen = round_trip(freeze(source, source_path=path), tmp_path)
     editable_work, frozen_work = assert_equivalent(source, frozen)
     assert_no_more_work(editable_work, frozen_work)
