@@ -91,7 +91,7 @@ def test_spec_examples(spec: NodeSpec, inputs: dict[str, Any], expected: Any) ->
 
 # Read through a sink: single-output nodes that are not sinks themselves.
 THROUGH_A_PATCH = [
-    example for example in EXAMPLES if not example[0].sink and len(example[0].outputs) == 1
+    case for case in EXAMPLES if not case.values[0].sink and len(case.values[0].outputs) == 1
 ]
 
 
