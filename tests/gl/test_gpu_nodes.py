@@ -508,3 +508,32 @@ def test_angles_are_radians(rig: Rig) -> None:
     rig.run()
     image = rig.pixels(gradient)
     assert image[0, 32, 0] > 245 and image[-1, 32, 0] < 10  # white on top, black at the bottom
+
+
+def test_a_uniform_the_compiler_removed_is_not_an_error(rig: Rig) -> None:
+    source = (
+        "#version 330\nin vec2 uv; out vec4 fragColor;\nuniform float unused = 3.0;\n"
+        "uniform vec4 color;\nvoid main() { fragColor = color; }\n"
+    )
+    shader = rig.add("gpu.shader", source=source, color=(0, 0, 1, 1), unused=7.0)
+    rig.link(rig.add("input.float", value=0.25), shader, "unused")
+    rig.link(shader, rig.add("gpu.output"))
+    rig.run()
+    assert rig.evaluator.status(shader) == "ok"
+    assert near(rig.pixels(shader)[0, 0], (0, 0, 255, 255))
+
+
+def test_a_new_resolution_reaches_a_running_flat_program(gl: GLService) -> None:
+    patch = Patch()
+    patch.update_settings(resolution=[64, 64])
+    gradient = patch.add_node("gpu.gradient")
+    patch.connect(gradient, "out", patch.add_node("gpu.output"), "in")
+    dual = DualEvaluator(patch, gpu=gl, debounce=0.0, background=False)
+    for frame in range(3):
+        dual.run_frame(frame / 60, frame)
+    assert dual.mode == "flat"
+    patch.update_settings(resolution=[40, 20])
+    dual.run_frame(0.1, 3)
+    assert dual.mode == "flat" and dual.output(gradient).size == (40, 20)
+    dual.close()
+    dual.ctx.release_all()
