@@ -27,7 +27,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from nodes import NodeSpec, PatchEvent
+from nodes import NodeInstance, NodeSpec, PatchEvent
 
 HOT = "HOT"
 USER = "USER"
@@ -120,6 +120,28 @@ def _close_state(state: Any) -> None:
     close = getattr(state, "close", None)
     if callable(close):
         close()
+
+
+class StoredPull:
+    """A lazy input with no link: calling it returns the pin's stored value."""
+
+    __slots__ = ("value",)
+    connected = False
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+def last_output(ctx: ExecutionContext, instance: NodeInstance, pin: str) -> Any:
+    """A node's last good output on `pin` as kept in the context, or the pin default."""
+    index = instance.spec.output_index(pin)
+    if index is None:
+        raise KeyError(f"node {instance.id!r} has no output {pin!r}")
+    outputs = ctx.outputs.get(instance.id) or default_outputs(instance.spec)
+    return outputs[index]
 
 
 def node_path(node_id: str) -> str:

@@ -29,8 +29,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from evaluators._context import ExecutionContext, default_outputs
-from evaluators._flat import FlatProgram
+from evaluators._context import ExecutionContext
+from evaluators._flat import FlatProgram, program_output
 from evaluators._graph import PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 from nodes import Patch, PatchEvent
@@ -258,17 +258,7 @@ class DualEvaluator:
 
     # ----------------------------------------------------------------- queries
     def output(self, node_id: str, pin: str = "out") -> Any:
-        instance = self.patch.node(node_id)
-        program = self.program
-        if program is not None:
-            i = program.ir.index.get(node_id)
-            if i is not None and (i, pin) in program.out_slot:
-                return program.output(node_id, pin)
-        index = instance.spec.output_index(pin)
-        if index is None:
-            raise KeyError(f"node {node_id!r} has no output {pin!r}")
-        outputs = self.ctx.outputs.get(node_id) or default_outputs(instance.spec)
-        return outputs[index]
+        return program_output(self.patch, self.ctx, self.program, node_id, pin)
 
     def status(self, node_id: str) -> str:
         if self.program is not None and node_id in self.program.ir.index:

@@ -32,9 +32,11 @@ from evaluators._context import (
     HOT,
     CacheEntry,
     ExecutionContext,
+    StoredPull,
     bind_compute,
     default_outputs,
     error_text,
+    last_output,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
 from nodes import Deferred, Patch, PatchEvent
@@ -51,17 +53,6 @@ def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
     if not slots:
         return itemgetter(slice(0, 0))
     return itemgetter(*slots)
-
-
-class _ConstPull:
-    __slots__ = ("value",)
-    connected = False
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __call__(self) -> Any:
-        return self.value
 
 
 class _ProgramPull:
@@ -191,7 +182,7 @@ class FlatProgram:
             edge = linked.get(pin.name)
             stored = node.values[pin.name]
             if edge is None:
-                slot = self._new_slot(_ConstPull(stored) if pin.lazy else stored)
+                slot = self._new_slot(StoredPull(stored) if pin.lazy else stored)
                 self.value_slot[(i, pin.name)] = slot
             elif edge.kind == LAZY:
                 source = self.out_slot[(edge.src, edge.src_pin)]
@@ -293,7 +284,7 @@ class FlatProgram:
                 if slot is not None:
                     current = self.slots[slot]
                     self.slots[slot] = (
-                        _ConstPull(value) if isinstance(current, _ConstPull) else value
+                        StoredPull(value) if isinstance(current, StoredPull) else value
                     )
             if self.classes[i] != HOT:
                 touched.append(i)
@@ -444,6 +435,16 @@ class FlatProgram:
         return self.errors.get(self.ir.index[node_id])
 
 
+def program_output(
+    patch: Patch, ctx: ExecutionContext, program: FlatProgram | None, node_id: str, pin: str
+) -> Any:
+    """An output as the program holds it, or, for nodes it does not run, from the context."""
+    instance = patch.node(node_id)
+    if program is not None and (program.ir.index.get(node_id), pin) in program.out_slot:
+        return program.output(node_id, pin)
+    return last_output(ctx, instance, pin)
+
+
 class FlatEvaluator:
     """Runs a patch as a compiled program, recompiled (synchronously) after structural edits."""
 
@@ -507,16 +508,7 @@ class FlatEvaluator:
         program.run()
 
     def output(self, node_id: str, pin: str = "out") -> Any:
-        instance = self.patch.node(node_id)
-        program = self.program
-        index_in_program = None if program is None else program.ir.index.get(node_id)
-        if program is not None and (index_in_program, pin) in program.out_slot:
-            return program.output(node_id, pin)
-        index = instance.spec.output_index(pin)
-        if index is None:
-            raise KeyError(f"node {node_id!r} has no output {pin!r}")
-        outputs = self.ctx.outputs.get(node_id) or default_outputs(instance.spec)
-        return outputs[index]
+        return program_output(self.patch, self.ctx, self.program, node_id, pin)
 
     def status(self, node_id: str) -> str:
         self.patch.node(node_id)

@@ -22,24 +22,13 @@ from evaluators._context import (
     HOT,
     CacheEntry,
     ExecutionContext,
+    StoredPull,
     bind_compute,
     default_outputs,
     error_text,
+    last_output,
 )
 from nodes import Deferred, Link, Patch, PatchEvent
-
-
-class _ConstPull:
-    """A lazy input with no link: returns the pin's stored value."""
-
-    __slots__ = ("value",)
-    connected = False
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __call__(self) -> Any:
-        return self.value
 
 
 class _LinkPull:
@@ -205,12 +194,7 @@ class LazyEvaluator:
         return self._roots
 
     def _value_of(self, node_id: str, pin: str) -> Any:
-        instance = self.patch.node(node_id)
-        index = instance.spec.output_index(pin)
-        if index is None:
-            raise KeyError(f"node {node_id!r} has no output {pin!r}")
-        outputs = self.ctx.outputs.get(node_id)
-        return (outputs if outputs is not None else default_outputs(instance.spec))[index]
+        return last_output(self.ctx, self.patch.node(node_id), pin)
 
     def _plan(self, node_id: str) -> _Plan:
         plan = self._plans.get(node_id)
@@ -273,7 +257,7 @@ class LazyEvaluator:
                 pulls.append(pull)
                 args.append(pull)
             elif kind == _STORED_PULL:
-                args.append(_ConstPull(values[first]))
+                args.append(StoredPull(values[first]))
             else:  # _FED_BACK
                 args.append(self.ctx.feedback.get(first, values[second]))
         previous = outputs.get(node_id)
