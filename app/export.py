@@ -26,6 +26,7 @@ from typing import Any
 
 from evaluators import FlatEvaluator, freeze
 from evaluators._freeze import Progress
+from evaluators.bench_patches import CASES
 from nodes import Patch, PatchError, load_patch, save_patch
 
 EXIT_BAD_INPUT = 2
@@ -102,75 +103,6 @@ def freeze_command(source: str, target: str) -> int:
 # ----------------------------------------------------------------------------- benchmark
 
 
-def _hot_chain(size: int) -> Patch:
-    """(a) A HOT chain fed by time.seconds, with a user-set gain on every tenth link."""
-    patch = Patch()
-    previous = patch.add_node("time.seconds", node_id="t")
-    gain = patch.add_node("input.float", {"value": 0.5, "max": 2.0}, node_id="gain")
-    for k in range(size - 3):
-        node = patch.add_node("math.mul" if k % 10 == 0 else "math.add", {"b": 0.001})
-        patch.connect(previous, "out", node, "a")
-        if k % 10 == 0:
-            patch.connect(gain, "out", node, "b")
-        previous = node
-    patch.add_node("output.value", node_id="sink")
-    patch.connect(previous, "out", "sink", "in")
-    return patch
-
-
-def _mostly_constant(size: int) -> Patch:
-    """(b) 90% of the nodes in constant chains, 10% HOT, merged into one sink."""
-    patch = Patch()
-    clock = patch.add_node("time.seconds", node_id="t")
-    chains = max(size // 100, 1)
-    merged = clock
-    for _ in range(chains):
-        previous = patch.add_node("value.float", {"value": 0.25})
-        for _ in range(88):
-            node = patch.add_node("math.sin")
-            patch.connect(previous, "out", node, "x")
-            previous = node
-        for _ in range(10):
-            node = patch.add_node("math.add")
-            patch.connect(merged, "out", node, "a")
-            patch.connect(previous, "out", node, "b")
-            merged = previous = node
-    patch.add_node("output.value", node_id="sink")
-    patch.connect(merged, "out", "sink", "in")
-    return patch
-
-
-def _layered(size: int, width: int = 20) -> Patch:
-    """(c) Layers with fan-in; the first layers are constants and user inputs, the rest HOT."""
-    patch = Patch()
-    clock = patch.add_node("time.seconds", node_id="t")
-    layer = [
-        patch.add_node("input.float" if k % 4 == 0 else "value.float", {"value": 0.1 * k})
-        for k in range(width)
-    ]
-    layers = max(size // width - 1, 2)
-    for depth in range(layers):
-        nodes = []
-        for k in range(width):
-            hot = depth == layers // 2 and k == 0  # HOT from the middle layer on
-            node = patch.add_node("math.mix" if depth % 2 or hot else "math.add")
-            patch.connect(layer[k], "out", node, "a")
-            patch.connect(layer[(k * 7 + 3) % width], "out", node, "b")
-            if hot:
-                patch.connect(clock, "out", node, "t")
-            nodes.append(node)
-        layer = nodes
-    total = layer[0]
-    for node in layer[1:]:
-        add = patch.add_node("math.add")
-        patch.connect(total, "out", add, "a")
-        patch.connect(node, "out", add, "b")
-        total = add
-    patch.add_node("output.value", node_id="sink")
-    patch.connect(total, "out", "sink", "in")
-    return patch
-
-
 def _frame_times(patch: Patch, frames: int) -> tuple[float, int, int]:
     """Median frame time after the first frame, nodes run on the first frame, per later frame."""
     evaluator = FlatEvaluator(patch)
@@ -219,8 +151,7 @@ def freeze_bench(quick: bool, log: Callable[[str], None] | None = None) -> dict[
     sizes = (1_000,) if quick else (1_000, 10_000)
     frames = 20 if quick else 100
     cases = []
-    for name, make in (("hot_chain", _hot_chain), ("mostly_constant", _mostly_constant),
-                       ("layered", _layered)):  # fmt: skip
+    for name, make in CASES.items():
         for size in sizes:
             patch = make(size)
             started = time.perf_counter()

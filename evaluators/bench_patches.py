@@ -1,4 +1,5 @@
-"""Patches for benchmarks: a HOT chain, a mostly-constant patch and a layered DAG with fan-in.
+"""Patches for benchmarks: a HOT chain, a mostly-constant patch and a layered DAG with fan-in,
+used by `patchbay bench` for the evaluators and for frozen exports.
 
 Each builder returns a Patch with one `output.value` sink (id "sink") and a node count close to
 `size`. They are deterministic (seeded), so runs compare like with like.
@@ -43,10 +44,15 @@ def _merge(patch: Patch, heads: list[str], prefix: str) -> str:
 
 
 def hot_chain(size: int) -> Patch:
-    """(a) time.seconds -> a chain of math nodes -> sink: everything is HOT."""
+    """(a) time.seconds -> a chain of math nodes -> sink: everything is HOT but one user-input
+    gain, which feeds every tenth node of the chain."""
     patch = Patch()
     patch.add_node("time.seconds", node_id="time")
-    last = _chain(patch, "time", size - 2, "c")
+    patch.add_node("input.float", {"value": 0.5, "max": 2.0}, node_id="gain")
+    last = _chain(patch, "time", size - 3, "c")
+    for index in range(0, size - 3, 10):
+        if CHAIN_TYPES[index % len(CHAIN_TYPES)] != "math.sin":
+            patch.connect("gain", "out", f"c{index}", "b")
     patch.add_node("output.value", node_id="sink")
     patch.connect(last, "out", "sink", "in")
     return patch

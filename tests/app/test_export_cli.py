@@ -152,7 +152,11 @@ def test_export_hook_reports_progress_and_a_summary(tmp_path) -> None:
 @pytest.mark.slow
 def test_freeze_bench_reports_frozen_beside_editable() -> None:
     result = freeze_bench(quick=True)
-    assert {row["case"] for row in result["cases"]} == {"hot_chain", "mostly_constant", "layered"}
+    assert {row["case"] for row in result["cases"]} == {
+        "hot_chain",
+        "mostly_constant",
+        "layered_dag",
+    }
     for row in result["cases"]:
         assert row["frozen_nodes"] <= row["nodes"]
         assert row["frozen_first_frame_nodes_run"] <= row["editable_first_frame_nodes_run"]
