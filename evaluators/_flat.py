@@ -123,8 +123,7 @@ class FlatProgram:
         self.all_steps = [s for i in in_order for s in self.node_steps[i]]
         self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
         self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
-        self.cold_main = [i for i in in_order if self.classes[i] != HOT]
-        self.hot_count = len(in_order) - len(self.cold_main)
+        self.hot_count = sum(1 for i in in_order if self.classes[i] == HOT)
         self.guarded = {
             src: sorted(region, key=self.position.__getitem__) for src, region in guarded.items()
         }
@@ -132,6 +131,7 @@ class FlatProgram:
 
         # Per-node bookkeeping for CONST/USER nodes and per-frame status.
         self.clean = [False] * len(ir)
+        self.dirty_main: set[int] = set()  # CONST/USER nodes of the main program to run
         self.ran = [0] * len(ir)
         self.serial = 0
         self.frame_status: dict[int, str] = {}
@@ -230,7 +230,12 @@ class FlatProgram:
                 if entry.error:
                     self.errors[i] = entry.error
             else:
-                self.clean[i] = False
+                self._mark_dirty(i)
+
+    def _mark_dirty(self, i: int) -> None:
+        self.clean[i] = False
+        if i in self.main:
+            self.dirty_main.add(i)
 
     def adopt_live_values(self) -> None:
         """Load last good outputs and feedback values from the context (before a swap).
@@ -293,7 +298,7 @@ class FlatProgram:
         cone = set(self.ir.traverse(touched, kinds=_DEPENDS))
         for j in sorted(cone, key=self.position.__getitem__):
             self._rekey(j)
-            self.clean[j] = False
+            self._mark_dirty(j)
 
     def _rekey(self, i: int) -> None:
         node = self.ir.nodes[i]
@@ -316,9 +321,12 @@ class FlatProgram:
             self._run_list(self.all_steps, self.all_index)
             self.nodes_run += len(self.main)
         else:
-            for i in self.cold_main:
-                if not self.clean[i]:
+            if self.dirty_main:
+                dirty, self.dirty_main = self.dirty_main, set()
+                for i in sorted(dirty, key=self.position.__getitem__):
                     self._run_cold(i)
+                    if not self.clean[i]:
+                        self.dirty_main.add(i)  # unsettled (deferred input): again next frame
             self._run_list(self.hot_steps, self.hot_index)
             self.nodes_run += self.hot_count
         if self.feedback:
