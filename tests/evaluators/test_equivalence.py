@@ -3,122 +3,15 @@ on random patches, under random value and structural edits between frames."""
 
 from __future__ import annotations
 
-import contextlib
-import math
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
-from nodes import Patch, PatchError
-
-SCALAR_TYPES = [
-    "value.float",
-    "input.float",
-    "input.toggle",
-    "time.seconds",
-    "time.frame",
-    "time.lfo",
-    "noise.random",
-    "math.add",
-    "math.sub",
-    "math.mul",
-    "math.div",
-    "math.sin",
-    "math.cos",
-    "math.abs",
-    "math.clamp",
-    "math.mix",
-    "logic.switch",
-    "logic.gate",
-    "util.frame_delay",
-    "array.linspace",
-    "array.map_sin",
-    "array.sum",
-    "debug.fail",
-    "output.value",
-]
-
-
-def same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (
-            isinstance(a, np.ndarray)
-            and isinstance(b, np.ndarray)
-            and np.array_equal(a, b, equal_nan=True)
-        )
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return type(a) is type(b) and a == b
-
-
-def random_value(data: st.DataObject, pin_type: str) -> Any:
-    if pin_type == "bool":
-        return data.draw(st.booleans())
-    if pin_type == "int":
-        return data.draw(st.integers(0, 5))
-    if pin_type == "str":
-        return data.draw(st.sampled_from(["boom", "fail"]))
-    return data.draw(st.sampled_from([0.0, 1.0, -2.5, 0.5, 3.0, 7.25]))
-
-
-def random_edit(data: st.DataObject, patch: Patch) -> None:
-    """One random edit; edits the patch refuses are fine (the patch stays as it was)."""
-    ids = list(patch.nodes)
-    kind = data.draw(st.sampled_from(["value", "value", "add", "remove", "connect", "disconnect"]))
-    try:
-        if kind == "value" and ids:
-            node_id = data.draw(st.sampled_from(ids))
-            pins = patch.nodes[node_id].inputs
-            if pins:
-                pin = data.draw(st.sampled_from(pins))
-                patch.set_value(node_id, pin.name, random_value(data, pin.type))
-        elif kind == "add":
-            new = patch.add_node(data.draw(st.sampled_from(SCALAR_TYPES)))
-            if ids:
-                connect_random(data, patch, data.draw(st.sampled_from(ids)), new)
-        elif kind == "remove" and len(ids) > 1:
-            patch.remove_node(data.draw(st.sampled_from(ids)))
-        elif kind == "connect" and len(ids) > 1:
-            src, dst = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
-            connect_random(data, patch, src, dst)
-        elif kind == "disconnect" and patch.links:
-            patch.disconnect(*data.draw(st.sampled_from(patch.links)))
-    except PatchError:
-        pass
-
-
-def connect_random(data: st.DataObject, patch: Patch, src: str, dst: str) -> None:
-    pins = [pin.name for pin in patch.nodes[dst].inputs if patch.link_into(dst, pin.name) is None]
-    if pins:
-        patch.connect(src, "out", dst, data.draw(st.sampled_from(pins)))
-
-
-def random_patch(data: st.DataObject) -> Patch:
-    patch = Patch()
-    count = data.draw(st.integers(2, 14))
-    for _ in range(count):
-        type_id = data.draw(st.sampled_from(SCALAR_TYPES))
-        node_id = patch.add_node(type_id)
-        for pin in patch.nodes[node_id].inputs:
-            if data.draw(st.booleans()):
-                patch.set_value(node_id, pin.name, random_value(data, pin.type))
-    ids = list(patch.nodes)
-    for _ in range(data.draw(st.integers(count, count * 3))):
-        # Mostly forward links (deep chains), some backward ones (refused cycles, feedback).
-        first = data.draw(st.integers(0, len(ids) - 1))
-        second = data.draw(st.integers(0, len(ids) - 1))
-        src, dst = ids[min(first, second)], ids[max(first, second)]
-        if data.draw(st.integers(0, 4)) == 0:
-            src, dst = dst, src
-        with contextlib.suppress(PatchError):
-            connect_random(data, patch, src, dst)
-    for src in data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3)):
-        patch.connect(src, "out", patch.add_node("output.value"), "in")
-    return patch
+from nodes import Patch
+from tests.patch_strategies import random_edit, random_patch, same
 
 
 def sink_values(evaluator: Any, patch: Patch) -> dict[str, Any]:

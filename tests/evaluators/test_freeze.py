@@ -4,64 +4,19 @@ or GPU results); on the bundled examples and on random patches."""
 
 from __future__ import annotations
 
-import contextlib
-import math
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluators import FlatEvaluator, LazyEvaluator, freeze
-from nodes import Patch, PatchError, load_patch, save_patch
+from nodes import Patch, load_patch, save_patch
+from tests.patch_strategies import random_patch, same, sinks_of
 
 FRAMES = 8
-
-CORE_TYPES = [
-    "value.float",
-    "value.array",
-    "input.float",
-    "input.toggle",
-    "time.seconds",
-    "time.frame",
-    "time.lfo",
-    "noise.random",
-    "math.add",
-    "math.sub",
-    "math.mul",
-    "math.div",
-    "math.sin",
-    "math.abs",
-    "math.clamp",
-    "math.mix",
-    "logic.switch",
-    "logic.switch",
-    "logic.gate",
-    "util.frame_delay",
-    "array.linspace",
-    "array.map_sin",
-    "array.sum",
-    "array.range",
-    "debug.fail",
-]
-
-
-def same(a: Any, b: Any) -> bool:
-    """Exactly equal: same type, floats equal (NaN matches NaN), arrays array_equal."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
-
-
-def sinks_of(patch: Patch) -> list[str]:
-    return [node.id for node in patch.nodes.values() if node.spec.sink]
 
 
 def play(patch: Patch, frames: int = FRAMES) -> tuple[list[dict[str, Any]], list[int]]:
@@ -277,52 +232,6 @@ def test_freezing_a_frozen_patch_changes_nothing_it_plays(tmp_path: Path) -> Non
 
 
 # ----------------------------------------------------------------------------- random patches
-
-
-def _random_value(data: st.DataObject, pin_type: str) -> Any:
-    if pin_type == "bool":
-        return data.draw(st.booleans())
-    if pin_type == "int":
-        return data.draw(st.integers(0, 6))
-    if pin_type == "str":
-        return "boom"
-    if pin_type in ("num", "array") and data.draw(st.integers(0, 4)) == 0:
-        size = data.draw(st.integers(0, 4))
-        return np.asarray(data.draw(st.lists(st.sampled_from([0.0, 1.5, -2.0]), min_size=size,
-                                             max_size=size)), dtype=np.float64)  # fmt: skip
-    return data.draw(st.sampled_from([0.0, 1.0, -2.5, 0.5, 3.0, 7.25]))
-
-
-def random_patch(data: st.DataObject) -> Patch:
-    """A random DAG over core nodes (user inputs, time, switches, gates, frame delays with
-    feedback, failing nodes, arrays), closed by one to three sinks."""
-    patch = Patch()
-    count = data.draw(st.integers(2, 14))
-    for _ in range(count):
-        type_id = data.draw(st.sampled_from(CORE_TYPES))
-        node_id = patch.add_node(type_id)
-        for pin in patch.nodes[node_id].inputs:
-            if pin.type == "str":
-                continue
-            existing = [other for other in patch.nodes if other != node_id]
-            if existing and not pin.feedback and data.draw(st.integers(0, 2)) > 0:
-                source = data.draw(st.sampled_from(existing))
-                try:
-                    patch.connect(source, "out", node_id, pin.name)
-                    continue
-                except PatchError:
-                    pass
-            with contextlib.suppress(PatchError):
-                patch.set_value(node_id, pin.name, _random_value(data, pin.type))
-    ids = list(patch.nodes)
-    for node_id in ids:
-        if patch.nodes[node_id].type_id == "util.frame_delay" and data.draw(st.booleans()):
-            with contextlib.suppress(PatchError):
-                patch.connect(data.draw(st.sampled_from(ids)), "out", node_id, "in")
-    for _ in range(data.draw(st.integers(1, 3))):
-        sink = patch.add_node("output.value")
-        patch.connect(data.draw(st.sampled_from(ids)), "out", sink, "in")
-    return patch
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
