@@ -54,11 +54,10 @@ def export_frozen(
         progress=lambda fraction, stage: report(0.9 * fraction, stage),
     )
     report(0.9, "saving")
-    save_patch(frozen, target)
-    sidecar = target.with_suffix(target.suffix + ".npz")
+    sidecar = save_patch(frozen, target)
     summary: dict[str, Any] = dict(frozen.meta["summary"])
     summary["file"] = str(target)
-    summary["sidecar"] = str(sidecar) if sidecar.exists() else None
+    summary["sidecar"] = str(sidecar) if sidecar is not None else None
     summary["text"] = summary_text(summary)
     report(1.0, "done")
     return summary

@@ -6,8 +6,9 @@
 
 Keys are sorted and nodes keep the patch's order, so saving an unchanged patch gives the same bytes.
 Arrays are stored as {"$array": {"dtype", "shape", "data"}} inline, or, above a size threshold,
-as {"$array": {"npz": "<sidecar file>", "key": "<name>"}} in a `.npz` next to the JSON
-(numpy loads it with allow_pickle=False). Loading never executes code.
+as {"$array": {"npz": "<sidecar file>", "key": "<name>"}} in a `.npz` next to the JSON, named
+after the patch file and a hash of its contents (numpy loads it with allow_pickle=False).
+Loading never executes code.
 
 Loading checks the document's shape with a JSON schema, then rebuilds the patch through the
 Patch API, so every rule an edit obeys (pin types, single inputs, cycles) also holds for files.
@@ -17,8 +18,11 @@ Saving is atomic: a temporary file in the same folder, fsync, then rename over t
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -209,8 +213,36 @@ def patch_from_dict(
 # ----------------------------------------------------------------------------- files
 
 
-def _sidecar_path(path: Path) -> Path:
-    return path.with_suffix(path.suffix + ".npz")
+_SIDECAR_NAME = re.compile(r"^[^/\\]+\.npz$")
+
+
+def _sidecar_names(document: Any) -> set[str]:
+    """The sidecar files a (schema-valid) document refers to."""
+    names = set()
+    for entry in document.get("nodes", []) if isinstance(document, dict) else []:
+        values = entry.get("values") if isinstance(entry, dict) else None
+        for value in values.values() if isinstance(values, dict) else []:
+            spec = value.get("$array") if isinstance(value, dict) else None
+            if isinstance(spec, dict) and isinstance(spec.get("npz"), str):
+                names.add(spec["npz"])
+    return names
+
+
+def _load_sidecars(path: Path, document: Any) -> dict[str, np.ndarray] | None:
+    arrays: dict[str, np.ndarray] = {}
+    names = _sidecar_names(document)
+    for name in sorted(names):
+        if not _SIDECAR_NAME.match(name):
+            raise PatchFileError(f"{path}: bad sidecar file name {name!r}")
+        sidecar = path.with_name(name)
+        if not sidecar.exists():
+            continue  # reported per value, with its place, by patch_from_dict
+        try:
+            with np.load(sidecar, allow_pickle=False) as archive:
+                arrays.update({key: archive[key] for key in archive.files})
+        except (OSError, ValueError) as error:
+            raise PatchFileError(f"{sidecar}: cannot read arrays: {error}") from None
+    return arrays if names else None
 
 
 def load_patch(path: str | os.PathLike[str]) -> Patch:
@@ -228,34 +260,42 @@ def load_patch(path: str | os.PathLike[str]) -> Patch:
         ) from None
     except RecursionError:
         raise PatchFileError(f"{path}: invalid JSON (nested too deeply)") from None
-    npz = None
-    sidecar = _sidecar_path(path)
-    if sidecar.exists():
-        try:
-            with np.load(sidecar, allow_pickle=False) as archive:
-                npz = {key: archive[key] for key in archive.files}
-        except (OSError, ValueError) as error:
-            raise PatchFileError(f"{sidecar}: cannot read arrays: {error}") from None
-    return patch_from_dict(document, str(path), npz)
+    return patch_from_dict(document, str(path), _load_sidecars(path, document))
 
 
-def save_patch(patch: Patch, path: str | os.PathLike[str]) -> None:
-    """Write a patch atomically: the old file stays whole until the new one is complete."""
+def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
+    """Write a patch atomically; returns the sidecar file holding its large arrays, if any.
+
+    The sidecar's name carries a hash of its contents, so a new sidecar never replaces the one
+    the old file refers to: until the new file is renamed into place, the old file and its
+    arrays stay whole. Sidecars the file no longer refers to are removed afterwards.
+    """
     path = Path(path)
     arrays: dict[str, np.ndarray] = {}
     document = patch_to_dict(patch, arrays)
-    sidecar = _sidecar_path(path)
+    sidecar = path.with_name(f"{path.name}.{_digest(arrays)}.npz") if arrays else None
     for node in document["nodes"]:
         for value in node["values"].values():
             if isinstance(value, dict) and "$array" in value and "npz" in value["$array"]:
-                value["$array"]["npz"] = sidecar.name
+                value["$array"]["npz"] = sidecar.name if sidecar else ""
     text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    if arrays:
+    if sidecar is not None and not sidecar.exists():
         _atomic_write(sidecar, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
     _atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
-    if not arrays:
-        # Only once the new file is in place: until then the old file may still need it.
-        sidecar.unlink(missing_ok=True)
+    own = re.compile(rf"^{re.escape(path.name)}\.([0-9a-f]{{12}}\.)?npz$")
+    for stale in path.parent.glob(f"{glob.escape(path.name)}.*npz"):
+        if stale != sidecar and own.match(stale.name):
+            stale.unlink(missing_ok=True)
+    return sidecar
+
+
+def _digest(arrays: Mapping[str, np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for key in sorted(arrays):
+        array = np.ascontiguousarray(arrays[key])
+        digest.update(f"{key}:{array.dtype.str}:{array.shape};".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()[:12]
 
 
 def _atomic_write(path: Path, write: Any) -> None:

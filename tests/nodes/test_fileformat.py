@@ -127,9 +127,9 @@ def test_large_array_goes_to_a_sidecar_and_back(tmp_path: Path) -> None:
     node = patch.add_node("value.array", {"value": big})
     other = patch.add_node("value.array", {"value": small})
     path = tmp_path / "big.patchbay"
-    save_patch(patch, path)
-    sidecar = tmp_path / "big.patchbay.npz"
-    assert sidecar.exists()
+    sidecar = save_patch(patch, path)
+    assert sidecar is not None and sidecar.exists()
+    assert sidecar.parent == tmp_path and sidecar.name.startswith("big.patchbay.")
     text = path.read_text()
     assert len(text) < 10_000  # the data is not in the JSON
     document = json.loads(text)
@@ -142,17 +142,44 @@ def test_large_array_goes_to_a_sidecar_and_back(tmp_path: Path) -> None:
         assert archive.files == [f"{node}.value"]
     # dropping the large array drops the sidecar
     patch.set_value(node, "value", small)
-    save_patch(patch, path)
+    assert save_patch(patch, path) is None
     assert not sidecar.exists()
     assert_same_patch(patch, load_patch(path))
+
+
+def test_new_arrays_never_replace_the_sidecar_of_the_old_file(tmp_path: Path, monkeypatch) -> None:
+    """Saving new large arrays over a file with large arrays, failing before the new file is in
+    place, leaves the old file with its own arrays; a successful save removes the old sidecar."""
+    path = tmp_path / "big.patchbay"
+    patch = Patch()
+    node = patch.add_node("value.array", {"value": np.zeros(50_000)})
+    old_sidecar = save_patch(patch, path)
+    patch.set_value(node, "value", np.ones(50_000))
+    real_replace = os.replace
+
+    def fail_on_the_patch_file(src: str, dst: str) -> None:
+        if Path(dst) == path:
+            raise OSError("disk full")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", fail_on_the_patch_file)
+    with pytest.raises(OSError, match="disk full"):
+        save_patch(patch, path)
+    monkeypatch.setattr(os, "replace", real_replace)
+    np.testing.assert_array_equal(load_patch(path).nodes[node].values["value"], np.zeros(50_000))
+
+    new_sidecar = save_patch(patch, path)
+    assert new_sidecar != old_sidecar and old_sidecar is not None and not old_sidecar.exists()
+    np.testing.assert_array_equal(load_patch(path).nodes[node].values["value"], np.ones(50_000))
 
 
 def test_a_missing_sidecar_is_a_file_error(tmp_path: Path) -> None:
     patch = Patch()
     patch.add_node("value.array", {"value": np.zeros(50_000)})
     path = tmp_path / "big.patchbay"
-    save_patch(patch, path)
-    (tmp_path / "big.patchbay.npz").unlink()
+    sidecar = save_patch(patch, path)
+    assert sidecar is not None
+    sidecar.unlink()
     with pytest.raises(PatchFileError, match=r"big\.patchbay: nodes\[0\]\.values: .*sidecar"):
         load_patch(path)
 
