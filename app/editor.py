@@ -1,7 +1,9 @@
 """Starting the editor: `run_editor(path)` opens a window on a file, or on the built-in demo patch.
 
-Sets the Qt attributes the output window's GL sharing needs before the QApplication exists, offers
-to restore a recovery file left by a session that did not close cleanly, and runs the event loop.
+Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared so that
+previews and the output window draw the patch's textures, no vsync wait in the editor's own
+windows); the window then uses GL if Qt can make a context (see app.qt_editor). It offers to
+restore a recovery file left by a session that did not close cleanly, and runs the event loop.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ import importlib.resources
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QApplication
 
 from app.qt_editor import QtEditorWindow
+from app.qt_output import configure_qt_gl
 from nodes import load_patch
 
 DEMO_PATCH = "demo.patchbay"
@@ -41,8 +43,10 @@ def open_editor(path: str | None, state_dir: Path | None = None) -> QtEditorWind
 
 def run_editor(path: str | None) -> int:
     """Run the editor until its window closes; returns the process exit code."""
-    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = QApplication.instance()
+    if app is None:
+        configure_qt_gl(swap_interval=0)
+        app = QApplication(sys.argv[:1])
     app.setApplicationName("patchbay")
     app.setOrganizationName("patchbay")
     window = open_editor(path)  # held here: the window lives as long as the event loop

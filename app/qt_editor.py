@@ -5,6 +5,16 @@ DualEvaluator that runs the patch. A 60 fps timer calls `run_frame`; node colour
 the inspector's status follow a few times per second, the status bar twice per second, so a large
 patch spends its frame time evaluating rather than repainting.
 
+GPU: when Qt can make OpenGL contexts (there is a display), the window owns a GL service on a Qt
+context shared with every GL surface of the app (app.qt_output), and each frame runs between its
+`begin_frame`/`end_frame`. Texture outputs are drawn straight from the patch's textures: the
+selected node's in the preview panel, the `gpu.output` texture in the Output panel (both repainted
+about 20 times per second) and in the output window (View > Output Window, repainted every frame,
+fullscreen on a screen chosen in View > Output Screen). Without OpenGL (no X server, or Qt's
+offscreen platform, which cannot composite GL widgets even when it can make contexts) no GL object
+or widget is made at all: GPU nodes fail with "no GPU context", textures are described in words
+and the output window cannot be opened.
+
 Files: New / Open / Open Recent / Save / Save As, with a prompt before unsaved changes are lost.
 A file that does not load is reported with its one-line reason and the current patch stays. Every
 30 s an edited patch is written to a recovery file in the state folder; a clean close removes it,
@@ -22,14 +32,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QStandardPaths, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QUndoStack
+import moderngl
+from PySide6.QtCore import QEvent, QObject, QStandardPaths, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QScrollArea,
     QVBoxLayout,
@@ -41,8 +53,18 @@ from app.qt_commands import AddNodesCommand, NodeRecord, RemoveNodesCommand, Set
 from app.qt_export import export_frozen_dialog
 from app.qt_inspector import QtInspector
 from app.qt_library import QtLibraryPanel
-from app.qt_preview import QtPreview
+from app.qt_output import (
+    QtOutputWindow,
+    QtTexturePreview,
+    close_output_window,
+    create_gl_service,
+    open_output_window,
+    output_source,
+    qt_gl_available,
+)
+from app.qt_preview import QtPreview, is_texture
 from evaluators import DualEvaluator
+from evaluators.gl_service import GLService
 from nodes import (
     Link,
     Patch,
@@ -56,11 +78,27 @@ from nodes import (
 
 FRAME_INTERVAL_MS = 16
 DECORATE_EVERY = 6  # frames between node colour / preview updates (10 per second at 60 fps)
+TEXTURES_EVERY = 3  # frames between texture preview repaints (20 per second at 60 fps)
+# Platforms that cannot composite GL widgets into a window, even when they can make contexts.
+NO_GL_WIDGET_PLATFORMS = ("offscreen", "minimal")
 STATUS_EVERY_S = 0.5
 AUTOSAVE_MS = 30_000
 MAX_RECENT = 8
 PASTE_OFFSET = 40.0
 FILE_FILTER = "patchbay patches (*.patchbay);;All files (*)"
+
+
+def create_editor_gl() -> tuple[GLService | None, str]:
+    """The editor's GL service, or None with the reason when Qt has no usable OpenGL."""
+    platform = QGuiApplication.platformName()
+    if platform in NO_GL_WIDGET_PLATFORMS:
+        return None, f"Qt's {platform} platform does not show GL widgets"
+    if not qt_gl_available():
+        return None, "Qt cannot create an OpenGL context here (no display?)"
+    try:
+        return create_gl_service(), ""
+    except (RuntimeError, moderngl.Error) as error:
+        return None, str(error)
 
 
 def default_state_dir() -> Path:
@@ -70,17 +108,21 @@ def default_state_dir() -> Path:
 
 
 class QtEditorWindow(QMainWindow):
-    """The patchbay editor."""
+    """The patchbay editor; `use_gl=False` runs it without OpenGL even where Qt has it."""
 
-    def __init__(self, state_dir: Path | None = None) -> None:
+    def __init__(self, state_dir: Path | None = None, *, use_gl: bool = True) -> None:
         super().__init__()
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.recovery_path = self.state_dir / "recovery.patchbay"
+        self.gl, self.gl_problem = create_editor_gl() if use_gl else (None, "turned off")
         self.undo_stack = QUndoStack(self)
         self.canvas = QtPatchCanvas(self.undo_stack)
         self.inspector = QtInspector()
-        self.preview = QtPreview()
+        self.preview = QtPreview(self._texture_source if self.gl is not None else None)
+        # The gpu.output texture; GL widgets exist only when there is GL.
+        self.output_preview = QtTexturePreview() if self.gl is not None else None
+        self.output_window: QtOutputWindow | None = None
         self.library = QtLibraryPanel()
         self.patch = Patch()
         self.path: Path | None = None
@@ -129,6 +171,7 @@ class QtEditorWindow(QMainWindow):
         layout.addWidget(self.banner)
         layout.addWidget(self.canvas.widget, 1)
         self.setCentralWidget(central)
+        self.docks: dict[str, QDockWidget] = {}
         for title, widget, area in (
             ("Library", self.library, Qt.DockWidgetArea.LeftDockWidgetArea),
             ("Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea),
@@ -137,21 +180,42 @@ class QtEditorWindow(QMainWindow):
             scroll = QScrollArea()
             scroll.setWidgetResizable(True)
             scroll.setWidget(widget)
-            dock = QDockWidget(title, self)
-            dock.setObjectName(title)
-            dock.setMinimumWidth(280)
-            dock.setWidget(scroll)
-            self.addDockWidget(area, dock)
+            self.docks[title] = self._dock(title, scroll, area)
+        if self.output_preview is not None:
+            self.output_preview.setMinimumHeight(160)
+            output: QWidget = self.output_preview
+        else:
+            output = QLabel(f"No OpenGL: GPU nodes do not run ({self.gl_problem}).")
+            output.setWordWrap(True)
+        self.docks["Output"] = self._dock("Output", output, Qt.DockWidgetArea.RightDockWidgetArea)
         self.resize(1400, 850)
+        right = [self.docks[title] for title in ("Inspector", "Preview", "Output")]
+        self.resizeDocks(right, [380, 220, 200], Qt.Orientation.Vertical)
+
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(title)
+        dock.setMinimumWidth(280)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
         self.status_labels: dict[str, QLabel] = {}
-        for key in ("mode", "fps", "frame", "build", "nodes"):
+        for key in ("mode", "fps", "frame", "build", "nodes", "gpu"):
             label = QLabel()
             label.setMinimumWidth(90)
             bar.addPermanentWidget(label)
             self.status_labels[key] = label
+        gpu = self.status_labels["gpu"]
+        if self.gl is None:
+            gpu.setText("no GL")
+            gpu.setToolTip(f"GPU nodes do not run: {self.gl_problem}")
+        else:
+            info = self.gl.info
+            gpu.setText(f"GL: {info.get('GL_RENDERER', '?').split(' (')[0]}")
+            gpu.setToolTip(f"{info.get('GL_RENDERER', '?')}, OpenGL {info.get('GL_VERSION', '?')}")
 
     def _action(self, menu: Any, text: str, slot: Any, *shortcuts: Any) -> QAction:
         action = QAction(text, self)
@@ -198,20 +262,40 @@ class QtEditorWindow(QMainWindow):
         self._action(view, "&Frame selection", self.frame_selection, "F")
         self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
         self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
+        view.addSeparator()
+        self.output_action = self._action(
+            view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
+        )
+        self.output_action.setCheckable(True)
+        self.output_action.setEnabled(self.gl is not None)
+        if self.gl is None:
+            self.output_action.setStatusTip(f"No OpenGL: {self.gl_problem}")
+        self.output_screen_menu = view.addMenu("Output &Screen")
+        self.output_screen_menu.setEnabled(False)
+        self.output_screen_menu.aboutToShow.connect(self._fill_output_screen_menu)
+        view.addSeparator()
+        panels = view.addMenu("&Panels")
+        for dock in self.docks.values():
+            panels.addAction(dock.toggleViewAction())
 
     # ------------------------------------------------------------------ the patch
     def set_patch(self, patch: Patch, path: Path | None) -> None:
         """Edit `patch` from now on (the undo history starts over)."""
         if self.evaluator is not None:
             self.evaluator.close()
+            self.evaluator.ctx.release_all()  # GPU nodes give their textures back to the pool
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.undo_stack.clear()
         self.patch, self.path = patch, path
         self._restored_unsaved = False
         self.canvas.set_patch(patch)
-        self.evaluator = DualEvaluator(patch)
+        self.evaluator = DualEvaluator(patch, gpu=self.gl)
         self._unsubscribe = patch.subscribe(self._on_patch_event)
+        if self.output_preview is not None:
+            self.output_preview.set_source(output_source(self.evaluator))
+        if self.output_window is not None:
+            self.output_window.source = output_source(self.evaluator)
         self.inspector.set_node(None, None)
         self.preview.set_outputs(None, [])
         read_only = patch.frozen
@@ -529,17 +613,46 @@ class QtEditorWindow(QMainWindow):
         """Run one frame (unless paused) and refresh what shows its results."""
         if self._paused:
             return
-        self.evaluator.run_frame(self.clock(), self._frame)
+        if self.gl is None:
+            self.evaluator.run_frame(self.clock(), self._frame)
+        else:
+            self.gl.begin_frame()
+            try:
+                self.evaluator.run_frame(self.clock(), self._frame)
+            finally:
+                self.gl.end_frame()
+            if self.output_window is not None:
+                self.output_window.update()
         self._frame += 1
         self._fps_frames += 1
         if self._frame % DECORATE_EVERY == 0:
             self.decorate_nodes()
             self._show_node_state()
+        if self._frame % TEXTURES_EVERY == 0:
+            self.refresh_textures()
         now = time.perf_counter()
         if now - self._fps_since >= STATUS_EVERY_S:
             self._fps = self._fps_frames / (now - self._fps_since)
             self._fps_frames, self._fps_since = 0, now
             self._update_status()
+
+    def refresh_textures(self) -> None:
+        """Repaint the GL previews (the preview panel's textures and the Output panel)."""
+        self.preview.refresh_textures()
+        if self.output_preview is not None and self.output_preview.isVisible():
+            self.output_preview.update()
+
+    def _texture_source(self, node_id: str, pin: str) -> Any:
+        """A callable returning the texture of `node_id`'s output `pin` now (None if it has
+        none), for the preview panel's GL widgets."""
+
+        def source() -> Any:
+            if node_id not in self.patch.nodes:
+                return None
+            value = self.evaluator.output(node_id, pin)
+            return value if is_texture(value) else None
+
+        return source
 
     def decorate_nodes(self) -> None:
         ev = self.evaluator
@@ -566,6 +679,54 @@ class QtEditorWindow(QMainWindow):
         labels["build"].setText(f"build {build * 1000:.1f} ms" if build else "build —")
         labels["nodes"].setText(f"{len(self.patch.nodes)} nodes")
 
+    # ------------------------------------------------------------------ output window
+    def toggle_output_window(self) -> None:
+        """View > Output Window: open the show output window, or close it."""
+        if self.output_window is None:
+            self.open_output_window()
+        else:
+            self.close_output_window()
+
+    def open_output_window(self) -> QtOutputWindow | None:
+        """Show the output window (the patch's `gpu.output` texture); None without GL."""
+        if self.gl is None:
+            return None
+        if self.output_window is None:
+            window = open_output_window(self.evaluator, self.gl)  # frames come from tick()
+            window.installEventFilter(self)
+            self.output_window = window
+        self.output_action.setChecked(True)
+        self.output_screen_menu.setEnabled(True)
+        return self.output_window
+
+    def close_output_window(self) -> None:
+        """Close the output window (through Qt's event loop: never left to Python's GC)."""
+        window, self.output_window = self.output_window, None
+        self.output_action.setChecked(False)
+        self.output_screen_menu.setEnabled(False)
+        if window is not None:
+            window.removeEventFilter(self)
+            close_output_window(window)
+
+    def _fill_output_screen_menu(self) -> None:
+        """Screens by name and resolution (as they are now: a projector may have been plugged
+        in), to put the output window fullscreen on, and "Leave fullscreen"."""
+        menu = self.output_screen_menu
+        for action in menu.actions():
+            menu.removeAction(action)
+        for child in menu.findChildren(QMenu):
+            child.deleteLater()
+        if self.output_window is not None:
+            menu.addActions(self.output_window.screen_menu(menu).actions())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.output_window and event.type() == QEvent.Type.Close:
+            # Closed by the window manager: close it the app's way, outside this event.
+            event.ignore()
+            QTimer.singleShot(0, self.close_output_window)
+            return True
+        return super().eventFilter(watched, event)
+
     # ------------------------------------------------------------------ closing
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.maybe_save_changes():
@@ -573,6 +734,13 @@ class QtEditorWindow(QMainWindow):
             return
         self._timer.stop()
         self._autosave.stop()
+        self.close_output_window()
         self.evaluator.close()
+        if self.output_preview is not None:
+            self.output_preview.set_source(None)
+        self.preview.set_outputs(None, [])
+        self.evaluator.ctx.release_all()
+        if self.gl is not None:
+            self.gl.release()
         self._discard_recovery()
         event.accept()

@@ -2,7 +2,8 @@
 
 Pieces:
 - `configure_qt_gl()`: OpenGL 3.3 core as Qt's default format and shared GL contexts
-  (`AA_ShareOpenGLContexts`); call it before the QApplication exists.
+  (`AA_ShareOpenGLContexts`); call it before the QApplication exists. `qt_gl_available()` tells
+  whether Qt can make GL contexts at all (no X server: no), before any GL widget is made.
 - `create_gl_service(size)`: the GL service of a patch that runs inside Qt. Its context is a Qt
   `QOpenGLContext` on a `QOffscreenSurface`, shared with Qt's global share context, so every
   preview widget and the output window sample its textures directly, without copies.
@@ -10,7 +11,8 @@ Pieces:
   Fullscreen on a chosen screen (`show_fullscreen(screen)`), movable between screens at runtime,
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
 - `QtFrameDriver`: runs the patch's frames from the window's `frameSwapped` (vsync paced), with a
-  timer while the window is hidden; `open_output_window()` wires both for the editor.
+  timer while the window is hidden. `open_output_window()` opens a window with a driver, or
+  without one for the editor, which runs its own frame loop.
 - `QtTexturePreview`: a `QOpenGLWidget` showing any texture of the patch (node previews).
 
 Rules from the GL notes that this module follows:
@@ -106,6 +108,27 @@ def _moderngl_for_current_qt_context() -> moderngl.Context:
     if qt_context is None:
         raise RuntimeError("no current QOpenGLContext")
     return moderngl.create_context(context=QtGLLoader(qt_context), require=330)
+
+
+def qt_gl_available() -> bool:
+    """Whether Qt can make an OpenGL context here; safe to call when it cannot (e.g. the
+    offscreen platform with no X server), where creating GL widgets would crash later."""
+    share = QOpenGLContext.globalShareContext()
+    if share is None or not share.isValid():
+        return False
+    probe = QOpenGLContext()
+    probe.setFormat(QSurfaceFormat.defaultFormat())
+    probe.setShareContext(share)
+    if not probe.create():
+        return False
+    surface = QOffscreenSurface()
+    surface.setFormat(probe.format())
+    surface.create()
+    current = probe.makeCurrent(surface)
+    if current:
+        probe.doneCurrent()
+    surface.destroy()
+    return current
 
 
 def create_gl_service(size: tuple[int, int] = (1280, 720)) -> GLService:
@@ -429,15 +452,14 @@ def open_output_window(
 
     `gl` must come from `create_gl_service()`. With `drive=True` the window's frame swaps run
     the patch's frames (`window.driver`, a QtFrameDriver); the editor, which runs its own frame
-    loop, passes False and the window just repaints after every swap.
+    loop, passes False and calls `window.update()` after each frame it runs (repainting after
+    every swap would spin without vsync).
     """
     window = QtOutputWindow(output_source(evaluator, node_id))
     window.driver = None  # type: ignore[attr-defined]
     if drive:
         driver = QtFrameDriver(evaluator, gl, window, fps=fps)
         window.driver = driver  # type: ignore[attr-defined]
-    else:
-        window.frameSwapped.connect(window.update)
     if fullscreen or screen is not None:
         if fullscreen:
             window.show_fullscreen(screen)
@@ -454,13 +476,16 @@ def open_output_window(
 
 
 def close_output_window(window: QtOutputWindow) -> None:
-    """Stop the window's frame driver, free its GL objects and delete it through Qt's event
-    loop (deleting a shown QOpenGLWindow from Python's garbage collector crashes)."""
+    """Stop the window's frame driver, free its GL objects, hide it and delete it through Qt's
+    event loop (deleting a shown QOpenGLWindow from Python's garbage collector crashes).
+
+    Hidden, not closed: `close()` destroys the native window, and the QOpenGLWindow destructor
+    then makes its context current on the destroyed surface, which crashes in the GL driver."""
     driver = getattr(window, "driver", None)
     if driver is not None:
         driver.stop()
     window.release_gl()
-    window.close()
+    window.hide()
     QCoreApplication.processEvents()
     window.deleteLater()
     QCoreApplication.sendPostedEvents(None, 0)

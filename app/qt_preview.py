@@ -1,13 +1,16 @@
 """The preview panel: the latest values of the selected node's outputs.
 
 Numbers, booleans and text are shown as text; 1-D numeric arrays as a small line plot with their
-range; other arrays as their shape and first values. Textures are GPU objects that this panel does
-not read back: `show_texture` is the one place a GL preview widget plugs in; until the GL side of
-the app provides one, a texture output is described in words.
+range; other arrays as their shape and first values. A texture output is drawn by a GL widget
+(`QtTexturePreview`, sampling the patch's texture with no copy) when the panel was given a
+`texture_source`; the editor gives one only when Qt has OpenGL, and without it the texture is
+described in words. Texture widgets repaint only in `refresh_textures()`, which the editor calls
+at a throttled rate.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,7 +18,13 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QFormLayout, QLabel, QWidget
 
+from app.qt_output import QtTexturePreview
+
 MAX_PLOT_POINTS = 512
+TEXTURE_PREVIEW_HEIGHT = 150
+
+#: (node id, output name) -> a callable returning that output's current texture (or None).
+TextureSourceFactory = Callable[[str, str], Callable[[], Any]]
 
 
 class QtArrayPlot(QWidget):
@@ -80,17 +89,20 @@ def _is_plottable(value: Any) -> bool:
     )
 
 
-def _is_texture(value: Any) -> bool:
-    return hasattr(value, "size") and hasattr(value, "glo")
+def is_texture(value: Any) -> bool:
+    """A GPU texture: a GL service target (texture + framebuffer) or a bare texture."""
+    texture = getattr(value, "texture", value)
+    return hasattr(texture, "glo") and hasattr(texture, "size")
 
 
 class QtPreview(QWidget):
     """Shows the values of a node's outputs; `show_values` is called every few frames."""
 
-    def __init__(self) -> None:
+    def __init__(self, texture_source: TextureSourceFactory | None = None) -> None:
         super().__init__()
         self._form = QFormLayout(self)
         self._rows: dict[str, QWidget] = {}
+        self._texture_source = texture_source
         self.node_id: str | None = None
 
     def set_outputs(self, node_id: str | None, output_names: list[str]) -> None:
@@ -111,7 +123,7 @@ class QtPreview(QWidget):
             row = self._rows.get(name)
             if row is None:
                 continue
-            if _is_texture(value):
+            if is_texture(value):
                 self.show_texture(name, value)
                 continue
             plot = _is_plottable(value)
@@ -124,12 +136,26 @@ class QtPreview(QWidget):
                 row.setText(describe(value))
 
     def show_texture(self, name: str, texture: Any) -> None:
-        """The place for a texture preview: the GL side of the app replaces this with a widget
-        that draws `texture`; here it is described in words."""
+        """A GL widget drawing the output `name` (or its size in words without GL)."""
         row = self._rows[name]
-        if not isinstance(row, QLabel):
-            row = self._replace_row(name, QLabel())
-        row.setText(f"texture {tuple(texture.size)}")
+        size = "x".join(str(v) for v in texture.size)
+        if self._texture_source is None or self.node_id is None:
+            if not isinstance(row, QLabel):
+                row = self._replace_row(name, QLabel())
+            row.setText(f"texture {size}")
+            return
+        if not isinstance(row, QtTexturePreview):
+            row = self._replace_row(
+                name, QtTexturePreview(source=self._texture_source(self.node_id, name))
+            )
+            row.setMinimumHeight(TEXTURE_PREVIEW_HEIGHT)
+        row.setToolTip(f"texture {size}")
+
+    def refresh_textures(self) -> None:
+        """Repaint the texture widgets (their textures change as the patch runs)."""
+        for row in self._rows.values():
+            if isinstance(row, QtTexturePreview):
+                row.update()
 
     def _replace_row(self, name: str, widget: QWidget) -> QWidget:
         if isinstance(widget, QLabel):

@@ -1,0 +1,213 @@
+"""Run by test_editor_gpu.py in a subprocess on an X display with two screens: opens the editor on
+a GPU example patch with OpenGL, checks what its GL previews and its output window show against
+the patch's textures read back from the GL service, saves a screenshot of the whole editor, and
+prints a JSON report.
+
+Usage: editor_gpu_probe.py STATE_DIR PATCH SCREENSHOT. A separate process because Qt's platform
+(xcb here, offscreen for the other app tests) is chosen once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtGui import QGuiApplication, QImage, QKeyEvent, QWindow
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from app.editor import open_editor
+from app.qt_output import QtTexturePreview, configure_qt_gl
+
+
+def wait(app: QApplication, condition, limit: int = 4000) -> bool:
+    for _ in range(limit):
+        if condition():
+            return True
+        app.processEvents()
+        QTest.qWait(1)
+    return condition()
+
+
+def image_array(image: QImage) -> np.ndarray:
+    """HxWx3 uint8, rows top to bottom."""
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
+    width, height, stride = image.width(), image.height(), image.bytesPerLine()
+    data = np.frombuffer(image.constBits(), np.uint8, stride * height)
+    return data.reshape(height, stride)[:, : width * 3].reshape(height, width, 3).copy()
+
+
+def compare(shown: np.ndarray, texture: np.ndarray) -> dict[str, Any]:
+    """`shown` is `texture` (HxWx4, top to bottom) letterboxed and filtered into a window:
+    at a grid of points inside the picture, how far the shown colour lies outside the range of
+    the texels around the matching point (filtering mixes only those); and the picture's
+    brightness, contrast and colour."""
+    height, width = shown.shape[:2]
+    tex_h, tex_w = texture.shape[:2]
+    scale = min(width / tex_w, height / tex_h)
+    drawn_w, drawn_h = round(tex_w * scale), round(tex_h * scale)
+    left, top = (width - drawn_w) // 2, (height - drawn_h) // 2
+    reach = int(np.ceil(1 / scale)) + 1
+    diffs = []
+    for fy in np.linspace(0.1, 0.9, 7):
+        for fx in np.linspace(0.1, 0.9, 9):
+            colour = shown[int(top + fy * drawn_h), int(left + fx * drawn_w)].astype(int)
+            x, y = int(fx * tex_w), int(fy * tex_h)
+            around = texture[y - reach : y + reach + 1, x - reach : x + reach + 1, :3]
+            low, high = around.reshape(-1, 3).min(0), around.reshape(-1, 3).max(0)
+            diffs.append(int(np.maximum(low - colour, colour - high).clip(0).max()))
+    picture = shown[top : top + drawn_h, left : left + drawn_w].reshape(-1, 3)
+    return {
+        "max_diff": max(diffs),
+        "mean": float(picture.mean()),
+        "std": float(picture.std()),
+        "colourful": float(np.abs(picture[:, 0].astype(int) - picture[:, 2]).mean()),
+    }
+
+
+def grab_window(app: QApplication, window) -> np.ndarray | None:
+    """The output window's picture, captured inside paintGL (before the swap)."""
+    captured: dict[str, QImage] = {}
+
+    def hook(win) -> None:
+        captured["image"] = win.grabFramebuffer()
+
+    window.paint_hooks.append(hook)
+    window.update()
+    wait(app, lambda: "image" in captured)
+    window.paint_hooks.remove(hook)
+    return image_array(captured["image"]) if "image" in captured else None
+
+
+def main() -> int:
+    state_dir, patch_path, screenshot = (Path(arg) for arg in sys.argv[1:4])
+    configure_qt_gl(swap_interval=0)
+    app = QApplication(sys.argv[:1])
+    editor = open_editor(str(patch_path), state_dir)
+    editor.resize(1400, 850)
+    editor.move(0, 0)
+    wait(app, editor.isVisible)
+    ev = editor.evaluator
+    report: dict[str, Any] = {
+        "platform": app.platformName(),
+        "gl": editor.gl is not None,
+        "gpu_label": editor.status_labels["gpu"].text(),
+        "output_action_enabled": editor.output_action.isEnabled(),
+    }
+    wait(app, lambda: ev.mode == "flat" and ev.status("output") in ("ok", "cached"))
+    report["statuses"] = {node_id: ev.status(node_id) for node_id in editor.patch.nodes}
+    report["errors"] = {n: ev.error(n) for n in editor.patch.nodes if ev.error(n)}
+
+    # the selected GPU node's texture in the preview panel
+    editor.canvas.select(["noise"])
+    wait(app, lambda: isinstance(editor.preview.row_widget("out"), QtTexturePreview))
+    row = editor.preview.row_widget("out")
+    report["preview_widget"] = type(row).__name__
+    frames = editor._frame
+    wait(app, lambda: editor._frame >= frames + 6)
+
+    # Space pauses: the textures hold still while they are compared. (Xvfb has no window
+    # manager to activate the window, and shortcuts only reach the active window.)
+    editor.activateWindow()
+    wait(app, editor.isActiveWindow, 500)
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    QTest.keyClick(viewer, Qt.Key.Key_Space)
+    report["paused"] = editor.paused
+    report["status_mode"] = editor.status_labels["mode"].text()
+    frames = editor._frame
+    for _ in range(20):
+        app.processEvents()
+        QTest.qWait(5)
+    report["frames_while_paused"] = editor._frame - frames
+
+    gl = editor.gl
+    noise = gl.readback(ev.output("noise"))
+    output = gl.readback(ev.output("output"))
+    report["textures_differ"] = int(np.abs(noise.astype(int) - output).max())
+    report["preview"] = compare(image_array(row.grabFramebuffer()), noise)
+    report["output_panel"] = compare(image_array(editor.output_preview.grabFramebuffer()), output)
+
+    # the whole editor, GL widgets composited
+    editor.refresh_textures()
+    for _ in range(20):
+        app.processEvents()
+    shot = editor.grab().toImage()
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    report["screenshot_saved"] = shot.save(str(screenshot))
+    shot_pixels = image_array(shot)
+    corner = row.mapTo(editor, QPoint(0, 0))
+    ratio = shot.width() / editor.width()
+    x0, y0 = round(corner.x() * ratio), round(corner.y() * ratio)
+    inside = shot_pixels[
+        y0 : y0 + round(row.height() * ratio), x0 : x0 + round(row.width() * ratio)
+    ]
+    report["screenshot_preview"] = compare(inside, noise)
+
+    # View > Output Window: a separate window with the gpu.output texture
+    editor.output_action.trigger()
+    window = editor.output_window
+    wait(app, lambda: window.isExposed() and window.view is not None)
+    report["output_checked"] = editor.output_action.isChecked()
+    shown = grab_window(app, window)
+    report["output_window"] = compare(shown, output) if shown is not None else None
+
+    # View > Output Screen: fullscreen on the second screen, Esc leaves fullscreen
+    menu = editor.output_screen_menu
+    menu.aboutToShow.emit()
+    menu.aboutToShow.emit()  # refilled, not appended
+    report["screen_menu_enabled"] = menu.isEnabled()
+    report["screen_menu"] = [action.text() for action in menu.actions()]
+    screens = QGuiApplication.screens()
+    menu.actions()[len(screens) - 1].trigger()
+    wait(app, lambda: window.visibility() == QWindow.Visibility.FullScreen
+         and window.geometry() == screens[-1].geometry())  # fmt: skip
+    report["fullscreen_on_last"] = (window.visibility() == QWindow.Visibility.FullScreen
+                                    and window.screen() is screens[-1])  # fmt: skip
+    shown = grab_window(app, window)
+    report["fullscreen_window"] = compare(shown, output) if shown is not None else None
+    app.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
+                                    Qt.KeyboardModifier.NoModifier))  # fmt: skip
+    wait(app, lambda: window.visibility() != QWindow.Visibility.FullScreen, 500)
+    report["after_escape"] = window.visibility().name
+
+    # Space resumes; the output window follows the frames
+    editor.activateWindow()
+    wait(app, editor.isActiveWindow, 500)
+    viewer.setFocus()
+    QTest.keyClick(viewer, Qt.Key.Key_Space)
+    frames = editor._frame
+    wait(app, lambda: editor._frame >= frames + 10)
+    report["resumed_frames"] = editor._frame - frames
+    report["status_after_resume"] = editor.status_labels["mode"].text()
+
+    # closing the window from the window manager goes through the editor; the action follows
+    window.close()
+    wait(app, lambda: editor.output_window is None, 500)
+    report["closed_by_wm"] = editor.output_window is None
+    report["output_unchecked"] = not editor.output_action.isChecked()
+    editor.output_action.trigger()  # and it opens again
+    wait(app, lambda: editor.output_window is not None and editor.output_window.isExposed())
+    report["reopened"] = editor.output_window is not None
+    editor.output_action.trigger()
+    report["toggled_closed"] = editor.output_window is None
+
+    # File > New: the old patch's textures go back to the pool
+    report["in_use_before_new"] = gl.pool_stats()["in_use"]
+    editor.undo_stack.setClean()
+    editor.new_patch()
+    report["in_use_after_new"] = gl.pool_stats()["in_use"]
+
+    editor.close()
+    app.processEvents()
+    report["gl_released"] = gl.released
+    print("REPORT " + json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""The editor's GPU side.
+
+With OpenGL (Xvfb, two screens, in a subprocess: editor_gpu_probe.py): the editor runs a GPU
+example patch on its GL service; the selected GPU node's texture shows in the preview panel and
+the `gpu.output` texture in the Output panel, in the whole-editor screenshot
+(tests/artifacts/editor_gpu.png) and in View > Output Window, each compared point by point with
+the texture read back from the GL service; the output window goes fullscreen on a screen chosen in
+View > Output Screen, is closed and reopened, Space still pauses, and File > New gives the old
+patch's textures back to the pool. Without Xvfb these skip, except with PATCHBAY_REQUIRE_GL=1
+(CI), where they fail.
+
+Without OpenGL (this process, offscreen with no X server): the editor makes no GL object or widget,
+GPU nodes fail with "no GPU context", textures are described in words and the output window
+cannot be opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtOpenGLWidgets import QOpenGLWidget
+from PySide6.QtWidgets import QLabel
+
+from nodes import load_patch
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = Path(__file__).with_name("editor_gpu_probe.py")
+EXAMPLE = ROOT / "resources" / "examples" / "noise_color.patchbay"
+ARTIFACT = ROOT / "tests" / "artifacts" / "editor_gpu.png"
+SAME = 4  # a shown colour may lie this far outside the range of the texels it comes from
+
+
+def _unavailable(message: str) -> None:
+    if os.environ.get("PATCHBAY_REQUIRE_GL") == "1":
+        pytest.fail(f"PATCHBAY_REQUIRE_GL=1 but {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def xvfb_env() -> Iterator[dict[str, str]]:
+    """Environment for a child process on a fresh Xvfb with screens 1600x1000 and 640x480."""
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        _unavailable("Xvfb is not installed (apt-get install xvfb)")
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(
+        [xvfb, "-displayfd", str(write_end), "-nolisten", "tcp",
+         "-screen", "0", "1600x1000x24", "-screen", "1", "640x480x24"],
+        pass_fds=(write_end,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        display = pipe.readline().strip()
+    if not display:
+        server.kill()
+        _unavailable("Xvfb did not start")
+    env = {**os.environ, "DISPLAY": f":{display}", "QT_QPA_PLATFORM": "xcb"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    try:
+        yield env
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def report(xvfb_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    state = tmp_path_factory.mktemp("editor_state")
+    command = [sys.executable, str(PROBE), str(state), str(EXAMPLE), str(ARTIFACT)]
+    done = subprocess.run(command, env=xvfb_env, capture_output=True, text=True, timeout=300)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+    if done.returncode != 0 or not lines:
+        output = (done.stdout + done.stderr)[-3000:]
+        if "no Qt platform plugin" in output:
+            _unavailable(f"Qt cannot use Xvfb:\n{output}")
+        pytest.fail(f"the editor GPU probe failed ({done.returncode}):\n{output}")
+    return json.loads(lines[0].removeprefix("REPORT "))
+
+
+def shows(picture: dict | None, colourful: bool) -> bool:
+    """The texture, point by point, and a picture rather than a flat or black fill."""
+    assert picture is not None
+    assert picture["max_diff"] <= SAME, picture
+    assert picture["mean"] > 20 and picture["std"] > 10, picture
+    assert (picture["colourful"] > 30) == colourful, picture  # noise is grey, its colouring not
+    return True
+
+
+def test_editor_runs_gpu_nodes_on_its_gl_service(report: dict) -> None:
+    assert report["platform"] == "xcb" and report["gl"]
+    assert report["gpu_label"].startswith("GL: ")
+    assert report["output_action_enabled"]
+    assert report["errors"] == {}
+    assert report["statuses"]["colorize"] == "ok" and report["statuses"]["output"] == "ok"
+
+
+def test_preview_panel_draws_the_selected_gpu_node(report: dict) -> None:
+    assert report["preview_widget"] == "QtTexturePreview"
+    assert shows(report["preview"], colourful=False)
+
+
+def test_output_panel_draws_the_gpu_output_texture(report: dict) -> None:
+    assert report["textures_differ"] > 50  # the noise and the output are different pictures
+    assert shows(report["output_panel"], colourful=True)
+
+
+def test_screenshot_of_the_editor_includes_the_gl_previews(report: dict) -> None:
+    assert report["screenshot_saved"] and ARTIFACT.exists()
+    assert shows(report["screenshot_preview"], colourful=False)
+
+
+def test_view_output_window_shows_the_gpu_output(report: dict) -> None:
+    assert report["output_checked"]
+    assert shows(report["output_window"], colourful=True)
+
+
+def test_output_window_goes_fullscreen_on_a_screen_from_the_view_menu(report: dict) -> None:
+    assert report["screen_menu_enabled"]
+    assert report["screen_menu"] == [
+        "Fullscreen on 0: screen (1600x1000)",
+        "Fullscreen on 1: screen (640x480)",
+        "",
+        "Leave fullscreen (Esc)",
+    ]
+    assert report["fullscreen_on_last"]
+    assert shows(report["fullscreen_window"], colourful=True)
+    assert report["after_escape"] == "Windowed"
+
+
+def test_output_window_closes_and_reopens_with_the_action(report: dict) -> None:
+    assert report["closed_by_wm"] and report["output_unchecked"]
+    assert report["reopened"] and report["toggled_closed"]
+
+
+def test_space_pauses_and_resumes_with_gl(report: dict) -> None:
+    assert report["paused"] and report["status_mode"].endswith("paused")
+    assert report["frames_while_paused"] == 0
+    assert report["resumed_frames"] >= 10
+    assert "paused" not in report["status_after_resume"]
+
+
+def test_new_patch_gives_textures_back_and_close_releases_gl(report: dict) -> None:
+    assert report["in_use_before_new"] > 0
+    assert report["in_use_after_new"] == 0
+    assert report["gl_released"]
+
+
+# ---------------------------------------------------------------------------- without OpenGL
+
+
+def test_without_gl_the_editor_degrades_to_text(editor, ui, qtbot) -> None:
+    assert editor.gl is None  # offscreen, no X server
+    assert editor.findChildren(QOpenGLWidget) == []
+    assert editor.status_labels["gpu"].text() == "no GL"
+    assert not editor.output_action.isEnabled()
+    editor.toggle_output_window()
+    assert editor.output_window is None
+    ui.show_patch(editor, load_patch(EXAMPLE))
+    qtbot.waitUntil(lambda: editor.evaluator.status("noise") == "failed")
+    assert "no GPU context" in editor.evaluator.error("noise")
+    editor.canvas.select(["noise"])
+    editor.tick()
+    assert isinstance(editor.preview.row_widget("out"), QLabel)
+    assert editor.findChildren(QOpenGLWidget) == []
