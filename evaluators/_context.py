@@ -174,6 +174,19 @@ def bind_compute(
     return with_dynamic_pins
 
 
+def bind_capture(spec: NodeSpec, ctx: ExecutionContext, node_id: str) -> Callable[[Any], Any]:
+    """How a node keeps the value its feedback inputs read next frame: as is, or through the
+    spec's `capture` (e.g. a copy of a texture its source will draw over)."""
+    if spec.capture is None:
+        return _as_is
+    state = ctx.state_for(node_path(node_id), spec) if spec.stateful else None
+    return functools.partial(spec.capture, ctx, state)
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def default_outputs(spec: NodeSpec) -> tuple[Any, ...]:
     return tuple(out.default for out in spec.outputs)
 

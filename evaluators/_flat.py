@@ -33,6 +33,7 @@ from evaluators._context import (
     CacheEntry,
     ExecutionContext,
     StoredPull,
+    bind_capture,
     bind_compute,
     default_outputs,
     error_text,
@@ -206,14 +207,16 @@ class FlatProgram:
         ]
         return [(call, _getter(args), tuple_slot), *picks]
 
-    def _compile_feedback(self) -> list[tuple[int, int, int, int]]:
-        """(dst node, source node, source slot, feedback slot), in (dst id, pin) order."""
+    def _compile_feedback(self) -> list[tuple[int, int, int, int, Callable[[Any], Any]]]:
+        """(dst node, source node, source slot, feedback slot, capture), in (dst id, pin) order."""
         found = []
         for (i, pin), slot in self.feedback_slot.items():
             edge = next(e for e in self.ir.in_edges[i] if e.dst_pin == pin)
             source = self.out_slot[(edge.src, edge.src_pin)]
-            found.append(((self.ir.ids[i], pin), (i, edge.src, source, slot)))
-        return [entry for _, entry in sorted(found)]
+            node = self.ir.nodes[i]
+            keep = bind_capture(node.spec, self.ctx, node.id)
+            found.append(((node.id, pin), (i, edge.src, source, slot, keep)))
+        return [entry for _, entry in sorted(found, key=lambda item: item[0])]
 
     # ----------------------------------------------------------------- context
     def adopt_context(self) -> None:
@@ -403,10 +406,16 @@ class FlatProgram:
 
     def _capture_feedback(self) -> None:
         serial, main = self.serial, self.main
-        for dst, source, source_slot, slot in self.feedback:
-            if dst in main or self.ran[dst] == serial:
+        waiting = self.feedback
+        while waiting:
+            # Pulling a source may run nodes with feedback inputs of their own: go again.
+            ran = [entry for entry in waiting if entry[0] in main or self.ran[entry[0]] == serial]
+            if not ran:
+                return
+            for _, source, source_slot, slot, keep in ran:
                 self.pull(source)
-                self.slots[slot] = self.slots[source_slot]
+                self.slots[slot] = keep(self.slots[source_slot])
+            waiting = [entry for entry in waiting if entry not in ran]
 
     def release(self) -> None:
         """Drop the compiled steps and values; breaks the cycles through lazy-input pulls."""

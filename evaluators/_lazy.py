@@ -23,6 +23,7 @@ from evaluators._context import (
     CacheEntry,
     ExecutionContext,
     StoredPull,
+    bind_capture,
     bind_compute,
     default_outputs,
     error_text,
@@ -310,4 +311,5 @@ class LazyEvaluator:
                 self._evaluate(link.src)
                 captured.add(link)
                 value = self._value_of(link.src, link.src_pin)
-                self.ctx.feedback[(link.dst, link.dst_pin)] = value
+                keep = bind_capture(self.patch.nodes[link.dst].spec, self.ctx, link.dst)
+                self.ctx.feedback[(link.dst, link.dst_pin)] = keep(value)

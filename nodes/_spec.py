@@ -106,6 +106,10 @@ class NodeSpec:
     # `dynamic_from` values changes. Their values reach compute as one mapping after the others.
     dynamic_inputs: Callable[[Mapping[str, Any]], tuple[PinSpec, ...]] | None = None
     dynamic_from: tuple[str, ...] = ()
+    # For nodes with feedback inputs whose values are mutable resources (textures): called as
+    # capture(ctx, state, value) at the end of each frame the node ran, with the value its
+    # feedback input's source has then; what it returns is what that input reads next frame.
+    capture: Callable[[Any, Any, Any], Any] | None = None
     _input_index: Mapping[str, PinSpec] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -170,6 +174,7 @@ def node(
     version: int = 1,
     dynamic_inputs: Callable[[Mapping[str, Any]], tuple[PinSpec, ...]] | None = None,
     dynamic_from: tuple[str, ...] = (),
+    capture: Callable[[Any, Any, Any], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare and register a node type from a function; see the module note for the rules."""
 
@@ -232,6 +237,7 @@ def node(
                 examples=examples,
                 dynamic_inputs=dynamic_inputs,
                 dynamic_from=dynamic_from,
+                capture=capture,
             )
         )
         return fn

@@ -11,10 +11,9 @@ Sizes: every node has a `resolution` pin (width, height in pixels); (0, 0) means
 for filters, else the patch's `resolution` setting (`ctx.resolution`).
 
 Known downsides:
-- Rendering in place means a texture changes when its node runs again. A feedback input reads its
-  source's texture when the feedback node runs, which is the previous frame's image in a loop
-  (the source is downstream and has not run yet); a feedback source that runs earlier in the same
-  frame is seen as it is now.
+- Rendering in place means a texture changes when its node runs again, so `gpu.feedback` copies
+  its source's texture at the end of each frame (its spec's `capture`): next frame it shows that
+  copy, whatever the source draws meanwhile.
 - Outputs of nodes that pass a texture through (`gpu.output`) refer to the upstream node's target,
   so they show what that node rendered last.
 """
@@ -198,7 +197,8 @@ def gpu_blur(ctx: Any, state: GPUTargets, in_: Texture = None, radius: float = 4
 
 
 class FeedbackState(GPUTargets):
-    """Two targets used in turn, so the copy never overwrites what the previous frame output."""
+    """Two targets used in turn: the end of a frame copies into one while the other may still be
+    what this frame showed (a loop reads its own output)."""
 
     __slots__ = ("turn",)
 
@@ -207,14 +207,34 @@ class FeedbackState(GPUTargets):
         self.turn = 0
 
 
-@node("gpu.feedback", determinism=HOT, feedback=("in",), init_state=FeedbackState)
-def gpu_feedback(ctx: Any, state: FeedbackState, in_: Texture = None,
-                 resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """The texture `in` had on the previous frame (transparent black on the first one): the GPU
-    frame delay. Its `in` may be fed from downstream, which makes trails and feedback loops."""
+def _copy_for_next_frame(ctx: Any, state: FeedbackState, texture: Any) -> Any:
+    """At the end of a frame: a copy of the source's texture, which it may redraw next frame."""
+    if texture is None:
+        return None
     gl = _gpu(ctx)
     state.turn ^= 1
-    target = state.get(gl, "ab"[state.turn], _size(ctx, resolution, in_))
+    target = state.get(gl, "ab"[state.turn], tuple(texture.size))
+    gl.render(target, builtin_shader("passthrough"), textures={"src": texture})
+    return target
+
+
+@node(
+    "gpu.feedback",
+    determinism=HOT,
+    feedback=("in",),
+    init_state=FeedbackState,
+    capture=_copy_for_next_frame,
+)
+def gpu_feedback(ctx: Any, state: FeedbackState, in_: Texture = None,
+                 resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
+    """The texture `in` had at the end of the previous frame (transparent black on the first
+    one): the GPU frame delay. Its `in` may be fed from downstream, which makes trails and
+    feedback loops."""
+    gl = _gpu(ctx)
+    size = _size(ctx, resolution, in_)
+    if in_ is not None and tuple(in_.size) == size:
+        return in_
+    target = state.get(gl, "out", size)
     if in_ is None:
         gl.clear(target)
     else:

@@ -433,6 +433,28 @@ def test_feedback_accumulates(any_rig: Rig) -> None:
     assert near(any_rig.pixels(feedback)[32, 32, 0], reds[-2], 1)
 
 
+def test_feedback_of_a_source_that_runs_first_is_still_last_frame(any_rig: Rig) -> None:
+    """No loop: the source redraws its texture every frame before the feedback node runs; the
+    feedback node must still show what the source drew on the previous frame."""
+    clock = any_rig.add("time.frame")
+    scale = any_rig.add("math.mul", b=0.1)
+    any_rig.patch.connect(clock, "out", scale, "a")
+    noise = any_rig.add("gpu.noise")
+    any_rig.patch.connect(scale, "out", noise, "time")
+    feedback = any_rig.add("gpu.feedback")
+    any_rig.link(noise, any_rig.add("gpu.output"))
+    any_rig.link(feedback, any_rig.add("gpu.preview"))
+    any_rig.link(noise, feedback)
+    previous = None
+    for _ in range(4):
+        any_rig.run()
+        current = any_rig.pixels(noise)
+        if previous is not None:
+            assert not np.array_equal(current, previous)  # the noise moves
+            assert np.array_equal(any_rig.pixels(feedback), previous)
+        previous = current
+
+
 def test_pool_stays_flat_over_a_thousand_edits(rig: Rig) -> None:
     gradient = rig.add("gpu.gradient")
     blend = rig.add("gpu.blend", mode="screen")
