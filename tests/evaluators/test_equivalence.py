@@ -71,3 +71,25 @@ def test_stateful_node_back_to_an_earlier_shape_is_not_served_stale() -> None:
     sampled = evaluators[0].output(sink)
     assert sampled != 0.0  # the gate held the noise value it saw while open
     assert all(evaluator.output(sink) == sampled for evaluator in evaluators)
+
+
+def test_a_delay_first_run_while_capturing_also_captures_its_own_input() -> None:
+    """`late` runs only when `early` captures its feedback input at the end of a frame; its own
+    feedback input must be captured too, in that same frame."""
+    patch = Patch()
+    early = patch.add_node("util.frame_delay", node_id="early")
+    late = patch.add_node("util.frame_delay", {"in": 1.0}, node_id="a_late")
+    counter = patch.add_node("time.frame")
+    sink = patch.add_node("output.value")
+    patch.connect(late, "out", early, "in")
+    patch.connect(early, "out", sink, "in")
+    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
+    seen = []
+    for frame in range(6):
+        if frame == 2:
+            patch.connect(counter, "out", late, "in")
+        for evaluator in evaluators:
+            evaluator.run_frame(frame / 60.0, frame)
+        seen.append(evaluators[0].output(sink))
+        assert all(same(evaluator.output(sink), seen[-1]) for evaluator in evaluators), frame
+    assert seen == [0.0, 0.0, 1.0, 1.0, 2.0, 3.0]
