@@ -435,8 +435,9 @@ class QtEditorWindow(QMainWindow):
             self.statusBar().showMessage(f"Autosave failed: {error}", 5000)
 
     def _discard_recovery(self) -> None:
-        for name in ("recovery.patchbay", "recovery.patchbay.npz", "recovery.json"):
-            (self.state_dir / name).unlink(missing_ok=True)
+        sidecars = self.state_dir.glob(f"{self.recovery_path.name}.*npz")  # large arrays
+        for path in [self.recovery_path, self.state_dir / "recovery.json", *sidecars]:
+            path.unlink(missing_ok=True)
 
     def offer_recovery(self) -> bool:
         """If the last session left a recovery file, offer to restore it; True if restored."""
