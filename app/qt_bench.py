@@ -2,7 +2,10 @@
 
 For each size a chain of `math.add` nodes on a grid (fed by `time.seconds`, ending in an
 `output.value`) is opened in a real editor window, then the canvas is repainted with a view at
-normal zoom (what panning costs) and with the whole patch in view (the worst case). Works under
+normal zoom (what panning costs) and with the whole patch in view (the worst case). A large patch
+is drawn on the canvas progressively (app/qt_canvas.py), so opening is measured three ways: until
+the window is back in the event loop, until the canvas is complete, and the longest single
+event-loop turn in between (the worst freeze a user sees while it loads). Works under
 QT_QPA_PLATFORM=offscreen; it makes a QApplication if there is none.
 """
 
@@ -54,9 +57,11 @@ def _median_seconds(action: Any) -> float:
 def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[str, float]]:
     """Seconds to open and repaint patches of the given sizes: {"<size>": {measure: seconds}}.
 
-    Measures: `load_s` (open the patch in the editor: canvas and evaluator), `repaint_zoom1_s`
-    (one repaint at normal zoom, as when panning), `pan_step_s` (scroll then repaint),
-    `repaint_all_s` (one repaint with every node in view), `frame_s` (one evaluator frame).
+    Measures: `open_s` (open the patch in the editor until the event loop runs again),
+    `load_s` (until the canvas shows the whole patch), `stall_s` (the longest event-loop turn
+    from opening until the canvas is complete), `repaint_zoom1_s` (one repaint at normal zoom, as
+    when panning), `pan_step_s` (scroll then repaint), `repaint_all_s` (one repaint with every
+    node in view), `frame_s` (one evaluator frame).
     """
     QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication([])
@@ -73,6 +78,12 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
             started = time.perf_counter()
             window.set_patch(patch, None)
             app.processEvents()
+            opened = time.perf_counter()
+            stall = opened - started
+            while window.canvas.loading:
+                turn = time.perf_counter()
+                app.processEvents()
+                stall = max(stall, time.perf_counter() - turn)
             load = time.perf_counter() - started
             repaint_all = _median_seconds(viewer.grab)
             viewer.fitInView(QRectF(0, 0, 1400, 800), Qt.AspectRatioMode.KeepAspectRatio)
@@ -88,7 +99,9 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
             window.evaluator.wait_for_flat(30.0)
             frame = _median_seconds(lambda: window.evaluator.run_frame(0.0, 0))
             results[str(size)] = {
+                "open_s": opened - started,
                 "load_s": load,
+                "stall_s": stall,
                 "repaint_zoom1_s": repaint_zoom1,
                 "pan_step_s": pan_step,
                 "repaint_all_s": repaint_all,

@@ -15,17 +15,28 @@ Assumptions and known costs:
       loadable in seconds.
     * `fit_to_selection` is replaced by a bounding-rect fit; NodeGraphQt's is O(N) with a huge
       constant.
+    * Building a NodeGraphQt node costs about 1-2 ms of Python (items, ports, labels, layout), so
+      a large patch is built progressively: `set_patch` builds what fits in one time slice, a
+      zero-interval timer builds the rest slice by slice while the rest of the window stays
+      responsive, with a progress bar over the frozen canvas. The half-built canvas is never seen
+      by anything else: a Patch edit, a call that names nodes or reads the view, or a mouse or key
+      press on the canvas first builds the rest at once.
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from NodeGraphQt import BaseNode, NodeGraph
 from NodeGraphQt.constants import PortTypeEnum
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
+from NodeGraphQt.qgraphics.node_base import NodeItem
+from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QUndoStack
+from PySide6.QtWidgets import QProgressBar
 
 from app.qt_commands import (
     AddNodesCommand,
@@ -55,6 +66,18 @@ DEFERRED_BORDER = (200, 120, 255)
 IDLE_OPACITY = 0.4
 
 
+class _PatchNodeItem(NodeItem):
+    """A NodeItem laid out once, when it enters the scene.
+
+    NodeGraphQt lays a node out on each `layout_direction` assignment, twice before the item is in
+    a scene, and again in `post_init` once it is; only that last layout is kept.
+    """
+
+    def draw_node(self) -> None:
+        if self.scene() is not None:
+            super().draw_node()
+
+
 class QtPatchNode(BaseNode):
     """A canvas node for one node spec: ports only, no embedded widgets."""
 
@@ -63,7 +86,7 @@ class QtPatchNode(BaseNode):
     SPEC_ID = ""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(qgraphics_item=_PatchNodeItem)
         spec = LIBRARY[self.SPEC_ID]
         for pin in spec.inputs:
             self.add_input(pin.name, color=PIN_COLORS.get(pin.type))
@@ -112,14 +135,19 @@ class _GestureGraph(NodeGraph):
             node.view.name = node.name()
 
 
-class _TabFilter(QObject):
-    """Opens the tab search when Tab is pressed over the canvas."""
+class _InputFilter(QObject):
+    """Finishes a progressive load before any press on the canvas reaches it, and opens the tab
+    search when Tab is pressed over the canvas."""
+
+    PRESSES = (QEvent.Type.MouseButtonPress, QEvent.Type.MouseButtonDblClick, QEvent.Type.KeyPress)
 
     def __init__(self, canvas: QtPatchCanvas) -> None:
         super().__init__(canvas)
         self._canvas = canvas
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in self.PRESSES:
+            self._canvas.finish_loading()
         if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab:
             self._canvas.open_tab_search()
             return True
@@ -132,6 +160,8 @@ class QtPatchCanvas(QObject):
     refused = Signal(str)  # one-line reason of a refused gesture
     selection_changed = Signal(list)  # selected node ids
 
+    LOAD_SLICE_S = 0.04  # building time per event-loop turn while a large patch loads
+
     def __init__(self, undo_stack: QUndoStack) -> None:
         super().__init__()
         self.stack = undo_stack
@@ -141,8 +171,9 @@ class QtPatchCanvas(QObject):
         viewer = self.graph.viewer()
         for action in (viewer.qaction_for_undo(), viewer.qaction_for_redo()):
             action.setShortcuts([])  # Ctrl+Z belongs to the app's stack
-        self._tab_filter = _TabFilter(self)
-        viewer.installEventFilter(self._tab_filter)
+        self._input_filter = _InputFilter(self)
+        viewer.installEventFilter(self._input_filter)
+        viewer.viewport().installEventFilter(self._input_filter)
         self.graph.node_selection_changed.connect(self._on_selection)
         self.patch: Patch | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -150,6 +181,16 @@ class QtPatchCanvas(QObject):
         self._ids: dict[str, str] = {}  # canvas node id (NodeGraphQt's) -> node id
         self._decor: dict[str, tuple[Any, ...]] = {}
         self._applying = 0
+        self._pending: deque[Callable[[], None]] = deque()  # build steps of a progressive load
+        self._load_timer = QTimer(self)
+        self._load_timer.setInterval(0)
+        self._load_timer.timeout.connect(self._load_slice)
+        self._progress = QProgressBar(self.graph.widget)
+        self._progress.setFormat("Drawing the patch: %p%")
+        self._progress.resize(260, 22)
+        self._progress.move(12, 12)
+        self._progress.hide()
+        self._frame_request: list[str] | None = None  # a frame() asked for while loading
 
     @property
     def widget(self) -> Any:
@@ -160,33 +201,86 @@ class QtPatchCanvas(QObject):
 
     # ------------------------------------------------------------------ patch -> view
     def set_patch(self, patch: Patch) -> None:
-        """Show `patch` (replacing what was shown) and follow its edits from now on."""
+        """Show `patch` (replacing what was shown) and follow its edits from now on.
+
+        What is not built within one `LOAD_SLICE_S` is built from the event loop (see `loading`).
+        """
         if self._unsubscribe is not None:
             self._unsubscribe()
+        self._pending.clear()  # the rest of a load still under way
+        self._frame_request = None
+        self._begin_load()
         self._applying += 1
-        viewer = self.viewer()
-        scene = viewer.scene()
-        # Bulk build: no BSP index upkeep or repaint per item; both come back once at the end.
-        scene.setItemIndexMethod(scene.ItemIndexMethod.NoIndex)
-        viewer.setUpdatesEnabled(False)
         try:
             self.graph.clear_session()
             self._views.clear()
             self._ids.clear()
             self._decor.clear()
             self.patch = patch
-            for inst in patch.nodes.values():
-                self._add_view(inst.id)
-            for link in patch.links:
-                self._link_view(link)
         finally:
-            scene.setItemIndexMethod(scene.ItemIndexMethod.BspTreeIndex)
-            viewer.setUpdatesEnabled(True)
             self._applying -= 1
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.graph.undo_stack().clear()
+        self._pending.extend(partial(self._add_view, node_id) for node_id in patch.nodes)
+        self._pending.extend(partial(self._link_view, link) for link in patch.links)
+        self._progress.setRange(0, len(self._pending))
+        self._load_slice()
+        if self.loading:
+            self._progress.show()
+            self._progress.raise_()
+            self._load_timer.start()
+
+    @property
+    def loading(self) -> bool:
+        """True while part of the patch is still to be built on the canvas."""
+        return bool(self._pending)
+
+    def finish_loading(self) -> None:
+        """Build what is left of a progressive load now, from the Patch as it is now."""
+        if not self.loading:
+            return
+        self._pending.clear()
+        self._applying += 1
+        try:
+            for node_id in self.patch.nodes:
+                if node_id not in self._views:
+                    self._add_view(node_id)
+            for link in self.patch.links:
+                self._link_view(link)
+        finally:
+            self._applying -= 1
+        self._end_load()
+
+    def _begin_load(self) -> None:
+        # No repaint while building: with the whole patch in view one costs ~0.5 s at 2,000
+        # nodes. (Turning the scene's BSP index off meanwhile saves nothing, and switching it
+        # back after a load spread over event-loop turns left it answering every item.)
+        self.viewer().setUpdatesEnabled(False)
+
+    def _load_slice(self) -> None:
+        deadline = time.perf_counter() + self.LOAD_SLICE_S
+        self._applying += 1
+        try:
+            while self._pending:
+                self._pending.popleft()()
+                if time.perf_counter() >= deadline:
+                    break
+        finally:
+            self._applying -= 1
+        self._progress.setValue(self._progress.maximum() - len(self._pending))
+        if not self._pending:
+            self._end_load()
+
+    def _end_load(self) -> None:
+        self._load_timer.stop()
+        self._progress.hide()
+        self.viewer().setUpdatesEnabled(True)
+        if self._frame_request is not None:
+            node_ids, self._frame_request = self._frame_request, None
+            self.frame(node_ids)
 
     def view_node(self, node_id: str) -> BaseNode:
+        self.finish_loading()
         return self._views[node_id]
 
     def node_id_of(self, view_node: Any) -> str:
@@ -195,10 +289,14 @@ class QtPatchCanvas(QObject):
     def _on_patch_event(self, event: PatchEvent) -> None:
         if event.kind == "value":
             return
+        # Finishing a load builds from the Patch, which already holds this edit: hence the
+        # membership checks below.
+        self.finish_loading()
         self._applying += 1
         try:
             if event.op == "add_node":
-                self._add_view(event.node_id)
+                if event.node_id not in self._views:
+                    self._add_view(event.node_id)
             elif event.op == "remove_node":
                 self._remove_view(event.node_id)
             elif event.op == "connect":
@@ -229,11 +327,15 @@ class QtPatchCanvas(QObject):
         if len(inst.inputs) != len(inst.spec.inputs):
             self._sync_ports(node_id)
         view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.doc}".strip())
+        if node_id in self._decor:
+            self._show_decor(node_id)
 
     def _remove_view(self, node_id: str) -> None:
-        view = self._views.pop(node_id)
-        self._ids.pop(view.id, None)
         self._decor.pop(node_id, None)
+        view = self._views.pop(node_id, None)
+        if view is None:  # removed before a load had built it
+            return
+        self._ids.pop(view.id, None)
         self.graph.remove_node(view, push_undo=False)
 
     def _sync_ports(self, node_id: str) -> None:
@@ -328,6 +430,7 @@ class QtPatchCanvas(QObject):
 
     def open_tab_search(self) -> None:
         """Show NodeGraphQt's tab search at the cursor; the choice arrives in create_node."""
+        self.finish_loading()
         viewer = self.viewer()
         viewer.tab_search_set_nodes(self.graph.node_factory.names)
         viewer.tab_search_toggle()
@@ -340,13 +443,17 @@ class QtPatchCanvas(QObject):
         return [self._ids[n.id] for n in self.graph.selected_nodes() if n.id in self._ids]
 
     def select(self, node_ids: Iterable[str]) -> None:
+        self.finish_loading()
         self.graph.clear_selection()
         for node_id in node_ids:
             self._views[node_id].set_selected(True)
         self._on_selection()
 
     def frame(self, node_ids: Iterable[str] | None = None) -> None:
-        """Fit the view to the given nodes (all when None or empty)."""
+        """Fit the view to the given nodes (all when None or empty); while loading, once built."""
+        if self.loading:
+            self._frame_request = list(node_ids or ())
+            return
         views = [self._views[n] for n in (node_ids or ()) if n in self._views]
         views = views or list(self._views.values())
         if not views:
@@ -361,22 +468,30 @@ class QtPatchCanvas(QObject):
         viewer._update_scene()
 
     def view_center(self) -> tuple[float, float]:
+        self.finish_loading()  # a pending frame() moves the view
         viewer = self.viewer()
         center = viewer.mapToScene(viewer.viewport().rect().center())
         return center.x(), center.y()
 
     def port_scene_pos(self, node_id: str, pin: str, output: bool) -> QPointF:
-        view = self._views[node_id]
+        view = self.view_node(node_id)
         port = view.get_output(pin) if output else view.get_input(pin)
         return port.view.sceneBoundingRect().center()
 
     # ------------------------------------------------------------------ evaluation state
     def decorate(self, node_id: str, node_class: str, status: str, error: str | None) -> None:
-        """Colour a node by its class and status; failed red with the message as tooltip."""
+        """Colour a node by its class and status; failed red with the message as tooltip.
+
+        A node not built yet (while loading) is decorated when it is built."""
         key = (node_class, status, error)
-        if self._decor.get(node_id) == key or node_id not in self._views:
+        if self._decor.get(node_id) == key or node_id not in self.patch.nodes:
             return
         self._decor[node_id] = key
+        if node_id in self._views:
+            self._show_decor(node_id)
+
+    def _show_decor(self, node_id: str) -> None:
+        node_class, status, error = self._decor[node_id]
         view = self._views[node_id]
         inst = self.patch.nodes[node_id]
         color = FAILED_COLOR if status == "failed" else CLASS_COLORS.get(node_class, (60, 60, 60))

@@ -1,11 +1,13 @@
 """Canvas gestures driven with real mouse and key input: each is one undo step on the app's stack,
-the canvas always shows what the Patch holds, and refused links never change anything."""
+the canvas always shows what the Patch holds, and refused links never change anything. A patch
+loaded progressively is complete before any edit, gesture or node lookup sees the canvas."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QPointF, Qt, QTimer
 from PySide6.QtTest import QTest
 
+from app.qt_bench import grid_chain
 from nodes import Patch
 
 
@@ -185,3 +187,66 @@ def test_library_double_click_creates_node(editor, ui, qtbot):
     assert [n.type_id for n in editor.patch.nodes.values()].count("time.lfo") == 1
     assert editor.undo_stack.count() == 1
     assert_in_sync(editor, ui)
+
+
+def start_progressive_load(editor, size: int = 30) -> Patch:
+    """Open a `size`-node chain with a canvas that builds one step per event-loop turn."""
+    editor.canvas.LOAD_SLICE_S = 0.0
+    patch = grid_chain(size)
+    editor.set_patch(patch, None)
+    assert editor.canvas.loading
+    assert 0 < len(editor.canvas.graph.all_nodes()) < size
+    return patch
+
+
+def test_progressive_load_completes_from_the_event_loop_and_frames_then(editor, ui, qtbot):
+    patch = start_progressive_load(editor)
+    assert editor.canvas._progress.isVisible()
+    qtbot.waitUntil(lambda: not editor.canvas.loading)
+    assert not editor.canvas._progress.isVisible()
+    assert_in_sync(editor, ui)
+    viewer = editor.canvas.viewer()
+    shown = viewer.mapToScene(viewer.viewport().rect()).boundingRect()
+    last = patch.nodes["n29"].pos
+    assert shown.contains(QPointF(*last))  # the frame asked for while loading was done at the end
+
+
+def test_patch_edits_while_loading_finish_the_load_first(editor, ui):
+    patch = start_progressive_load(editor)
+    patch.remove_node("n28")  # never built: its links go first, then the node
+    assert not editor.canvas.loading
+    assert_in_sync(editor, ui)
+    patch.connect("n27", "out", "n29", "in")
+    assert_in_sync(editor, ui)
+
+
+def test_a_press_on_the_canvas_while_loading_finishes_the_load_first(editor, ui):
+    start_progressive_load(editor)
+    viewport = editor.canvas.viewer().viewport()
+    QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     viewport.rect().center())  # fmt: skip
+    assert not editor.canvas.loading
+    assert_in_sync(editor, ui)
+    assert editor.undo_stack.count() == 0
+
+
+def test_selecting_while_loading_finishes_the_load_first(editor):
+    patch = start_progressive_load(editor)
+    editor.canvas.select(patch.nodes)
+    assert not editor.canvas.loading
+    assert sorted(editor.canvas.selected_ids()) == sorted(patch.nodes)
+
+
+def test_opening_another_patch_while_loading_drops_the_rest(editor, ui, qtbot):
+    start_progressive_load(editor)
+    editor.canvas.LOAD_SLICE_S = 1.0
+    ui.show_patch(editor, small_patch())
+    assert not editor.canvas.loading
+    assert_in_sync(editor, ui)
+
+
+def test_a_node_decorated_before_it_is_built_shows_it_once_built(editor):
+    start_progressive_load(editor)
+    editor.canvas.decorate("n29", "HOT", "failed", "boom")
+    editor.canvas.finish_loading()
+    assert editor.canvas.view_node("n29").view.toolTip().endswith("boom")
