@@ -17,14 +17,18 @@ and closes its state (a state with a `close()` method gives back what it holds, 
 textures); changing the patch resolution drops every cached result (`cache_epoch` tells flat
 programs to reload), since cache keys do not include settings.
 
-The context is touched by the thread that runs frames only; a background builder reads nothing
-from it except `state_for`, which is safe because dict.setdefault is atomic in CPython.
+The frame thread owns the context. A background build (the dual evaluator's) also reads it while
+compiling: last good outputs, feedback values and cache entries, which the program copies and
+reloads when it is swapped in (`adopt_live_values`, `adopt_context`), and it creates the states of
+nodes it binds through `state_for`: dict.setdefault keeps one state per path, and `init_state`
+must be cheap and touch no GL. States made for nodes removed during a build are released with the
+discarded program (`keep_only`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from nodes import NodeInstance, NodeSpec, PatchEvent
@@ -109,11 +113,14 @@ class ExecutionContext:
         for state in states.values():
             _close_state(state)
 
-    def forget(self, live_ids: set[str]) -> None:
-        """Drop what belongs to nodes that are gone (called when a patch is replaced)."""
-        for store in (self.cache, self.outputs):
-            for node_id in [key for key in store if key not in live_ids]:
-                del store[node_id]
+    def keep_only(self, live: Container[str]) -> None:
+        """Release everything kept for nodes not in `live` (e.g. states a background build made
+        for nodes removed meanwhile)."""
+        gone = {key for key in (*self.cache, *self.outputs) if key not in live}
+        gone.update(path[1:] for path in self.states if path[1:] not in live)
+        gone.update(node_id for node_id, _ in self.feedback if node_id not in live)
+        for node_id in gone:
+            self.release_node(node_id)
 
 
 def _close_state(state: Any) -> None:

@@ -16,7 +16,11 @@ programs are released on the builder thread, outside the frame loop.
 
 After a swap the dual evaluator calls `gc.freeze()`: the patch and its program are long-lived, and
 keeping them out of the cyclic collector's scans keeps full collections (which otherwise fall into
-some frame) short. Released programs break their own reference cycles, so nothing frozen leaks.
+some frame) short. Released programs break their own reference cycles, and `close()` releases the
+running program and unfreezes, so a closed evaluator is collected with everything it held.
+
+While builds run, the interpreter's switch interval is shortened (process-wide, counted, so that
+overlapping builds of several evaluators restore it once, at the end of the last one).
 """
 
 from __future__ import annotations
@@ -35,6 +39,48 @@ from evaluators._graph import PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 from nodes import Patch, PatchEvent
 
+BuildResult = tuple[int, "FlatProgram | None", float, "str | None"]
+"""(token, program or None, seconds, error text or None)"""
+
+
+class _ShortSwitchInterval:
+    """A short switch interval while any build runs: it hands the interpreter back to a waiting
+    frame quickly. Process-wide, so builds count themselves in and out."""
+
+    _lock = threading.Lock()
+    _active = 0
+    _saved = 0.0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if _ShortSwitchInterval._active == 0:
+                _ShortSwitchInterval._saved = sys.getswitchinterval()
+                sys.setswitchinterval(0.0005)
+            _ShortSwitchInterval._active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            _ShortSwitchInterval._active -= 1
+            if _ShortSwitchInterval._active == 0:
+                sys.setswitchinterval(_ShortSwitchInterval._saved)
+
+
+def compile_program(
+    token: int,
+    snapshot: PatchSnapshot,
+    ctx: ExecutionContext,
+    watched: tuple[str, ...],
+    pause: Any = None,
+) -> BuildResult:
+    """Compile a flat program; a failure to compile is reported, never raised."""
+    started = time.perf_counter()
+    try:
+        program: FlatProgram | None = FlatProgram(snapshot, ctx, watched, pause)
+        problem = None
+    except Exception as error:  # a bug in compiling must not stop the frame loop
+        program, problem = None, f"{type(error).__name__}: {error}"
+    return (token, program, time.perf_counter() - started, problem)
+
 
 class _Builder:
     """A background thread that compiles flat programs, one request at a time."""
@@ -48,7 +94,7 @@ class _Builder:
         self._idle = threading.Event()
         self._idle.set()
         self._lock = threading.Lock()
-        self._result: tuple[int, FlatProgram | None, float, str | None] | None = None
+        self._result: BuildResult | None = None
         self._thread = threading.Thread(target=self._work, name="patchbay-builder", daemon=True)
         self._thread.start()
 
@@ -78,7 +124,7 @@ class _Builder:
         """Drop an old program on this thread, not in the frame loop."""
         self._requests.put(program)
 
-    def take_result(self) -> tuple[int, FlatProgram | None, float, str | None] | None:
+    def take_result(self) -> BuildResult | None:
         with self._lock:
             result, self._result = self._result, None
         return result
@@ -98,19 +144,10 @@ class _Builder:
                 del item
                 continue
             token, snapshot, ctx, watched = item
-            started = time.perf_counter()
-            # A short switch interval hands the interpreter back to a waiting frame quickly.
-            switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(0.0005)
-            try:
-                program: FlatProgram | None = FlatProgram(snapshot, ctx, watched, self._yield)
-                problem = None
-            except Exception as error:  # a bug in compiling must not kill the editor
-                program, problem = None, f"{type(error).__name__}: {error}"
-            finally:
-                sys.setswitchinterval(switch_interval)
+            with _ShortSwitchInterval():
+                result = compile_program(token, snapshot, ctx, watched, self._yield)
             with self._lock:
-                self._result = (token, program, time.perf_counter() - started, problem)
+                self._result = result
 
 
 class DualEvaluator:
@@ -142,6 +179,7 @@ class DualEvaluator:
         self._retired_runs = 0
         self._last_structural = time.monotonic() - debounce
         self._edited: set[str] = set()
+        self._built: BuildResult | None = None  # a result compiled on this thread
         self._builder = _Builder() if background else None
         self._unsubscribe = patch.subscribe(self._on_event)
 
@@ -162,11 +200,16 @@ class DualEvaluator:
         program = self.program
         if program is None:
             return
-        program.export_context()
+        program.export_context(self.patch.nodes)
         self._retired_runs += program.nodes_run
         self.program = None
+        self._retire(program)
+
+    def _retire(self, program: FlatProgram) -> None:
         if self._builder is not None:
             self._builder.retire(program)
+        else:
+            program.release()
 
     def watch(self, node_ids: Iterable[str]) -> None:
         """Also evaluate these nodes every frame (previews, inspected pins)."""
@@ -175,6 +218,9 @@ class DualEvaluator:
             return
         self._watched = watched
         self.lazy.watch(watched)
+        program = self.program
+        if program is not None and all(program.runs_every_frame(w) for w in watched):
+            return  # the running program computes them already: no rebuild for a click
         self._token += 1
         self._to_lazy()
 
@@ -202,9 +248,12 @@ class DualEvaluator:
         self.last_frame_seconds = time.perf_counter() - started
 
     def _maybe_swap(self) -> None:
-        if self._builder is None or self._building is None:
+        if self._building is None:
             return
-        result = self._builder.take_result()
+        if self._builder is not None:
+            result = self._builder.take_result()
+        else:
+            result, self._built = self._built, None
         if result is None:
             return
         token, program, seconds, problem = result
@@ -215,7 +264,9 @@ class DualEvaluator:
             self._failed_token = token
             return
         if token != self._token or program.revision != self.patch.revision:
-            self._builder.retire(program)
+            self._retire(program)
+            # Nodes removed while it was compiling may have had a state made for them.
+            self.ctx.keep_only(self.patch.nodes)
             return
         program.adopt_live_values()  # frames ran while it was being built
         program.adopt_context()
@@ -237,14 +288,11 @@ class DualEvaluator:
             return  # this patch failed to compile: stay lazy until it changes
         snapshot = PatchSnapshot.of(self.patch)
         self.builds += 1
-        if self._builder is None:
-            started = time.perf_counter()
-            self.program = FlatProgram(snapshot, self.ctx, self._watched)
-            self.last_build_seconds = time.perf_counter() - started
-            self.swaps += 1
-            return
         self._building = self._token
-        self._builder.request(self._token, snapshot, self.ctx, self._watched)
+        if self._builder is None:
+            self._built = compile_program(self._token, snapshot, self.ctx, self._watched)
+        else:
+            self._builder.request(self._token, snapshot, self.ctx, self._watched)
 
     def wait_for_flat(self, timeout: float = 10.0) -> bool:
         """Run no frames, but let a pending build finish and swap (for tools and tests)."""
@@ -280,7 +328,13 @@ class DualEvaluator:
         return self.lazy.nodes_run + self._retired_runs + active
 
     def close(self) -> None:
+        """Stop the builder and release the program; the evaluator can then be collected."""
         self._unsubscribe()
         self.lazy.close()
         if self._builder is not None:
             self._builder.stop()
+        if self.program is not None:
+            self.program.export_context(self.patch.nodes)
+            self.program.release()
+            self.program = None
+        gc.unfreeze()

@@ -23,7 +23,7 @@ the keys of the edited node's downstream cone, which marks exactly that cone dir
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -257,13 +257,16 @@ class FlatProgram:
             if key in self.ctx.feedback:
                 self.slots[slot] = self.ctx.feedback[key]
 
-    def export_context(self) -> None:
-        """Write last good outputs and feedback values back to the context (before a swap)."""
+    def export_context(self, live: Container[str]) -> None:
+        """Write last good outputs and feedback values of the nodes still in the patch (`live`)
+        back to the context, before the program is swapped out."""
         outputs, ids, slots = self.ctx.outputs, self.ir.ids, self.slots
         for i, outs in self.node_slots.items():
-            outputs[ids[i]] = tuple(slots[s] for s in (outs if len(outs) == 1 else outs[:-1]))
+            if ids[i] in live:
+                outputs[ids[i]] = tuple(slots[s] for s in (outs if len(outs) == 1 else outs[:-1]))
         for (i, pin), slot in self.feedback_slot.items():
-            self.ctx.feedback[(ids[i], pin)] = slots[slot]
+            if ids[i] in live:
+                self.ctx.feedback[(ids[i], pin)] = slots[slot]
 
     def _store(self, i: int, outputs: tuple[Any, ...]) -> None:
         outs = self.node_slots[i]
@@ -417,6 +420,11 @@ class FlatProgram:
                 self.slots[slot] = keep(self.slots[source_slot])
             waiting = [entry for entry in waiting if entry not in ran]
 
+    def runs_every_frame(self, node_id: str) -> bool:
+        """True if the main program computes this node (or keeps it cached) every frame."""
+        i = self.ir.index.get(node_id)
+        return i is not None and i in self.main
+
     def release(self) -> None:
         """Drop the compiled steps and values; breaks the cycles through lazy-input pulls."""
         self.slots = []
@@ -489,19 +497,22 @@ class FlatEvaluator:
             self._edited.add(event.node_id)
 
     def watch(self, node_ids: Iterable[str]) -> None:
+        """Also evaluate these nodes every frame (the program is rebuilt on the next frame)."""
         self._watched = tuple(dict.fromkeys(node_ids))
-        if self.program is not None:
-            self.program.export_context()  # its feedback values and outputs live on
-            self._retired_runs += self.program.nodes_run
-        self.program = None
+        self._drop_program()
+
+    def _drop_program(self) -> None:
+        """Retire the program; its feedback values and last good outputs live on in the context."""
+        program, self.program = self.program, None
+        if program is not None:
+            program.export_context(self.patch.nodes)
+            self._retired_runs += program.nodes_run
+            program.release()
 
     def build(self) -> FlatProgram:
         """Compile the patch as it is now."""
-
         started = time.perf_counter()
-        if self.program is not None:
-            self.program.export_context()
-            self._retired_runs += self.program.nodes_run
+        self._drop_program()
         program = FlatProgram(PatchSnapshot.of(self.patch), self.ctx, self._watched)
         program.caching = self.caching
         self.program = program
@@ -550,3 +561,4 @@ class FlatEvaluator:
 
     def close(self) -> None:
         self._unsubscribe()
+        self._drop_program()
