@@ -46,11 +46,15 @@ def analyze(
     for count, i in enumerate(order):
         if yield_point is not None and count & 7 == 7:
             yield_point()
-        classes[i], keys[i] = _info_from_edges(ir, i, classes, keys)
+        classes[i], keys[i] = ir_node_info(ir, i, classes, keys)
     return classes, keys
 
 
-def _info_from_edges(ir: GraphIR, i: int, classes: list[str], keys: list[int]) -> tuple[str, int]:
+def ir_node_info(
+    ir: GraphIR, i: int, classes: list[str], keys: list[int], stamp: int | None = None
+) -> tuple[str, int]:
+    """Class and key of node `i` from those of its sources (and its stamp, by default the one
+    in the snapshot)."""
     node = ir.nodes[i]
     rank = CLASS_RANK[OWN_CLASS[node.spec.determinism]]
     by_pin = {e.dst_pin: e for e in ir.in_edges[i] if e.kind != FEEDBACK}
@@ -63,7 +67,8 @@ def _info_from_edges(ir: GraphIR, i: int, classes: list[str], keys: list[int]) -
             rank = max(rank, CLASS_RANK[classes[edge.src]])
             inputs.append((keys[edge.src], edge.src_pin))
     cls = _BY_RANK[rank]
-    return cls, (0 if cls == HOT else node_key(node.spec.id, node.stamp, tuple(inputs)))
+    stamp = node.stamp if stamp is None else stamp
+    return cls, (0 if cls == HOT else node_key(node.spec.id, stamp, tuple(inputs)))
 
 
 class LiveAnalysis:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Container, Iterable
 from operator import itemgetter
 from typing import Any
 
-from evaluators._analysis import analyze, node_key
+from evaluators._analysis import analyze, ir_node_info
 from evaluators._context import (
     HOT,
     CacheEntry,
@@ -307,13 +307,7 @@ class FlatProgram:
             self._mark_dirty(j)
 
     def _rekey(self, i: int) -> None:
-        node = self.ir.nodes[i]
-        by_pin = {e.dst_pin: e for e in self.ir.in_edges[i] if e.kind != FEEDBACK}
-        inputs = tuple(
-            None if (e := by_pin.get(pin.name)) is None else (self.keys[e.src], e.src_pin)
-            for pin in node.inputs
-        )
-        self.keys[i] = node_key(node.spec.id, self.stamps[i], inputs)
+        _, self.keys[i] = ir_node_info(self.ir, i, self.classes, self.keys, self.stamps[i])
 
     # ----------------------------------------------------------------- running
     def run(self) -> None:

@@ -47,6 +47,7 @@ from evaluators._graph import EAGER, FEEDBACK, LAZY, Edge, GraphIR, PatchSnapsho
 from evaluators._lazy import LazyEvaluator
 from nodes import Determinism, Patch, patch_to_dict
 from nodes._types import types_compatible
+from nodes.library.core import switch_branch
 
 Progress = Callable[[float, str], None]
 """Called as `progress(fraction, stage)` with fraction rising from 0.0 to 1.0."""
@@ -226,9 +227,7 @@ class _Freezer:
             return list(edges)  # leave odd indices to the switch itself (it fails on them)
         branches = [f"in{k}" for k in range(4)]
         linked = {e.dst_pin for e in edges}
-        connected = [k for k, pin in enumerate(branches) if pin in linked]
-        highest = connected[-1] if connected else len(branches) - 1
-        chosen = min(max(math.floor(index), 0), highest)
+        chosen = switch_branch(index, [pin in linked for pin in branches])
         # With only the chosen branch linked (or none), the stored index picks it again.
         self.plan.index_values[i] = float(chosen)
         return [e for e in edges if e.dst_pin == branches[chosen]]
@@ -317,7 +316,8 @@ def _build(freezer: _Freezer, plan: _Plan) -> Patch:
 
 
 def _schedule(frozen: Patch) -> dict[str, list[str]]:
-    """The flat program's order, split into what runs once and what runs every frame."""
+    """The flat program's order, split into what runs once and what runs every frame (read off
+    a compiled program, so it is the order the player will run)."""
     program = FlatProgram(PatchSnapshot.of(frozen), ExecutionContext())
     ids = program.ir.ids
     ordered = sorted(program.node_slots, key=program.position.__getitem__)

@@ -14,7 +14,7 @@ directly, so an edit shows on the very next frame.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from evaluators._analysis import LiveAnalysis
@@ -101,6 +101,7 @@ class LazyEvaluator:
         self._watched: tuple[str, ...] = ()
         self._roots: list[str] | None = None
         self._feedback_links: list[Link] | None = None
+        self._keepers: dict[Link, Callable[[Any], Any]] = {}  # per feedback link: bind_capture
         self._serial = 0
         self._visited: dict[str, int] = {}
         self._status: dict[str, str] = {}  # this frame's status of every node visited
@@ -261,7 +262,6 @@ class LazyEvaluator:
                 args.append(StoredPull(values[first]))
             else:  # _FED_BACK
                 args.append(self.ctx.feedback.get(first, values[second]))
-        previous = outputs.get(node_id)
         error = None
         self.nodes_run += 1
         try:
@@ -283,8 +283,7 @@ class LazyEvaluator:
         if node_id not in outputs:
             outputs[node_id] = plan.defaults
         if cls != HOT and settled:
-            kept = outputs[node_id] if previous is None or error is None else previous
-            self.ctx.cache[node_id] = CacheEntry(key, kept, error)
+            self.ctx.cache[node_id] = CacheEntry(key, outputs[node_id], error)
 
     def _capture_feedback(self) -> None:
         if self._feedback_links is None:
@@ -295,6 +294,10 @@ class LazyEvaluator:
                 and pin.feedback
             ]
             self._feedback_links = sorted(found, key=lambda link: (link.dst, link.dst_pin))
+            self._keepers = {
+                link: bind_capture(self.patch.nodes[link.dst].spec, self.ctx, link.dst)
+                for link in self._feedback_links
+            }
         if not self._feedback_links:
             return
         ran = {"ok", "failed", "deferred"}
@@ -311,5 +314,4 @@ class LazyEvaluator:
                 self._evaluate(link.src)
                 captured.add(link)
                 value = self._value_of(link.src, link.src_pin)
-                keep = bind_capture(self.patch.nodes[link.dst].spec, self.ctx, link.dst)
-                self.ctx.feedback[(link.dst, link.dst_pin)] = keep(value)
+                self.ctx.feedback[(link.dst, link.dst_pin)] = self._keepers[link](value)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from nodes._spec import Array, Determinism, Num, Pull, node
+from nodes._spec import Array, Determinism, Num, node
 
 HOT = Determinism.NONDETERMINISTIC
 USER = Determinism.USER_INPUT
@@ -151,10 +152,8 @@ def math_mul(a: Num = 1.0, b: Num = 1.0) -> Num:
 @node("math.div", examples=(({"a": 3.0, "b": 2.0}, 1.5),))
 def math_div(a: Num = 0.0, b: Num = 1.0) -> Num:
     """a / b; dividing by zero fails the node (its output keeps the last good value)."""
-    if isinstance(b, np.ndarray):
-        if not np.all(b):
-            raise ZeroDivisionError("division by zero in b")
-        return a / b
+    if isinstance(b, np.ndarray) and not np.all(b):
+        raise ZeroDivisionError("division by zero in b")
     return a / b
 
 
@@ -189,9 +188,12 @@ def math_mix(a: Num = 0.0, b: Num = 1.0, t: Num = 0.5) -> Num:
 # ----------------------------------------------------------------------------- logic
 
 
-def _highest_connected(pulls: tuple[Pull, ...]) -> int:
-    connected = [index for index, pull in enumerate(pulls) if pull.connected]
-    return connected[-1] if connected else len(pulls) - 1
+def switch_branch(index: float, connected: Sequence[bool]) -> int:
+    """The input a switch passes on: `index` floored and clamped to the range up to the highest
+    connected input (all inputs when none is connected)."""
+    linked = [k for k, is_linked in enumerate(connected) if is_linked]
+    highest = linked[-1] if linked else len(connected) - 1
+    return min(max(math.floor(index), 0), highest)
 
 
 @node("logic.switch", lazy=("in0", "in1", "in2", "in3"))
@@ -200,9 +202,7 @@ def logic_switch(index: float = 0.0, in0: Any = 0.0, in1: Any = 0.0, in2: Any = 
     """Passes on one input, chosen by `index` (floored, clamped to the connected inputs); only the
     chosen branch is evaluated."""
     pulls = (in0, in1, in2, in3)
-    highest = _highest_connected(pulls)
-    chosen = min(max(math.floor(index), 0), highest)
-    return pulls[chosen]()
+    return pulls[switch_branch(index, [pull.connected for pull in pulls])]()
 
 
 class GateState:
