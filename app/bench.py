@@ -27,8 +27,15 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
-from evaluators import DualEvaluator, FlatEvaluator, GraphIR, LazyEvaluator, PatchSnapshot
-from evaluators._context import ExecutionContext, bind_compute
+from evaluators import (
+    DualEvaluator,
+    ExecutionContext,
+    FlatEvaluator,
+    GraphIR,
+    LazyEvaluator,
+    PatchSnapshot,
+    bind_compute,
+)
 from evaluators.bench_patches import CASES, hot_chain
 from nodes import Patch
 

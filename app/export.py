@@ -24,8 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from evaluators import FlatEvaluator, freeze
-from evaluators._freeze import Progress
+from evaluators import FlatEvaluator, Progress, freeze
 from evaluators.bench_patches import CASES
 from nodes import Patch, PatchError, load_patch, save_patch
 

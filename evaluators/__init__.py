@@ -3,10 +3,10 @@
 Never imports Qt or NodeGraphQt.
 """
 
-from evaluators._context import CONST, HOT, USER, ExecutionContext
+from evaluators._context import CONST, HOT, USER, ExecutionContext, bind_compute
 from evaluators._dual import DualEvaluator
 from evaluators._flat import FlatEvaluator, FlatProgram
-from evaluators._freeze import freeze
+from evaluators._freeze import Progress, freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 
@@ -21,5 +21,7 @@ __all__ = [
     "GraphIR",
     "LazyEvaluator",
     "PatchSnapshot",
+    "Progress",
+    "bind_compute",
     "freeze",
 ]
