@@ -22,6 +22,7 @@ the keys of the edited node's downstream cone, which marks exactly that cone dir
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Container, Iterable
 from operator import itemgetter
@@ -414,6 +415,45 @@ class FlatProgram:
                 self.slots[slot] = keep(self.slots[source_slot])
             waiting = [entry for entry in waiting if entry not in ran]
 
+    def validate(self) -> None:
+        """Check the program's invariants; raises ValueError naming the first one broken.
+
+        For debugging and tests: every argument of a main-program step is a stored value, a
+        feedback value, a lazy pull, or the output of a step that runs before it; HOT steps keep
+        topological order; guarded regions stay outside the main program.
+        """
+        produced = set(self.value_slot.values()) | set(self.feedback_slot.values())
+        pulls = {slot for slot, value in enumerate(self.slots) if isinstance(value, _ProgramPull)}
+        produced |= pulls
+        produced |= {s for i in self.main if self.classes[i] != HOT for s in self.node_slots[i]}
+        for _, get, out in self.hot_steps:
+            needed = get(list(range(len(self.slots))))
+            missing = [slot for slot in needed if slot not in produced]
+            if missing:
+                node = self.ir.ids[self.owner[out]]
+                raise ValueError(f"{node}: reads slots {missing} before anything writes them")
+            produced.add(out)
+        for source, region in self.guarded.items():
+            if self.main.intersection(region):
+                raise ValueError(f"guarded region of {self.ir.ids[source]} overlaps the main one")
+        order = [self.owner[out] for _, _, out in self.hot_steps]
+        if any(self.position[a] > self.position[b] for a, b in itertools.pairwise(order)):
+            raise ValueError("HOT steps are out of topological order")
+
+    def to_dot(self) -> str:
+        """Graphviz text of the program: nodes colored by class, idle nodes grey, guarded
+        (lazily pulled) nodes dashed."""
+        colors = {HOT: "orange", "USER": "palegreen", "CONST": "lightblue"}
+        lines = self.ir.to_dot().splitlines()
+        for i, node_id in enumerate(self.ir.ids):
+            if i not in self.node_slots:
+                style = "color=grey fontcolor=grey"
+            else:
+                dashed = " style=dashed" if i not in self.main else ""
+                style = f"style=filled fillcolor={colors[self.classes[i]]}{dashed}"
+            lines.insert(-1, f"  n{i} [{style}]; // {node_id}")
+        return "\n".join(lines)
+
     def runs_every_frame(self, node_id: str) -> bool:
         """True if the main program computes this node (or keeps it cached) every frame."""
         i = self.ir.index.get(node_id)
@@ -477,6 +517,7 @@ class FlatEvaluator:
         self.patch = patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
+        self.ctx.folder = patch.folder
         self.caching = caching
         self.program: FlatProgram | None = None
         self.last_build_seconds = 0.0

@@ -35,6 +35,9 @@ def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
         for frame in range(frames):
             for evaluator in evaluators:
                 evaluator.run_frame(frame / 60.0, frame)
+                program = getattr(evaluator, "program", None)
+                if program is not None:
+                    program.validate()
             reference = sink_values(evaluators[0], patch)
             for evaluator in evaluators[1:]:
                 values = sink_values(evaluator, patch)
