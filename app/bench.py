@@ -7,7 +7,7 @@ Sections:
 - live_edit: on a 10,000-node patch run by the dual evaluator at 60 fps, the time from a
   structural edit to the first frame that shows it, the background build time, and the longest
   frame while the build runs against a normal lazy frame.
-- freeze: frozen against editable flat frames, and player start-up (app/export.py).
+- freeze: frozen against editable flat frames, and player start-up.
 - gpu: a 10-pass 1080p chain, per-pass cost by size, readbacks per frame, pool size after 1,000
   edits (app/gpu_bench.py).
 - editor: load and repaint times of 200 / 1,000 / 2,000-node patches (app/qt_bench.py).
@@ -21,10 +21,14 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from importlib import resources
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 from evaluators import (
@@ -35,9 +39,10 @@ from evaluators import (
     LazyEvaluator,
     PatchSnapshot,
     bind_compute,
+    freeze,
 )
 from evaluators.bench_patches import CASES, hot_chain
-from nodes import Patch
+from nodes import Patch, load_patch, save_patch
 
 Report = dict[str, Any]
 
@@ -188,10 +193,75 @@ def live_edit_section(size: int, fps: float = 60.0, debounce: float = 0.5) -> Re
     return report
 
 
-def _freeze_section(quick: bool) -> Report:
-    from app.export import freeze_bench
+def freeze_section(quick: bool) -> Report:
+    """What freezing buys: frame time (interleaved medians) and work of the editable patch under
+    the flat evaluator beside the frozen one, and player start-up (process start to the first
+    printed frame of `patchbay run --headless`) on the bundled examples."""
+    frames = 20 if quick else 100
+    cases = []
+    for name, build in CASES.items():
+        for size in [1000] if quick else [1000, 10000]:
+            patch = build(size)
+            started = time.perf_counter()
+            frozen = freeze(patch)
+            freeze_seconds = time.perf_counter() - started
+            editable, played = FlatEvaluator(patch), FlatEvaluator(frozen)
+            medians = _interleaved_medians(
+                {"editable": editable.run_frame, "frozen": played.run_frame}, frames, warmup=1
+            )
+            cases.append(
+                {
+                    "case": name,
+                    "nodes": len(patch.nodes),
+                    "frozen_nodes": len(frozen.nodes),
+                    "freeze_ms": freeze_seconds * 1e3,
+                    "editable_frame_ms": medians["editable"] * 1e3,
+                    "frozen_frame_ms": medians["frozen"] * 1e3,
+                    "editable_nodes_run": editable.nodes_run,
+                    "frozen_nodes_run": played.nodes_run,
+                }
+            )
+            editable.close()
+            played.close()
+    startup = []
+    examples = resources.files("resources") / "examples"
+    with tempfile.TemporaryDirectory() as folder:
+        for entry in sorted(examples.iterdir(), key=lambda item: item.name):
+            if not entry.name.endswith(".patchbay"):
+                continue
+            with resources.as_file(entry) as source:
+                patch = load_patch(source)
+                sink = next(node.id for node in patch.nodes.values() if node.spec.sink)
+                frozen_path = Path(folder) / entry.name
+                save_patch(freeze(patch, source_path=source), frozen_path)
+                repeats = 3 if quick else 7
+                startup.append(
+                    {
+                        "example": entry.name,
+                        "editable_startup_ms": _startup_seconds(source, sink, repeats) * 1e3,
+                        "frozen_startup_ms": _startup_seconds(frozen_path, sink, repeats) * 1e3,
+                    }
+                )
+    return {"cases": cases, "startup": startup}
 
-    return freeze_bench(quick)
+
+def _startup_seconds(path: Path, sink: str, repeats: int) -> float:
+    """Median seconds from starting `patchbay run --headless` to reading its first frame."""
+    command = [sys.executable, "-m", "app.cli", "run", str(path), "--headless", "--frames", "1"]
+    command += ["--print", f"{sink}.out"]
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        ) as process:
+            assert process.stdout is not None
+            first_line = process.stdout.readline()
+            times.append(time.perf_counter() - started)
+            process.communicate()
+        if not first_line or process.returncode != 0:
+            raise RuntimeError(f"{path.name} did not play")
+    return statistics.median(times)
 
 
 def _gpu_section(quick: bool) -> Report:
@@ -222,7 +292,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
     sections: dict[str, Callable[[], Report]] = {
         "evaluators": lambda: evaluator_section(sizes, frames),
         "live_edit": lambda: live_edit_section(2000 if quick else 10000),
-        "freeze": lambda: _freeze_section(quick),
+        "freeze": lambda: freeze_section(quick),
         "gpu": lambda: _gpu_section(quick),
         "editor": lambda: _editor_section(quick),
     }
