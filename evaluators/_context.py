@@ -10,7 +10,8 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
 - `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
-  properties such as `resolution`.
+  properties such as `resolution`; `folder`: the patch's `folder` (relative file names in values
+  resolve against it; None: the current directory).
 
 Evaluators forward patch events to `on_patch_event`: removing a node drops everything kept for it
 and closes its state (a state with a `close()` method gives back what it holds, e.g. pooled GPU
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Container
+from pathlib import Path
 from typing import Any
 
 from nodes import NodeInstance, NodeSpec, PatchEvent
@@ -63,6 +65,7 @@ class ExecutionContext:
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.feedback: dict[tuple[str, str], Any] = {}
         self.settings: dict[str, Any] = {}
+        self.folder: Path | None = None
         self.cache_epoch = 0
         self.frames_run = 0
 

@@ -95,6 +95,7 @@ class LazyEvaluator:
         self.patch = patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
+        self.ctx.folder = patch.folder
         self.analysis = LiveAnalysis(patch)
         self.last_frame_seconds = 0.0
         self._plans: dict[str, _Plan] = {}

@@ -161,9 +161,13 @@ def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) ->
 
 
 def patch_from_dict(
-    document: Any, source: str = "<patch>", npz: Mapping[str, np.ndarray] | None = None
+    document: Any,
+    source: str = "<patch>",
+    npz: Mapping[str, np.ndarray] | None = None,
+    folder: Path | None = None,
 ) -> Patch:
-    """Build a patch from a JSON document, or raise PatchFileError naming `source` and the place."""
+    """Build a patch from a JSON document, or raise PatchFileError naming `source` and the place.
+    `folder` becomes the patch's `folder` (where relative file names in values resolve)."""
 
     def fail(place: str, message: str) -> PatchFileError:
         return PatchFileError(f"{source}: {place}: {message}")
@@ -182,6 +186,7 @@ def patch_from_dict(
         raise fail(_place(error.absolute_path), error.message)
 
     patch = Patch()
+    patch.folder = folder
     patch.settings.update(document.get("settings", {}))
     patch.meta.update(document.get("meta", {}))
     for index, entry in enumerate(document["nodes"]):
@@ -245,9 +250,14 @@ def _load_sidecars(path: Path, document: Any) -> dict[str, np.ndarray] | None:
     return arrays if names else None
 
 
-def load_patch(path: str | os.PathLike[str]) -> Patch:
-    """Read and validate a `.patchbay` file; raises PatchFileError with a one-line reason."""
+def load_patch(path: str | os.PathLike[str], folder: str | os.PathLike[str] | None = None) -> Patch:
+    """Read and validate a `.patchbay` file; raises PatchFileError with a one-line reason.
+
+    Relative file names in the patch resolve against `folder`, by default the file's own (the
+    patch's `folder`; a copy read from elsewhere, such as a recovery file, passes its original's).
+    """
     path = Path(path)
+    where = Path(folder if folder is not None else path.parent).absolute()
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -260,7 +270,7 @@ def load_patch(path: str | os.PathLike[str]) -> Patch:
         ) from None
     except RecursionError:
         raise PatchFileError(f"{path}: invalid JSON (nested too deeply)") from None
-    return patch_from_dict(document, str(path), _load_sidecars(path, document))
+    return patch_from_dict(document, str(path), _load_sidecars(path, document), where)
 
 
 def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:

@@ -1,8 +1,8 @@
 """GLSL text helpers that need no GL context: bundled shader texts and the uniforms a fragment
 shader declares.
 
-GPU node specs turn a shader's uniform declarations into input pins, and the GL service reports
-them through `GLService.uniforms_of`; both use this parser, so `nodes` never imports moderngl.
+GPU node specs turn a shader's uniform declarations into input pins with this parser, so `nodes`
+never imports moderngl. Results are cached by source text (a running gpu.shader asks every frame).
 
 It is a regular-expression scan, not a GLSL parser: it understands plain declarations
 (`uniform vec4 color;`, `uniform float a, b;`, precision qualifiers, and a literal initializer
@@ -59,7 +59,8 @@ class UniformDecl(NamedTuple):
     default: Any = None
 
 
-def uniform_declarations(source: str) -> list[UniformDecl]:
+@functools.lru_cache(maxsize=128)
+def uniform_declarations(source: str) -> tuple[UniformDecl, ...]:
     """Every supported uniform declared in GLSL `source`, in source order, each name once."""
     text = _COMMENTS_RE.sub(" ", source)
     found: dict[str, UniformDecl] = {}
@@ -71,7 +72,7 @@ def uniform_declarations(source: str) -> list[UniformDecl]:
         for name in names:
             if name not in found:
                 found[name] = UniformDecl(name, glsl_type, default)
-    return list(found.values())
+    return tuple(found.values())
 
 
 def parse_uniforms(source: str) -> list[tuple[str, str]]:

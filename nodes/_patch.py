@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from nodes._errors import (
@@ -98,6 +99,9 @@ class Patch:
         self._links_out: dict[str, dict[Link, None]] = {}
         self.settings: dict[str, Any] = {"resolution": [640, 360]}
         self.meta: dict[str, Any] = {}  # e.g. frozen-export information; never read by editors
+        # The folder of the patch's file (set by load_patch, never saved): relative file names in
+        # node values, such as a shader file, resolve against it. None: resolve against the cwd.
+        self.folder: Path | None = None
         self.revision = 0
         self.value_revision = 0
         self._listeners: list[Listener] = []
@@ -172,7 +176,7 @@ class Patch:
         elif not node_id or "/" in node_id:
             raise PatchValueError(f"bad node id {node_id!r}")
         node_values = self._checked_values(node_id, spec, values or {})
-        inputs = spec.inputs_for(node_values)
+        inputs = spec.inputs_for(node_values, self.folder)
         for pin in inputs[len(spec.inputs) :]:
             node_values.setdefault(pin.name, pin.default)
         where = (float(pos[0]), float(pos[1])) if pos else (0.0, 0.0)
@@ -185,7 +189,7 @@ class Patch:
         self, node_id: str, spec: NodeSpec, values: Mapping[str, Any]
     ) -> dict[str, Any]:
         result = {pin.name: pin.default for pin in spec.inputs}
-        dynamic = {pin.name: pin for pin in spec.inputs_for({**result, **values})}
+        dynamic = {pin.name: pin for pin in spec.inputs_for({**result, **values}, self.folder)}
         for name, value in values.items():
             pin = dynamic.get(name)
             if pin is None:
@@ -228,7 +232,7 @@ class Patch:
             self._rederive_pins(instance)
 
     def _rederive_pins(self, instance: NodeInstance) -> None:
-        inputs = instance.spec.inputs_for(instance.values)
+        inputs = instance.spec.inputs_for(instance.values, self.folder)
         if inputs == instance.inputs:
             return
         names = {pin.name for pin in inputs}
@@ -236,8 +240,8 @@ class Patch:
             if pin_name not in names:
                 self._drop_link(link)
                 self._emit(PatchEvent("structural", "disconnect", link.dst, pin_name, link=link))
-        kept = {name: value for name, value in instance.values.items() if name in names}
-        instance.values = {pin.name: kept.get(pin.name, pin.default) for pin in inputs}
+        values = instance.values
+        instance.values = {pin.name: _kept(pin, values) for pin in inputs}
         instance.inputs = inputs
         self._emit(PatchEvent("structural", "pins", instance.id))
 
@@ -320,6 +324,17 @@ class Patch:
         del self._links_in[link.dst][link.dst_pin]
         del self._links_out[link.src][link]
         self.nodes[link.dst].stamp = next(_stamps)
+
+
+def _kept(pin: PinSpec, values: Mapping[str, Any]) -> Any:
+    """The value a re-derived pin keeps: its old value if the pin's type accepts it, else the
+    default (a pin that held any value, or changed type, may not)."""
+    if pin.name not in values:
+        return pin.default
+    try:
+        return coerce_value(pin.type, values[pin.name])
+    except ValueError:
+        return pin.default
 
 
 def _coerce(node_id: str, pin: PinSpec, value: Any) -> Any:

@@ -6,7 +6,10 @@ execution context (clock, GPU service) and `state` receives the node instance's 
 created by the spec's `init_state(path)` and kept by the evaluator, never on the spec. Lazy inputs
 receive a `Pull` (call it to get the value, only if needed). Several outputs: return a tuple in the
 order of `outputs`. A node with `dynamic_inputs` (pins derived from its values, such as a shader's
-uniforms) takes one more, last, parameter: a mapping of the dynamic pins' values.
+uniforms) takes one more, last, parameter: a mapping of the dynamic pins' values. Pins are derived
+with the folder of the node's patch file (relative file names resolve against it); when they cannot
+be derived (a missing file), `dynamic_inputs` returns an `any` pin for each value it was given, so
+that the patch still loads, keeps its values and links, and the node fails when it runs.
 
 Specs are immutable and hold no per-instance data, so one spec serves every instance and every
 evaluator, on any thread.
@@ -18,6 +21,7 @@ import enum
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -39,6 +43,10 @@ class Pull(Protocol):
 
     def __call__(self) -> Any: ...
 
+
+#: `dynamic_inputs(values, folder)`: the dynamic pins of a node with these values whose patch file
+#: is in `folder` (None when the patch was never saved).
+DynamicInputs = Callable[[Mapping[str, Any], Path | None], tuple["PinSpec", ...]]
 
 _ANNOTATION_TYPES = {
     "float": "float",
@@ -102,9 +110,10 @@ class NodeSpec:
     doc: str = ""
     legacy_ids: tuple[str, ...] = ()
     examples: tuple[tuple[Mapping[str, Any], Any], ...] = ()
-    # Pins derived from the node's values (e.g. a shader's uniforms), re-derived when one of the
-    # `dynamic_from` values changes. Their values reach compute as one mapping after the others.
-    dynamic_inputs: Callable[[Mapping[str, Any]], tuple[PinSpec, ...]] | None = None
+    # Pins derived from the node's values and its patch's folder (e.g. a shader's uniforms),
+    # re-derived when one of the `dynamic_from` values changes. Their values reach compute as one
+    # mapping after the others.
+    dynamic_inputs: DynamicInputs | None = None
     dynamic_from: tuple[str, ...] = ()
     # For nodes with feedback inputs whose values are mutable resources (textures): called as
     # capture(ctx, state, value) at the end of each frame the node ran, with the value its
@@ -128,11 +137,14 @@ class NodeSpec:
                 return index
         return None
 
-    def inputs_for(self, values: Mapping[str, Any]) -> tuple[PinSpec, ...]:
-        """The input pins of an instance with these values: the static ones plus dynamic ones."""
+    def inputs_for(
+        self, values: Mapping[str, Any], folder: Path | None = None
+    ) -> tuple[PinSpec, ...]:
+        """The input pins of an instance with these values in a patch whose file is in `folder`
+        (None: not saved): the static ones plus dynamic ones."""
         if self.dynamic_inputs is None:
             return self.inputs
-        return self.inputs + self.dynamic_inputs(values)
+        return self.inputs + self.dynamic_inputs(values, folder)
 
 
 LIBRARY: dict[str, NodeSpec] = {}
@@ -172,7 +184,7 @@ def node(
     examples: tuple[tuple[Mapping[str, Any], Any], ...] = (),
     legacy_ids: tuple[str, ...] = (),
     version: int = 1,
-    dynamic_inputs: Callable[[Mapping[str, Any]], tuple[PinSpec, ...]] | None = None,
+    dynamic_inputs: DynamicInputs | None = None,
     dynamic_from: tuple[str, ...] = (),
     capture: Callable[[Any, Any, Any], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

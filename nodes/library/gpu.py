@@ -7,6 +7,9 @@ another size or format, and when the node is removed (the context closes its sta
 constant inputs is CONST like any other node: a constant gradient is rendered once and cached; a
 noise driven by `time.seconds` is HOT and renders every frame.
 
+Files: a relative `file` (gpu.shader) or `path` (gpu.image) is relative to the folder of the
+patch's file (`ctx.folder`), or to the current directory for a patch that was never saved.
+
 Sizes: every node has a `resolution` pin (width, height in pixels); (0, 0) means the input's size
 for filters, else the patch's `resolution` setting (`ctx.resolution`).
 
@@ -21,6 +24,7 @@ Known downsides:
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import math
 from collections.abc import Mapping
@@ -85,6 +89,13 @@ class GPUTargets:
     def close(self) -> None:
         for role in list(self.targets):
             self.put(role)
+
+
+def _in_folder(file: str, folder: Path | None) -> Path:
+    """The path a file value names: relative ones are relative to `folder` (the patch file's
+    folder, `ctx.folder`), or to the current directory when there is none."""
+    path = Path(file).expanduser()
+    return folder / path if folder is not None and not path.is_absolute() else path
 
 
 def _size(ctx: Any, resolution: Vec2, *inputs: Any) -> tuple[int, int]:
@@ -269,23 +280,42 @@ _PIN_OF_UNIFORM = {
 }
 
 
-def shader_text(source: str, file: str) -> str:
-    """The fragment shader a gpu.shader node runs: `source` if given, else `file`, a bundled
-    shader name (`noise` or `noise.glsl`) or a path to a .glsl file."""
+class _FileText:
+    """The text of the shader file last read, with the (path, mtime) it was read at."""
+
+    __slots__ = ("file_key", "file_text")
+
+    def __init__(self) -> None:
+        self.file_key: tuple[Path, int] | None = None
+        self.file_text = ""
+
+
+def shader_text(
+    source: str, file: str, folder: Path | None = None, cache: _FileText | None = None
+) -> str:
+    """The fragment shader a gpu.shader node runs: `source` if given, else `file`: a .glsl file
+    (a relative path is relative to `folder`, the patch file's, else to the current directory),
+    or else a bundled shader name (`noise` or `noise.glsl`). With `cache`, a file is read again
+    only when its modification time changes."""
     if source.strip():
         return source
     if not file:
         raise ValueError("no shader: set source or file")
-    name = file.removesuffix(".glsl")
-    if "/" not in name and "\\" not in name:
-        try:
-            return builtin_shader(name)
-        except KeyError:
-            pass
-    path = Path(file).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"no shader file {file!r}")
-    return path.read_text(encoding="utf-8")
+    path = _in_folder(file, folder)
+    try:
+        key = (path, path.stat().st_mtime_ns)
+    except OSError:
+        name = file.removesuffix(".glsl")
+        if "/" not in name and "\\" not in name:
+            with contextlib.suppress(KeyError):
+                return builtin_shader(name)
+        raise FileNotFoundError(f"shader file {file!r} not found") from None
+    if cache is not None and cache.file_key == key:
+        return cache.file_text
+    text = path.read_text(encoding="utf-8")
+    if cache is not None:
+        cache.file_key, cache.file_text = key, text
+    return text
 
 
 @functools.lru_cache(maxsize=64)
@@ -304,24 +334,29 @@ def _uniform_pins(source: str) -> tuple[PinSpec, ...]:
     return tuple(pins)
 
 
-def shader_pins(values: Mapping[str, Any]) -> tuple[PinSpec, ...]:
-    """The dynamic input pins of a gpu.shader node: one per uniform of its shader (none while
-    the shader cannot be read)."""
+def shader_pins(values: Mapping[str, Any], folder: Path | None = None) -> tuple[PinSpec, ...]:
+    """The dynamic input pins of a gpu.shader node: one per uniform of its shader. While the
+    shader cannot be read (a missing file), an `any` pin per value it has beyond the static ones,
+    so that a patch loads with its uniform values and links, and the node fails when it runs."""
+    source, file = values.get("source", ""), values.get("file", "")
     try:
-        text = shader_text(values.get("source", ""), values.get("file", ""))
+        text = shader_text(source if isinstance(source, str) else "",
+                           file if isinstance(file, str) else "", folder)  # fmt: skip
     except (OSError, ValueError):
-        return ()
+        return tuple(PinSpec(name, "any") for name in values if name not in _SHADER_STATIC_PINS)
     return _uniform_pins(text)
 
 
 class ShaderState(GPUTargets):
-    """The node's target and the last source that compiled (rendered while an edit is broken)."""
+    """The node's target, the last source that compiled (rendered while an edit is broken) and
+    the text of its shader file as last read."""
 
-    __slots__ = ("good_source",)
+    __slots__ = ("good_source", "text")
 
     def __init__(self, path: str = "") -> None:
         super().__init__(path)
         self.good_source: str | None = None
+        self.text = _FileText()
 
 
 @node(
@@ -336,10 +371,11 @@ def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file:
                uniforms: Mapping[str, Any] | None = None) -> Texture:  # fmt: skip
     """A fragment shader (GLSL 330: `in vec2 uv; out vec4 fragColor;`) from `source`, or from
     `file` when source is empty. Each uniform becomes an input pin (vec3/vec4 as colours,
-    sampler2D as textures; `resolution` is the target size). A shader that does not compile fails
-    the node with the driver's line and column, and the last good one keeps rendering."""
+    sampler2D as textures; `resolution` is the target size). A relative `file` is relative to the
+    patch file's folder. A shader that does not compile fails the node with the driver's line and
+    column, and the last good one keeps rendering."""
     gl = _gpu(ctx)
-    text = shader_text(source, file)
+    text = shader_text(source, file, ctx.folder, state.text)
     error = gl.shader_error(text)
     if error is None:
         state.good_source = text
@@ -379,37 +415,69 @@ def _load_image(path: str) -> np.ndarray:
         return np.asarray(image.convert("RGBA"), dtype=np.uint8)
 
 
-class ImageState(GPUTargets):
-    """The file being loaded in the background and the file whose pixels are in "out"."""
+def _file_stamp(path: str) -> int | None:
+    """The file's modification time (ns), None if it cannot be read."""
+    try:
+        return Path(path).stat().st_mtime_ns
+    except OSError:
+        return None
 
-    __slots__ = ("loaded", "loading", "pending")
+
+def _load_failure(path: str, error: BaseException) -> str:
+    """One line saying why `path` did not load."""
+    if isinstance(error, OSError) and error.strerror:
+        return f"{path}: {error.strerror}"
+    lines = str(error).strip().splitlines()
+    return f"{path}: {lines[0] if lines else type(error).__name__}"
+
+
+class ImageState(GPUTargets):
+    """The file being loaded in the background (and its modification time then), the file whose
+    pixels are in "out", and the last failure: (path, modification time, message)."""
+
+    __slots__ = ("failed", "loaded", "loading", "loading_stamp", "pending")
 
     def __init__(self, path: str = "") -> None:
         super().__init__(path)
         self.pending: concurrent.futures.Future[np.ndarray] | None = None
         self.loading = ""
+        self.loading_stamp: int | None = None
         self.loaded = ""
+        self.failed: tuple[str, int | None, str] | None = None
 
 
 @node("gpu.image", init_state=ImageState, hints={"path": "file"})
 def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
     """A PNG or JPEG file as a texture (its own size). The file is decoded in the background:
-    until then the node reports deferred and keeps its previous texture."""
+    until then the node reports deferred and keeps its previous texture. A file that does not
+    load fails the node until the path or the file changes. A relative path is relative to the
+    patch file's folder."""
     global _loader
     gl = _gpu(ctx)
     if not path:
         return None
+    path = str(_in_folder(path, ctx.folder))
     if state.loaded == path and "out" in state.targets and state.gl is gl:
         return state.targets["out"]
+    if state.failed is not None:
+        failed_path, failed_stamp, message = state.failed
+        if failed_path == path and _file_stamp(path) == failed_stamp:
+            raise OSError(message)  # a new exception each time: nothing piles up on it
+        state.failed = None
     if state.loading != path or state.pending is None:
         if _loader is None:
             _loader = concurrent.futures.ThreadPoolExecutor(2, "patchbay-image")
         state.loading = path
+        state.loading_stamp = _file_stamp(path)
         state.pending = _loader.submit(_load_image, path)
     if not state.pending.done():
         raise Deferred(f"loading {path}")
     pending, state.pending, state.loading = state.pending, None, ""
-    pixels = pending.result()  # a decoding error fails the node with its message
+    try:
+        pixels = pending.result()
+    except Exception as error:  # decoding failed: remembered, so the file is not loaded again
+        state.failed = (path, state.loading_stamp, _load_failure(path, error))
+        raise OSError(state.failed[2]) from None
     if state.gl is not gl:
         state.close()
         state.gl = gl
