@@ -13,10 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.cli import EXIT_BAD_INPUT
 from evaluators import Progress, freeze
 from nodes import Patch, PatchError, load_patch, save_patch
-
-EXIT_BAD_INPUT = 2
 
 
 def export_frozen(

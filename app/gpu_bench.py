@@ -1,6 +1,6 @@
 """The GPU part of `patchbay bench`, on a standalone EGL context (no window, no Qt).
 
-Measures, with the flat evaluator and a frame = begin_frame, run_frame, end_frame (which waits for
+Measures, with the flat evaluator and a frame = `with gl.frame(): run_frame` (whose end waits for
 the GPU to finish, as the output window does before it samples):
 - `chain_1080p`: frames per second of a 10-pass chain at 1920x1080 (ten `gpu.transform` passes,
   each rotating the one before by the clock, after a cached gradient);
@@ -45,9 +45,8 @@ def _frame_times(gl: GLService, evaluator: Any, frames: int) -> list[float]:
     times = []
     for frame in range(frames + 1):
         started = time.perf_counter()
-        gl.begin_frame()
-        evaluator.run_frame(frame / 60.0, frame)
-        gl.end_frame()
+        with gl.frame():
+            evaluator.run_frame(frame / 60.0, frame)
         if frame:  # the first frame compiles shaders and fills the pool
             times.append(time.perf_counter() - started)
     return times
@@ -139,4 +138,4 @@ def gpu_bench(quick: bool = False) -> dict[str, Any]:
             "pool_after_edits": _pool_after_edits(gl, 1000),
         }
     finally:
-        gl.release()
+        gl.close()

@@ -4,7 +4,8 @@ Headless playback runs the flat evaluator at a fixed clock (t = frame / fps) and
 values one line per frame. It never imports Qt: a frozen patch plays on a machine where PySide6 and
 NodeGraphQt cannot be imported. Patches with GPU nodes (or `--out`) get a standalone EGL context
 from the GL service; `--out DIR` reads the `gpu.output` texture back every frame and encodes the
-PNG files on a worker thread (`GLFrameWriter`), so encoding overlaps the next frames.
+PNG files on a worker thread (`GLFrameWriter`), so encoding overlaps the next frames. An `--out`
+folder or frame file that cannot be written is reported in one line (exit status 2).
 
 Without `--headless` only the output window opens (`app.qt_output`), and its frame swaps drive
 the clock in real time.
@@ -13,16 +14,17 @@ the clock in real time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from app.cli import EXIT_BAD_INPUT
 from evaluators import FlatEvaluator
 from nodes import Patch, PatchError, load_patch
 
-EXIT_BAD_INPUT = 2
 EXIT_NO_GL = 3
 
 
@@ -79,7 +81,8 @@ def play_headless(
     """Play `frames` frames at a fixed clock and print the requested values, one line a frame.
 
     With `gpu` (a GLService) GPU nodes render; with `out_dir` too, the `gpu.output` texture of
-    every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing).
+    every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing);
+    a folder or file that cannot be written raises FrameWriteError.
     """
     targets = _parse_prints(patch, prints)
     sink = output_node(patch)
@@ -94,15 +97,12 @@ def play_headless(
         writer = GLFrameWriter(gpu, out_dir)
     try:
         for frame in range(frames):
-            if gpu is not None:
-                gpu.begin_frame()
-            evaluator.run_frame(frame / fps, frame)
-            if writer is not None and sink is not None:
-                texture = evaluator.output(sink)
-                if texture is not None:
-                    writer.write(texture, frame)
-            if gpu is not None:
-                gpu.end_frame()
+            with gpu.frame() if gpu is not None else contextlib.nullcontext():
+                evaluator.run_frame(frame / fps, frame)
+                if writer is not None and sink is not None:
+                    texture = evaluator.output(sink)
+                    if texture is not None:
+                        writer.write(texture, frame)
             if targets:
                 values = " ".join(
                     f"{node_id}.{pin}={_format(evaluator.output(node_id, pin))}"
@@ -159,10 +159,18 @@ def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
                 print(f"--out needs OpenGL: {error}", file=sys.stderr)
                 return EXIT_NO_GL
             print(f"warning: no OpenGL, GPU nodes will fail: {error}", file=sys.stderr)
+    write_errors: tuple[type[Exception], ...] = ()
+    if gl is not None:  # the GL service is imported already
+        from evaluators.gl_service import FrameWriteError
+
+        write_errors = (FrameWriteError,)
     try:
         play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
                       out_dir=options.out)  # fmt: skip
+    except write_errors as error:  # --out cannot be written: one line, no traceback
+        print(f"patchbay run: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     finally:
         if gl is not None:
-            gl.release()
+            gl.close()
     return 0

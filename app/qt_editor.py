@@ -7,7 +7,7 @@ patch spends its frame time evaluating rather than repainting.
 
 GPU: when Qt can make OpenGL contexts (there is a display), the window owns a GL service on a Qt
 context shared with every GL surface of the app (app.qt_output), and each frame runs between its
-`begin_frame`/`end_frame`. Texture outputs are drawn straight from the patch's textures: the
+`with gl.frame():`. Texture outputs are drawn straight from the patch's textures: the
 selected node's in the preview panel, the `gpu.output` texture in the Output panel (both repainted
 about 20 times per second) and in the output window (View > Output Window, repainted every frame,
 fullscreen on a screen chosen in View > Output Screen). Without OpenGL (no X server, or Qt's
@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import moderngl
 from PySide6.QtCore import QEvent, QObject, QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
@@ -97,7 +96,7 @@ def create_editor_gl() -> tuple[GLService | None, str]:
         return None, "Qt cannot create an OpenGL context here (no display?)"
     try:
         return create_gl_service(), ""
-    except (RuntimeError, moderngl.Error) as error:
+    except RuntimeError as error:
         return None, str(error)
 
 
@@ -387,6 +386,9 @@ class QtEditorWindow(QMainWindow):
         except (OSError, ValueError) as error:
             self.report_error(f"{path}: cannot save: {error}")
             return False
+        # Relative file names (shader files) resolve next to the file from now on, as when it is
+        # opened again.
+        self.patch.folder = self.evaluator.ctx.folder = path.absolute().parent
         self._restored_unsaved = False
         self.undo_stack.setClean()
         self._discard_recovery()
@@ -446,16 +448,19 @@ class QtEditorWindow(QMainWindow):
         restored = False
         if self.ask_restore():
             try:
-                patch = load_patch(self.recovery_path)
+                info = json.loads((self.state_dir / "recovery.json").read_text("utf-8"))
+            except (OSError, ValueError):
+                info = {}
+            original = info.get("path") if isinstance(info, dict) else None
+            path = Path(original) if isinstance(original, str) and original else None
+            try:  # relative file names resolve where the original is, not in the state folder
+                patch = load_patch(self.recovery_path, path.parent if path else Path.cwd())
             except PatchError as error:
                 self.report_error(str(error))
             else:
-                try:
-                    info = json.loads((self.state_dir / "recovery.json").read_text("utf-8"))
-                except (OSError, ValueError):
-                    info = {}
-                original = info.get("path") if isinstance(info, dict) else None
-                self.set_patch(patch, Path(original) if original else None)
+                if path is None:
+                    patch.folder = None
+                self.set_patch(patch, path)
                 self._restored_unsaved = True
                 self._update_title()
                 restored = True
@@ -518,6 +523,7 @@ class QtEditorWindow(QMainWindow):
     def _copy_of(self, node_ids: list[str]) -> Patch:
         """A new patch holding these nodes and the links among them."""
         piece = Patch()
+        piece.folder = self.patch.folder  # relative file names keep their meaning
         wanted = set(node_ids)
         for inst in self.patch.nodes.values():
             if inst.id in wanted:
@@ -617,11 +623,8 @@ class QtEditorWindow(QMainWindow):
         if self.gl is None:
             self.evaluator.run_frame(self.clock(), self._frame)
         else:
-            self.gl.begin_frame()
-            try:
+            with self.gl.frame():
                 self.evaluator.run_frame(self.clock(), self._frame)
-            finally:
-                self.gl.end_frame()
             if self.output_window is not None:
                 self.output_window.update()
         self._frame += 1
@@ -742,6 +745,6 @@ class QtEditorWindow(QMainWindow):
         self.preview.set_outputs(None, [])
         self.evaluator.ctx.release_all()
         if self.gl is not None:
-            self.gl.release()
+            self.gl.close()
         self._discard_recovery()
         event.accept()

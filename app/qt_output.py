@@ -6,7 +6,8 @@ Pieces:
   whether Qt can make GL contexts at all (no X server: no), before any GL widget is made.
 - `create_gl_service(size)`: the GL service of a patch that runs inside Qt. Its context is a Qt
   `QOpenGLContext` on a `QOffscreenSurface`, shared with Qt's global share context, so every
-  preview widget and the output window sample its textures directly, without copies.
+  preview widget and the output window sample its textures directly, without copies. Any failure
+  is a RuntimeError, so callers need not import moderngl.
 - `QtOutputWindow`: a top-level `QOpenGLWindow` that shows the `gpu.output` texture, letterboxed.
   Fullscreen on a chosen screen (`show_fullscreen(screen)`), movable between screens at runtime,
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
@@ -18,7 +19,7 @@ Pieces:
 Rules from the GL notes that this module follows:
 - moderngl contexts are made with a Qt-based function loader (`QtGLLoader`), never with a bare
   `moderngl.create_context()` (which detects GLX only and keeps a process-wide default).
-- The GL service's frame (`begin_frame`/`end_frame`) finishes GPU work before display contexts
+- The GL service's frame (`with gl.frame():`) finishes GPU work before display contexts
   sample its textures. Display contexts only wrap textures (`external_texture`), never own them.
 - A standalone EGL service (headless) cannot share textures with Qt: windows need this service.
 """
@@ -149,10 +150,12 @@ def create_gl_service(size: tuple[int, int] = (1280, 720)) -> GLService:
         raise RuntimeError("Qt could not create an OpenGL 3.3 context")
     try:
         ctx = moderngl.create_context(context=QtGLLoader(qt_context, surface), require=330)
+        ctx.gc_mode = "context_gc"
+        service = GLService.from_context(ctx, size)
+    except moderngl.Error as error:
+        raise RuntimeError(f"OpenGL 3.3 is not usable here: {error}") from error
     finally:
         qt_context.doneCurrent()
-    ctx.gc_mode = "context_gc"
-    service = GLService.from_context(ctx, size)
     # The Qt objects must live as long as the service's context.
     service.qt_objects = (qt_context, surface)  # type: ignore[attr-defined]
     return service
@@ -243,11 +246,7 @@ class QtOutputWindow(QOpenGLWindow):
             hook(self)
 
     def _release_gl(self) -> None:
-        if self.view is not None:
-            self.makeCurrent()
-            self.view.release()
-            self.view = None
-            self.doneCurrent()
+        _release_view(self)
 
     def release_gl(self) -> None:
         """Free this window's GL objects now; call it before dropping a window that was shown
@@ -347,11 +346,16 @@ class QtTexturePreview(QOpenGLWidget):
         self.view.draw(self.source(), self.defaultFramebufferObject(), width, height)
 
     def _release_gl(self) -> None:
-        if self.view is not None:
-            self.makeCurrent()
-            self.view.release()
-            self.view = None
-            self.doneCurrent()
+        _release_view(self)
+
+
+def _release_view(surface: QtOutputWindow | QtTexturePreview) -> None:
+    """Free a GL surface's texture view, with the surface's context current."""
+    if surface.view is not None:
+        surface.makeCurrent()
+        surface.view.release()
+        surface.view = None
+        surface.doneCurrent()
 
 
 class QtFrameDriver(QObject):
@@ -403,9 +407,8 @@ class QtFrameDriver(QObject):
                 self.on_done()
             return
         started = time.perf_counter()
-        self.gl.begin_frame()
-        self.evaluator.run_frame(started - self._started, self.frame)
-        self.gl.end_frame()
+        with self.gl.frame():
+            self.evaluator.run_frame(started - self._started, self.frame)
         self.frame += 1
         self.last_frame_seconds = time.perf_counter() - started
         self.window.update()
@@ -503,6 +506,7 @@ def run_output_window(
     Returns the exit code (2 when Qt has no OpenGL or the screen does not exist)."""
     import sys
 
+    from app.cli import EXIT_BAD_INPUT
     from evaluators import FlatEvaluator
 
     configure_qt_gl()
@@ -511,13 +515,13 @@ def run_output_window(
     if screen is not None and not 0 <= screen < len(screens):
         choices = ", ".join(label for _, label in screen_choices())
         print(f"--screen {screen}: no such screen ({choices})", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     size = patch.settings.get("resolution", (1280, 720))
     try:
         gl = create_gl_service((int(size[0]), int(size[1])))
     except RuntimeError as error:
         print(f"patchbay run: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     evaluator = FlatEvaluator(patch, gpu=gl)
     window = open_output_window(evaluator, gl, drive=True, fps=fps, screen=screen,
                                 fullscreen=fullscreen)  # fmt: skip
@@ -528,5 +532,5 @@ def run_output_window(
     close_output_window(window)
     evaluator.close()
     evaluator.ctx.release_all()
-    gl.release()
+    gl.close()
     return 0

@@ -4,9 +4,13 @@ What it does:
     * owns (or wraps) a moderngl context and makes it current only around its own work;
     * pools render targets (texture + framebuffer) keyed by (size, components, dtype);
     * compiles fullscreen-quad fragment shaders once per source text and caches the result,
-      including failures, which are raised as `ShaderError` with the driver's line and column;
+      including failures, which are raised as `ShaderError` with the driver's line and column
+      (a new exception on every call: only the error's data is cached);
     * renders a fragment shader into a target, uploads numpy arrays and reads targets back;
     * writes PNG frames, encoding them on a worker thread (`GLFrameWriter`).
+
+A frame is `with gl.frame(): ...` (`begin_frame()`, then `end_frame()` even when the frame fails).
+`release(target)` gives one target back to the pool; `close()` frees the whole service.
 
 What it assumes:
     * OpenGL 3.3 core. Fragment shaders are `#version 330` and read `in vec2 uv` (0..1, origin
@@ -33,28 +37,20 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import moderngl
 import numpy as np
 
-from nodes._glsl import (
-    FRAGMENT_UNIFORM_TYPES,
-    builtin_shader,
-    builtin_shader_names,
-    parse_uniforms,
-)
+from nodes._glsl import builtin_shader
 
 __all__ = [
-    "FRAGMENT_UNIFORM_TYPES",
     "VERTEX_SHADER",
+    "FrameWriteError",
     "GLFrameWriter",
     "GLService",
     "GLTarget",
     "ShaderError",
-    "builtin_shader",
-    "builtin_shader_names",
-    "parse_uniforms",
 ]
 
 Size = tuple[int, int]
@@ -158,6 +154,26 @@ class ShaderError(Exception):
         return f"{where}{self.message}{more}"
 
 
+class _Failure(NamedTuple):
+    """What is cached for a source that failed: the data of its ShaderError, never a raised
+    exception (re-raising one object would grow its traceback, and keep every frame it went
+    through alive, on each call)."""
+
+    message: str
+    line: int | None
+    column: int | None
+    log: str
+    error_count: int
+
+    @classmethod
+    def of(cls, error: ShaderError) -> _Failure:
+        return cls(error.message, error.line, error.column, error.log, error.error_count)
+
+    def error(self) -> ShaderError:
+        """A new ShaderError with this data."""
+        return ShaderError(self.message, self.line, self.column, self.log, self.error_count)
+
+
 # --------------------------------------------------------------------------------------------
 # Targets
 # --------------------------------------------------------------------------------------------
@@ -232,14 +248,14 @@ class GLService:
         self.ctx = ctx
         self._owns_context = owns_context
         self._depth = 0
-        self._released = False
+        self._closed = False
         self._default_size: Size = _check_size(size)
         self._free: dict[tuple[Size, int, str], list[GLTarget]] = {}
         self._last_used: dict[tuple[Size, int, str], int] = {}
         self._doomed: list[GLTarget] = []
         self._allocated = 0
         self._in_use = 0
-        self._programs: OrderedDict[str, _Compiled | ShaderError] = OrderedDict()
+        self._programs: OrderedDict[str, _Compiled | _Failure] = OrderedDict()
         self._readback_buffers: dict[Size, np.ndarray] = {}
         self.frame_index = 0
         self.readback_count = 0
@@ -257,7 +273,7 @@ class GLService:
     def standalone(cls, size: Size = (1280, 720), *, device_index: int | None = None) -> GLService:
         """Create a headless service on a new standalone EGL context (needs no display).
 
-        `size` is the default patch resolution. The context is released by `release()`.
+        `size` is the default patch resolution. The context is released by `close()`.
         """
         kwargs: dict[str, Any] = {"backend": "egl", "require": 330}
         if device_index is not None:
@@ -272,7 +288,7 @@ class GLService:
         """Wrap an existing moderngl context (e.g. one made with a Qt loader).
 
         The service makes it current with `with ctx:` around its work; the caller keeps
-        ownership, and `release()` frees only what the service created. If the context's
+        ownership, and `close()` frees only what the service created. If the context's
         `gc_mode` is None it is switched to "context_gc".
         """
         return cls(ctx, owns_context=False, size=size)
@@ -280,8 +296,8 @@ class GLService:
     @contextlib.contextmanager
     def current(self) -> Iterator[moderngl.Context]:
         """Make the context current for the duration of the block (re-entrant)."""
-        if self._released:
-            raise RuntimeError("GLService has been released")
+        if self._closed:
+            raise RuntimeError("GLService is closed")
         if self._depth == 0:
             self.ctx.__enter__()
         self._depth += 1
@@ -308,6 +324,16 @@ class GLService:
             return dict(self.ctx.info)
 
     # -- frames ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def frame(self, *, finish: bool = True) -> Iterator[None]:
+        """One frame: `begin_frame()`, the block, then `end_frame(finish=finish)` even when the
+        block raises."""
+        self.begin_frame()
+        try:
+            yield
+        finally:
+            self.end_frame(finish=finish)
 
     def begin_frame(self) -> None:
         """Start a frame: resets the per-frame readback counter."""
@@ -357,15 +383,11 @@ class GLService:
         self._in_use += 1
         return target
 
-    def release(self, target: GLTarget | None = None) -> None:
-        """Give `target` back to the pool, or with no argument free everything the service owns.
-
-        Releasing a target twice raises ValueError. With no argument the service becomes
-        unusable; a standalone context is un-current and released too.
-        """
+    def release(self, target: GLTarget) -> None:
+        """Give `target` back to the pool. Releasing a target twice raises ValueError; use
+        `close()` to free the whole service."""
         if target is None:
-            self._release_all()
-            return
+            raise TypeError("release() needs a target; close() frees the service")
         if not target.in_use:
             raise ValueError("target was already released")
         target.in_use = False
@@ -402,28 +424,19 @@ class GLService:
 
     # -- programs --------------------------------------------------------------------------
 
-    def program(self, fragment_src: str) -> moderngl.Program:
-        """The compiled program for `fragment_src` (cached by source text).
-
-        Raises ShaderError if it does not compile or link; the failure is cached too, so a
-        broken source is compiled once, not every frame.
-        """
-        return self._compiled(fragment_src).program
-
     def shader_error(self, fragment_src: str) -> ShaderError | None:
-        """The ShaderError for `fragment_src`, or None if it compiles."""
-        try:
-            self._compiled(fragment_src)
-        except ShaderError as exc:
-            return exc
-        return None
-
-    @staticmethod
-    def uniforms_of(fragment_src: str) -> list[tuple[str, str]]:
-        """`(name, glsl_type)` of the uniforms declared in `fragment_src` (see `parse_uniforms`)."""
-        return parse_uniforms(fragment_src)
+        """A new ShaderError for `fragment_src`, or None if it compiles (compiling it now if
+        it was not yet: programs are compiled once per source, failures included)."""
+        entry = self._entry(fragment_src)
+        return entry.error() if isinstance(entry, _Failure) else None
 
     def _compiled(self, fragment_src: str) -> _Compiled:
+        entry = self._entry(fragment_src)
+        if isinstance(entry, _Failure):
+            raise entry.error()
+        return entry
+
+    def _entry(self, fragment_src: str) -> _Compiled | _Failure:
         entry = self._programs.get(fragment_src)
         if entry is None:
             entry = self._compile(fragment_src)
@@ -431,18 +444,16 @@ class GLService:
             self._evict_programs()
         else:
             self._programs.move_to_end(fragment_src)
-        if isinstance(entry, ShaderError):
-            raise entry
         return entry
 
-    def _compile(self, fragment_src: str) -> _Compiled | ShaderError:
+    def _compile(self, fragment_src: str) -> _Compiled | _Failure:
         with self.current():
             try:
                 program = self.ctx.program(
                     vertex_shader=VERTEX_SHADER, fragment_shader=fragment_src
                 )
             except moderngl.Error as exc:
-                return ShaderError.from_log(str(exc))
+                return _Failure.of(ShaderError.from_log(str(exc)))
             vao = self.ctx.vertex_array(program, [(self._quad, "2f", "in_pos")])
             samplers: list[str] = []
             defaults: dict[str, tuple[moderngl.Uniform, bytes]] = {}
@@ -598,8 +609,10 @@ class GLService:
                 count += 1
         return count
 
-    def _release_all(self) -> None:
-        if self._released:
+    def close(self) -> None:
+        """Free everything the service owns; it is unusable afterwards. A standalone context is
+        released too. Closing twice does nothing."""
+        if self._closed:
             return
         with self.current():
             self.trim()
@@ -614,15 +627,15 @@ class GLService:
         # Targets still handed out are freed with the context (standalone) or left to the
         # context's owner; either way they must not be used any more.
         self._readback_buffers.clear()
-        self._released = True
+        self._closed = True
         if self._owns_context:
             # Already un-current (the `with` above exited): EGL really destroys it now.
             self.ctx.release()
 
     @property
-    def released(self) -> bool:
-        """True after `release()` was called with no argument."""
-        return self._released
+    def closed(self) -> bool:
+        """True after `close()`."""
+        return self._closed
 
 
 def _check_size(size: Sequence[int]) -> Size:
@@ -665,6 +678,19 @@ def _save_png(image: np.ndarray, path: Path, compress_level: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+class FrameWriteError(RuntimeError):
+    """PNG frames cannot be written (the folder cannot be made, or a file cannot be saved)."""
+
+
+def _reason(error: BaseException) -> str:
+    """One line: an OSError's reason and file, else the error's first line."""
+    if isinstance(error, OSError) and error.strerror:
+        where = f": {error.filename}" if error.filename else ""
+        return f"{error.strerror}{where}"
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 class GLFrameWriter:
     """Writes numbered PNG frames; reads back on the GL thread, encodes on a worker thread.
 
@@ -674,8 +700,9 @@ class GLFrameWriter:
             for ...:
                 writer.write(target)        # readback now, encoding happens in the background
 
-    At most `max_pending` frames wait for encoding; `write()` blocks beyond that. The first
-    encoding error is re-raised by the next `write()` or by `close()`.
+    At most `max_pending` frames wait for encoding; `write()` blocks beyond that. A folder that
+    cannot be made raises FrameWriteError at once; the first encoding error is raised as a
+    FrameWriteError by the next `write()` or by `close()`.
     """
 
     def __init__(
@@ -689,7 +716,11 @@ class GLFrameWriter:
     ) -> None:
         self.gl = gl
         self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            reason = error.strerror or _reason(error)
+            raise FrameWriteError(f"cannot make {self.out_dir}: {reason}") from error
         self.pattern = pattern
         self.compress_level = compress_level
         self.frames_written = 0
@@ -729,7 +760,7 @@ class GLFrameWriter:
     def _raise_pending_error(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
-            raise RuntimeError(f"writing a PNG frame failed: {error}") from error
+            raise FrameWriteError(f"writing a PNG frame failed: {_reason(error)}") from error
 
     def _run(self) -> None:
         while True:

@@ -204,7 +204,7 @@ def main() -> int:
 
     editor.close()
     app.processEvents()
-    report["gl_released"] = gl.released
+    report["gl_closed"] = gl.closed
     print("REPORT " + json.dumps(report))
     return 0
 

@@ -162,3 +162,9 @@ def test_run_headless_frame_delay_loop(tmp_path: Path, capsys) -> None:
     assert main(["run", str(path), "--headless", "--frames", "5", "--print", "m"]) == 0
     values = [float(line.split("=")[1]) for line in capsys.readouterr().out.splitlines()]
     assert values == [math.pow(2, k + 1) for k in range(5)]
+
+
+def test_the_bad_input_exit_status_is_defined_once() -> None:
+    defining = sorted(path.name for path in (ROOT / "app").glob("*.py")
+                      if "EXIT_BAD_INPUT = " in path.read_text(encoding="utf-8"))  # fmt: skip
+    assert defining == ["cli.py"]

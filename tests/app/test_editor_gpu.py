@@ -148,10 +148,10 @@ def test_space_pauses_and_resumes_with_gl(report: dict) -> None:
     assert "paused" not in report["status_after_resume"]
 
 
-def test_new_patch_gives_textures_back_and_close_releases_gl(report: dict) -> None:
+def test_new_patch_gives_textures_back_and_close_closes_gl(report: dict) -> None:
     assert report["in_use_before_new"] > 0
     assert report["in_use_after_new"] == 0
-    assert report["gl_released"]
+    assert report["gl_closed"]
 
 
 # ---------------------------------------------------------------------------- without OpenGL

@@ -193,3 +193,33 @@ def test_demo_patch_loads_and_shows_the_product():
     types = {n.type_id for n in patch.nodes.values()}
     assert {"time.seconds", "input.float", "logic.switch", "debug.fail", "array.map_sin"} <= types
     assert json.loads(demo_patch_path().read_text("utf-8"))["format"] == "patchbay"
+
+
+def test_the_editor_does_not_import_moderngl():
+    import ast
+    import inspect
+
+    import app.qt_editor
+
+    tree = ast.parse(inspect.getsource(app.qt_editor))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}  # fmt: skip
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in imported if name and name.startswith("moderngl")}
+
+
+def test_create_gl_service_reports_moderngl_errors_as_runtime_errors(qtbot, monkeypatch):
+    import moderngl
+    import pytest
+
+    from app import qt_output
+
+    if not qt_output.qt_gl_available():
+        pytest.skip("Qt cannot make OpenGL contexts here")
+
+    def failing(**kwargs):
+        raise moderngl.Error("no usable OpenGL")
+
+    monkeypatch.setattr(qt_output.moderngl, "create_context", failing)
+    with pytest.raises(RuntimeError, match="no usable OpenGL"):
+        qt_output.create_gl_service()

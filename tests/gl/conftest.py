@@ -78,4 +78,4 @@ def gl(require_gl: GLProbe) -> Iterator[GLService]:
     try:
         yield service
     finally:
-        service.release()
+        service.close()

@@ -27,9 +27,8 @@ def _record(patch: Patch, gl: GLService, frames: int = FRAMES) -> list[dict[str,
     recorded = []
     try:
         for frame in range(frames):
-            gl.begin_frame()
-            evaluator.run_frame(frame / 60.0, frame)
-            gl.end_frame()
+            with gl.frame():
+                evaluator.run_frame(frame / 60.0, frame)
             values = {}
             for sink in sinks:
                 value = evaluator.output(sink)

@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 
 from evaluators.gl_service import (
+    FrameWriteError,
     GLFrameWriter,
     GLService,
     GLTarget,
     ShaderError,
-    builtin_shader,
-    builtin_shader_names,
-    parse_uniforms,
 )
+from nodes._glsl import builtin_shader, builtin_shader_names, parse_uniforms
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
 
@@ -53,7 +52,7 @@ def test_all_builtin_shaders_compile(gl: GLService) -> None:
     for name in names:
         source = builtin_shader(name)
         assert source.startswith("#version 330")
-        gl.program(source)
+        assert gl.shader_error(source) is None, name
 
 
 def test_solid_red_everywhere(gl: GLService) -> None:
@@ -240,10 +239,19 @@ def test_passthrough_copies(gl: GLService) -> None:
 BROKEN = "#version 330\nin vec2 uv;\nout vec4 fragColor;\nvoid main() { fragColor = vec4(1) }\n"
 
 
+def render_error(gl: GLService, source: str) -> ShaderError:
+    """The ShaderError that rendering `source` raises."""
+    target = gl.acquire()
+    try:
+        with pytest.raises(ShaderError) as info:
+            gl.render(target, source)
+    finally:
+        gl.release(target)
+    return info.value
+
+
 def test_broken_shader_raises_with_line_and_column(gl: GLService) -> None:
-    with pytest.raises(ShaderError) as info:
-        gl.program(BROKEN)
-    err = info.value
+    err = render_error(gl, BROKEN)
     assert err.line == 4
     assert err.column is not None and err.column > 0
     assert "syntax error" in err.message
@@ -257,24 +265,21 @@ def test_type_error_reports_first_error_and_count(gl: GLService) -> None:
         "#version 330\nin vec2 uv;\nout vec4 fragColor;\n"
         "void main() {\n  vec3 c = uv;\n  fragColor = vec4(c, 1.0); nope();\n}\n"
     )
-    with pytest.raises(ShaderError) as info:
-        gl.program(src)
-    assert info.value.line == 5
-    assert "vec2" in info.value.message
-    assert "(+1 more error)" in str(info.value)
+    error = render_error(gl, src)
+    assert error.line == 5
+    assert "vec2" in error.message
+    assert "(+1 more error)" in str(error)
 
 
 def test_link_error_has_no_line(gl: GLService) -> None:
-    with pytest.raises(ShaderError) as info:
-        gl.program("#version 330\nout vec4 fragColor;\n")
-    assert info.value.line is None
-    assert "main" in str(info.value)
+    error = render_error(gl, "#version 330\nout vec4 fragColor;\n")
+    assert error.line is None
+    assert "main" in str(error)
 
 
 def test_failed_source_is_cached(gl: GLService, monkeypatch: pytest.MonkeyPatch) -> None:
     source = BROKEN.replace("vec4(1)", "vec4(0.5)")
-    with pytest.raises(ShaderError):
-        gl.program(source)
+    render_error(gl, source)
     calls: list[dict] = []
     real_program = gl.ctx.program
 
@@ -295,8 +300,33 @@ def test_failed_source_is_cached(gl: GLService, monkeypatch: pytest.MonkeyPatch)
     assert gl.shader_error(builtin_shader("solid")) is None
 
 
-def test_program_is_cached_by_source(gl: GLService) -> None:
-    assert gl.program(builtin_shader("solid")) is gl.program(builtin_shader("solid"))
+def traceback_depth(error: BaseException) -> int:
+    depth, tb = 0, error.__traceback__
+    while tb is not None:
+        depth, tb = depth + 1, tb.tb_next
+    return depth
+
+
+def test_a_cached_failure_raises_a_new_error_each_time(gl: GLService) -> None:
+    # Re-raising one cached exception grows its traceback on every raise and keeps every
+    # frame it went through alive (with their programs and targets).
+    source = BROKEN.replace("vec4(1)", "vec4(0.25)")
+    errors = [render_error(gl, source) for _ in range(200)]
+    assert len({id(error) for error in errors}) == len(errors)
+    assert traceback_depth(errors[-1]) == traceback_depth(errors[0]) <= 5
+    assert str(errors[-1]) == str(errors[0]) and errors[-1].log == errors[0].log
+    first, second = gl.shader_error(source), gl.shader_error(source)
+    assert first is not second and first is not None and first.__traceback__ is None
+    assert (first.line, first.column, first.error_count) == (errors[0].line, errors[0].column,
+                                                             errors[0].error_count)  # fmt: skip
+
+
+def test_program_is_cached_by_source(gl: GLService, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = builtin_shader("solid").replace("void main", "// cached\nvoid main")
+    render_source(gl, source, {"color": (1, 0, 0, 1)})
+    monkeypatch.setattr(gl.ctx, "program", None)  # compiling again would fail
+    img = render_source(gl, source, {"color": (0, 1, 0, 1)})
+    assert (img == (0, 255, 0, 255)).all()
 
 
 def test_optimized_away_and_unknown_uniforms_are_ignored(gl: GLService) -> None:
@@ -305,7 +335,7 @@ def test_optimized_away_and_unknown_uniforms_are_ignored(gl: GLService) -> None:
         "uniform float unused;\nuniform vec4 color;\n"
         "void main() { fragColor = color; }\n"
     )
-    assert ("unused", "float") in gl.uniforms_of(source)
+    assert ("unused", "float") in parse_uniforms(source)
     img = render_source(gl, source, {"unused": 3.0, "not_declared": 1, "color": (0, 1, 0, 1)})
     assert (img == (0, 255, 0, 255)).all()
 
@@ -374,7 +404,7 @@ def test_uniforms_of_parses_declarations() -> None:
         ("flag", "bool"),
         ("src", "sampler2D"),
     ]
-    assert GLService.uniforms_of(builtin_shader("blend")) == [
+    assert parse_uniforms(builtin_shader("blend")) == [
         ("a", "sampler2D"),
         ("b", "sampler2D"),
         ("mode", "int"),
@@ -383,6 +413,38 @@ def test_uniforms_of_parses_declarations() -> None:
 
 
 # -- pool ---------------------------------------------------------------------------------
+
+
+def test_releasing_none_is_refused_and_close_frees_the_service() -> None:
+    gl = GLService.standalone(size=(8, 8))
+    try:
+        target = gl.acquire()
+        with pytest.raises(TypeError, match="close"):
+            gl.release(None)  # type: ignore[arg-type]
+        assert not gl.closed
+        gl.release(target)
+        assert gl.pool_stats()["free"] == 1
+    finally:
+        gl.close()
+    assert gl.closed
+    gl.close()  # twice is harmless
+    with pytest.raises(RuntimeError, match="closed"):
+        gl.acquire()
+
+
+def test_frame_ends_when_the_frame_raises(gl: GLService) -> None:
+    index = gl.frame_index
+    target = gl.acquire()
+    gl.readback(target)
+    with pytest.raises(ZeroDivisionError), gl.frame():
+        assert gl.readback_count == 0  # begun
+        gl.readback(target)
+        1 / 0  # noqa: B018
+    assert gl.frame_index == index + 1 and gl.last_frame_readbacks == 1  # and ended
+    with gl.frame(finish=False):
+        pass
+    assert gl.frame_index == index + 2
+    gl.release(target)
 
 
 def test_pool_reuses_targets(gl: GLService) -> None:
@@ -417,8 +479,8 @@ def test_pool_stays_flat_over_1000_edit_cycles() -> None:
         assert stats["free"] == 2
         assert len(gl.ctx.objects) == 0  # nothing waits for ctx.gc()
     finally:
-        gl.release()
-    assert gl.released
+        gl.close()
+    assert gl.closed
 
 
 def test_pool_frees_beyond_max_free_at_end_frame() -> None:
@@ -435,7 +497,7 @@ def test_pool_frees_beyond_max_free_at_end_frame() -> None:
         gl.trim()
         assert gl.pool_stats()["allocated"] == 0
     finally:
-        gl.release()
+        gl.close()
 
 
 def test_idle_sizes_are_dropped_after_many_frames() -> None:
@@ -449,7 +511,7 @@ def test_idle_sizes_are_dropped_after_many_frames() -> None:
             gl.end_frame()
         assert gl.pool_stats()["allocated"] == 1
     finally:
-        gl.release()
+        gl.close()
 
 
 # -- upload / readback ---------------------------------------------------------------------
@@ -559,6 +621,12 @@ def test_frame_writer_writes_numbered_frames(gl: GLService, tmp_path: Path) -> N
         assert close(np.asarray(img)[0, 0], (128, 0, 0, 255))
 
 
+def test_frame_writer_refuses_a_folder_it_cannot_make(gl: GLService, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(FrameWriteError, match="cannot make"):
+        GLFrameWriter(gl, tmp_path / "file" / "frames")
+
+
 def test_frame_writer_reports_encoding_errors(gl: GLService, tmp_path: Path) -> None:
     target = solid(gl, (0, 0, 0, 1))
     (tmp_path / "frames").mkdir()
@@ -566,7 +634,7 @@ def test_frame_writer_reports_encoding_errors(gl: GLService, tmp_path: Path) -> 
     try:
         writer = GLFrameWriter(gl, tmp_path / "frames")
         writer.write(target)
-        with pytest.raises(RuntimeError, match="writing a PNG frame failed"):
+        with pytest.raises(FrameWriteError, match="writing a PNG frame failed"):
             writer.close()
     finally:
         gl.release(target)
@@ -592,7 +660,7 @@ def test_from_context_does_not_release_the_context() -> None:
     assert ctx.gc_mode == "context_gc"
     img = render(service, "solid", {"color": (0, 0, 1, 1)}, size=(8, 8))
     assert (img == (0, 0, 255, 255)).all()
-    service.release()
+    service.close()
     with pytest.raises(RuntimeError):
         service.acquire()
     with ctx:

@@ -80,6 +80,26 @@ def test_patchbay_run_headless_writes_pngs(require_gl, tmp_path: Path) -> None:
     assert Image.open(tmp_path / names[0]).size == (80, 45)
 
 
+@pytest.mark.parametrize("where", ["proc", "file_in_the_way"])
+def test_patchbay_run_reports_an_unwritable_out_in_one_line(
+    require_gl, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    from app.cli import main
+
+    source = Path(str(EXAMPLES / "noise_color.patchbay"))
+    if where == "proc":
+        out = Path("/proc/patchbay-frames")  # no folder can be made there
+    else:
+        out = tmp_path / "frames"
+        (out / "frame_00000.png").mkdir(parents=True)  # a folder where the first frame goes
+    code = main(["run", str(source), "--headless", "--frames", "3", "--size", "32x18",
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("patchbay run: ") and str(out) in err
+
+
 def test_patchbay_run_rejects_a_bad_size(tmp_path: Path) -> None:
     source = Path(str(EXAMPLES / "noise_color.patchbay"))
     command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
