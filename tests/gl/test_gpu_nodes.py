@@ -6,6 +6,7 @@ with `pytest --regenerate-references` (and look at them before committing).
 
 from __future__ import annotations
 
+import concurrent.futures
 import math
 import threading
 import time
@@ -53,9 +54,8 @@ class Rig:
             else:
                 self.evaluator = self.kind(self.patch, gpu=self.gl)
         for _ in range(frames):
-            self.gl.begin_frame()
-            self.evaluator.run_frame(self.frame / 60.0, self.frame)
-            self.gl.end_frame()
+            with self.gl.frame():
+                self.evaluator.run_frame(self.frame / 60.0, self.frame)
             self.frame += 1
 
     def pixels(self, node_id: str) -> np.ndarray:
@@ -559,3 +559,229 @@ def test_a_new_resolution_reaches_a_running_flat_program(gl: GLService) -> None:
     assert dual.mode == "flat" and dual.output(gradient).size == (40, 20)
     dual.close()
     dual.ctx.release_all()
+
+
+# ----------------------------------------------------------------------------- failures and files
+
+
+def traceback_depth(error: BaseException) -> int:
+    depth, tb = 0, error.__traceback__
+    while tb is not None:
+        depth, tb = depth + 1, tb.tb_next
+    return depth
+
+
+def test_a_broken_shader_on_a_hot_input_raises_fresh_errors(
+    any_rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One cached exception raised every frame grew its traceback without bound, keeping every
+    # frame it went through (and their programs and targets) alive.
+    raised: list[BaseException] = []
+    real = any_rig.gl.shader_error
+
+    def recording(source: str) -> Any:
+        error = real(source)
+        if error is not None:
+            raised.append(error)
+        return error
+
+    monkeypatch.setattr(any_rig.gl, "shader_error", recording)
+    broken = "#version 330\nout vec4 fragColor;\nuniform float t;\nvoid main() { nope(t); }\n"
+    shader = any_rig.add("gpu.shader", source=broken)
+    any_rig.link(any_rig.add("time.seconds"), shader, "t")
+    any_rig.link(shader, any_rig.add("gpu.output"))
+    any_rig.run(200)
+    assert any_rig.evaluator.status(shader) == "failed"
+    assert "line 4" in any_rig.evaluator.error(shader)
+    assert len(raised) >= 200
+    depths = {traceback_depth(error) for error in raised}
+    assert max(depths) <= 20, sorted(depths)[-3:]
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch, watched: Path) -> list[Path]:
+    reads: list[Path] = []
+    real = Path.read_text
+
+    def read_text(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self.name == watched.name:
+            reads.append(self)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    return reads
+
+
+TINT = "#version 330\nout vec4 fragColor;\nuniform vec4 tint;\nuniform float t;\n" \
+    "void main() { fragColor = tint * (1.0 + 0.0 * t); }\n"  # fmt: skip
+
+
+def test_a_hot_shader_file_is_read_once_until_it_changes(
+    rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from nodes import _glsl
+
+    path = tmp_path / "tint.glsl"
+    text = f"{TINT}// {tmp_path}\n"  # a text no test parsed before
+    path.write_text(text)
+    reads = _counting_reads(monkeypatch, path)
+    scans: list[str] = []
+    real_comments = _glsl._COMMENTS_RE
+
+    class CountingComments:
+        def sub(self, replacement: str, text: str) -> str:
+            scans.append(text)
+            return real_comments.sub(replacement, text)
+
+    monkeypatch.setattr(_glsl, "_COMMENTS_RE", CountingComments())
+    shader = rig.add("gpu.shader", source="", file=str(path), tint=(0, 1, 0, 1))
+    rig.link(rig.add("time.seconds"), shader, "t")
+    rig.link(shader, rig.add("gpu.output"))
+    reads.clear()
+    scans.clear()
+    rig.run(10)
+    assert rig.evaluator.node_class(shader) == "HOT"
+    assert near(rig.pixels(shader)[0, 0], (0, 255, 0, 255))
+    assert len(reads) == 1  # not once a frame
+    assert len(scans) <= 1  # the uniforms of a text are parsed once
+    path.write_text(text.replace("tint * ", "tint.bgra * "))
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    rig.run(3)
+    assert len(reads) == 2  # read again once it changed
+    assert near(rig.pixels(shader)[0, 0], (0, 255, 0, 255))  # green stays green, alpha moved
+    rig.patch.set_value(shader, "tint", (1, 0, 0, 1))
+    rig.run()
+    assert near(rig.pixels(shader)[0, 0], (0, 0, 255, 255))
+
+
+def _shader_project(folder: Path, with_file: bool = True) -> Path:
+    """A patch in `folder` whose shader is `shaders/tint.glsl`, with a uniform value, a link into
+    a uniform and a linked output; returns the patch file."""
+    from nodes import save_patch
+
+    (folder / "shaders").mkdir(parents=True)
+    (folder / "shaders" / "tint.glsl").write_text(TINT)
+    patch = Patch()
+    patch.folder = folder
+    patch.update_settings(resolution=[64, 64])
+    patch.add_node("gpu.shader", {"source": "", "file": "shaders/tint.glsl",
+                                  "tint": (0.0, 0.0, 1.0, 1.0)}, node_id="shader1")  # fmt: skip
+    patch.add_node("input.float", {"value": 0.5}, node_id="speed")
+    patch.connect("speed", "out", "shader1", "t")
+    patch.connect("shader1", "out", patch.add_node("gpu.output", node_id="out"), "in")
+    path = folder / "show.patchbay"
+    save_patch(patch, path)
+    if not with_file:
+        (folder / "shaders" / "tint.glsl").unlink()
+    return path
+
+
+def test_a_shader_file_is_found_next_to_the_patch_from_any_directory(
+    gl: GLService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nodes import load_patch
+
+    path = _shader_project(tmp_path / "project")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    patch = load_patch(path)
+    assert patch.folder == tmp_path / "project"
+    pins = {pin.name: pin.type for pin in patch.nodes["shader1"].inputs}
+    assert pins["tint"] == "color" and pins["t"] == "float"
+    evaluator = FlatEvaluator(patch, gpu=gl)
+    try:
+        with gl.frame():
+            evaluator.run_frame(0.0, 0)
+        assert evaluator.status("shader1") == "ok", evaluator.error("shader1")
+        assert near(gl.readback(evaluator.output("shader1"))[0, 0], (0, 0, 255, 255))
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
+
+
+def test_a_patch_whose_shader_file_is_missing_still_loads(gl: GLService, tmp_path: Path) -> None:
+    import json
+
+    from nodes import load_patch, save_patch
+
+    path = _shader_project(tmp_path / "project", with_file=False)
+    before = json.loads(path.read_text())
+    patch = load_patch(path)  # the saved uniform values and links are kept
+    assert patch.value("shader1", "tint") == [0.0, 0.0, 1.0, 1.0]
+    assert patch.link_into("shader1", "t") is not None
+    evaluator = FlatEvaluator(patch, gpu=gl)
+    try:
+        with gl.frame():
+            evaluator.run_frame(0.0, 0)
+        assert evaluator.status("shader1") == "failed"
+        error = evaluator.error("shader1")
+        assert error == "FileNotFoundError: shader file 'shaders/tint.glsl' not found", error
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
+    save_patch(patch, path)
+    after = json.loads(path.read_text())
+    assert after["nodes"] == before["nodes"] and after["links"] == before["links"]
+    # The file comes back: the pins are typed again, and keep their values and links.
+    (tmp_path / "project" / "shaders" / "tint.glsl").write_text(TINT)
+    patch.set_value("shader1", "file", "shaders/tint.glsl")  # set again: the pins follow
+    reloaded = load_patch(path)
+    for current in (reloaded, patch):
+        pins = {pin.name: pin.type for pin in current.nodes["shader1"].inputs}
+        assert pins["tint"] == "color" and pins["t"] == "float"
+        assert current.link_into("shader1", "t") is not None
+    assert reloaded.value("shader1", "tint") == (0.0, 0.0, 1.0, 1.0)
+
+
+def test_an_image_that_does_not_decode_is_not_loaded_again(
+    gl: GLService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that runs every frame (its path fed by a HOT node, say) with a broken file: it
+    fails with the decoding error every frame, without decoding the file again."""
+    import os
+    from types import SimpleNamespace
+
+    from nodes import Deferred
+
+    path = tmp_path / "broken.png"
+    path.write_bytes(b"not a png at all")
+    loads: list[str] = []
+    real_load = gpu_library._load_image
+
+    def counting_load(name: str) -> np.ndarray:
+        loads.append(name)
+        return real_load(name)
+
+    monkeypatch.setattr(gpu_library, "_load_image", counting_load)
+    ctx = SimpleNamespace(gpu=gl, folder=tmp_path)
+    state = gpu_library.ImageState()
+
+    def run(name: str) -> Any:
+        """One frame of the node, after its background load is done."""
+        for _ in range(2):
+            try:
+                return gpu_library.gpu_image(ctx, state, name)
+            except Deferred:
+                assert state.pending is not None
+                concurrent.futures.wait([state.pending], timeout=30)
+        raise AssertionError("still loading")
+
+    errors = []
+    for _ in range(20):
+        with pytest.raises(OSError) as info:
+            run("broken.png")  # relative to the patch's folder
+        errors.append(str(info.value))
+    assert len(loads) == 1
+    assert len(set(errors)) == 1 and "broken.png" in errors[0] and "\n" not in errors[0]
+    # The file is fixed (a new modification time): it is loaded again.
+    picture = np.full((4, 4, 4), 255, np.uint8)
+    Image.fromarray(picture, "RGBA").save(path, format="PNG")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    target = run("broken.png")
+    assert len(loads) == 2 and target.size == (4, 4)
+    assert np.array_equal(gl.readback(target), picture)
+    state.close()
