@@ -554,17 +554,21 @@ class QtEditorWindow(QMainWindow):
             self.canvas.select(new_ids.values())
 
     def copy_selection(self) -> None:
+        """Copy the selected nodes: to the system clipboard as a patch document, and kept in the
+        window (nodes with large arrays, which need a sidecar file, paste in this window only)."""
         ids = self.canvas.selected_ids()
         if not ids:
             return
         self._clipboard = self._copy_of(ids)
+        clipboard = QApplication.clipboard()
         try:
-            text = json.dumps(patch_to_dict(self._clipboard), sort_keys=True)
-        except ValueError:  # large arrays need a sidecar file: paste within this window only
-            return
-        QApplication.clipboard().setText(text)
+            clipboard.setText(json.dumps(patch_to_dict(self._clipboard), sort_keys=True))
+        except ValueError:  # large arrays: nothing to put there, but an older copy must go
+            clipboard.clear()
 
     def paste(self) -> None:
+        """Paste the last copy: a patch on the system clipboard (copied in any patchbay window),
+        else this window's last copy."""
         piece = self._clipboard  # unless the system clipboard holds a patch
         with contextlib.suppress(ValueError, PatchError):
             piece = patch_from_dict(json.loads(QApplication.clipboard().text()), "clipboard")

@@ -195,6 +195,30 @@ def test_demo_patch_loads_and_shows_the_product():
     assert json.loads(demo_patch_path().read_text("utf-8"))["format"] == "patchbay"
 
 
+def test_paste_pastes_the_last_copy_even_with_large_arrays(editor, ui, qtbot):
+    import numpy as np
+
+    patch = Patch()
+    patch.add_node("math.add", None, (0, 0), node_id="small")
+    big = np.arange(20_000, dtype=np.float64)  # too large for the clipboard text (a sidecar)
+    patch.add_node("value.array", {"value": big}, (300, 0), node_id="big")
+    ui.show_patch(editor, patch)
+    editor.canvas.select(["small"])
+    editor.copy_selection()
+    editor.canvas.select(["big"])
+    editor.copy_selection()  # the last copy: only this window can hold it
+    editor.paste()
+    pasted = editor.canvas.selected_ids()
+    assert len(pasted) == 1 and editor.patch.nodes[pasted[0]].type_id == "value.array"
+    assert np.array_equal(editor.patch.value(pasted[0], "value"), big)
+    # A patch copied (in any window) after that is what pastes next.
+    editor.canvas.select(["small"])
+    editor.copy_selection()
+    editor.paste()
+    pasted = editor.canvas.selected_ids()
+    assert len(pasted) == 1 and editor.patch.nodes[pasted[0]].type_id == "math.add"
+
+
 def test_the_editor_does_not_import_moderngl():
     import ast
     import inspect
