@@ -2,7 +2,8 @@
 
 For each size a chain of `math.add` nodes on a grid (fed by `time.seconds`, ending in an
 `output.value`) is opened in a real editor window, then the canvas is repainted with a view at
-normal zoom (what panning costs) and with the whole patch in view (the worst case). A large patch
+normal zoom (what panning costs) and with the whole patch in view (the worst case, where nodes are
+drawn simplified: see app/qt_canvas.py), also while panning and zooming at that scale. A large patch
 is drawn on the canvas progressively (app/qt_canvas.py), so opening is measured three ways: until
 the window is back in the event loop, until the canvas is complete, and the longest single
 event-loop turn in between (the worst freeze a user sees while it loads). Works under
@@ -61,7 +62,9 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
     `load_s` (until the canvas shows the whole patch), `stall_s` (the longest event-loop turn
     from opening until the canvas is complete), `repaint_zoom1_s` (one repaint at normal zoom, as
     when panning), `pan_step_s` (scroll then repaint), `repaint_all_s` (one repaint with every
-    node in view), `frame_s` (one evaluator frame).
+    node in view), `pan_all_s` and `zoom_all_s` (one pan step as a middle-button drag makes it, or
+    one wheel-notch zoom step, then a repaint, with every node in view), `frame_s` (one evaluator
+    frame).
     """
     QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication([])
@@ -73,6 +76,18 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
         window.toggle_pause()  # the frame loop would compete with the measurements
         app.processEvents()
         viewer = window.canvas.viewer()
+        sign = [1]  # pan and zoom steps alternate in direction, so the view stays put
+
+        def pan_all() -> None:
+            sign[0] = -sign[0]
+            viewer._set_viewer_pan(40 * sign[0], 0)  # as a middle-button drag does
+            viewer.grab()
+
+        def zoom_all() -> None:
+            sign[0] = -sign[0]
+            viewer._set_viewer_zoom(120 * sign[0])  # as one wheel notch does
+            viewer.grab()
+
         for size in sizes:
             patch = grid_chain(size)
             started = time.perf_counter()
@@ -86,6 +101,8 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
                 stall = max(stall, time.perf_counter() - turn)
             load = time.perf_counter() - started
             repaint_all = _median_seconds(viewer.grab)
+            pan_all_s = _median_seconds(pan_all)
+            zoom_all_s = _median_seconds(zoom_all)
             viewer.fitInView(QRectF(0, 0, 1400, 800), Qt.AspectRatioMode.KeepAspectRatio)
             viewer.grab()
             repaint_zoom1 = _median_seconds(viewer.grab)
@@ -105,6 +122,8 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
                 "repaint_zoom1_s": repaint_zoom1,
                 "pan_step_s": pan_step,
                 "repaint_all_s": repaint_all,
+                "pan_all_s": pan_all_s,
+                "zoom_all_s": zoom_all_s,
                 "frame_s": frame,
             }
         window.undo_stack.setClean()

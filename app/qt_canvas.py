@@ -21,6 +21,12 @@ Assumptions and known costs:
       responsive, with a progress bar over the frozen canvas. The half-built canvas is never seen
       by anything else: a Patch edit, a call that names nodes or reads the view, or a mouse or key
       press on the canvas first builds the rest at once.
+    * With a large patch all in view, drawing every node, port, label and curve in full took
+      0.5-0.8 s per repaint at 2,000 nodes (NodeGraphQt paints in Python, and the item pixmap
+      cache no longer held all those items). Below `SIMPLE_BELOW_ZOOM` nodes are drawn as plain
+      rectangles and links as straight lines, with no text, port circles or arrows: about 30 ms
+      per repaint and 0.1 s per zoom step at 2,000 nodes (`app/qt_bench.py`). Ports cannot be
+      dragged at that zoom; a press there takes the node.
 """
 
 from __future__ import annotations
@@ -34,9 +40,11 @@ from typing import Any
 from NodeGraphQt import BaseNode, NodeGraph
 from NodeGraphQt.constants import PortTypeEnum
 from NodeGraphQt.qgraphics.node_base import NodeItem
+from NodeGraphQt.qgraphics.pipe import PipeItem
+from NodeGraphQt.widgets.viewer import NodeViewer
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QUndoStack
-from PySide6.QtWidgets import QProgressBar
+from PySide6.QtGui import QColor, QPainter, QPen, QUndoStack
+from PySide6.QtWidgets import QProgressBar, QStyleOptionGraphicsItem
 
 from app.qt_commands import (
     AddNodesCommand,
@@ -66,16 +74,129 @@ DEFERRED_BORDER = (200, 120, 255)
 IDLE_OPACITY = 0.4
 
 
+# Below this zoom nodes are plain rectangles and links straight lines: a node of NodeGraphQt's
+# minimum width (160) is then under 40 px wide on screen, too small for its text to be read.
+SIMPLE_BELOW_ZOOM = 0.25
+SELECTED_OUTLINE = (254, 207, 42)
+
+
+def _zoom(painter: QPainter, option: QStyleOptionGraphicsItem) -> float:
+    """Screen pixels per scene unit for an item painted with `painter`."""
+    return option.levelOfDetailFromTransform(painter.worldTransform())
+
+
 class _PatchNodeItem(NodeItem):
-    """A NodeItem laid out once, when it enters the scene.
+    """A NodeItem laid out once, when it enters the scene, and drawn as a plain rectangle when it
+    is small on screen.
 
     NodeGraphQt lays a node out on each `layout_direction` assignment, twice before the item is in
     a scene, and again in `post_init` once it is; only that last layout is kept.
+
+    Level of detail: NodeGraphQt's proxy mode, switched at the start of each `paint`, with three
+    changes. The switch compares the view's zoom, read from the painter's transform, with
+    `SIMPLE_BELOW_ZOOM`, where NodeGraphQt maps the node to global coordinates twice per paint.
+    A simple node is a filled rectangle in its colour (failed red, idle at its opacity; selected
+    and deferred nodes get a 2 px outline). And its child items (name, icon, port circles and
+    labels) are made fully transparent instead of hidden: Qt then skips them, their Python
+    `paint` and `boundingRect` included, and presses go to the node, while NodeGraphQt's layout
+    and pipes, which test `isVisible()`, see no change. With the item cache a node is painted,
+    so switches, whenever the zoom changes.
     """
+
+    @property
+    def simple(self) -> bool:
+        """True while the node is drawn as a plain rectangle."""
+        return self._proxy_mode
 
     def draw_node(self) -> None:
         if self.scene() is not None:
             super().draw_node()
+
+    def auto_switch_mode(self) -> None:
+        pass  # decided in paint() from the painter's transform
+
+    def set_proxy_mode(self, mode: bool) -> None:
+        if mode is self._proxy_mode:
+            return
+        self._proxy_mode = mode
+        self._x_item.proxy_mode = mode
+        self._show_details()
+
+    def _show_details(self) -> None:
+        opacity = 0.0 if self._proxy_mode else 1.0
+        for child in self.childItems():
+            if child is not self._x_item:
+                child.setOpacity(opacity)
+
+    def _add_port(self, port: Any) -> Any:
+        port = super()._add_port(port)
+        if self._proxy_mode:  # a pin added while zoomed out
+            self._show_details()
+        return port
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: Any) -> None:
+        zoom = _zoom(painter, option)
+        self.set_proxy_mode(zoom < SIMPLE_BELOW_ZOOM)
+        if not self._proxy_mode:
+            super().paint(painter, option, widget)
+            return
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        rect = QRectF(0.0, 0.0, self._width, self._height)
+        painter.fillRect(rect, QColor(*self.color))
+        outline = SELECTED_OUTLINE if self.selected else None
+        if outline is None and tuple(self.border_color[:3]) == DEFERRED_BORDER:
+            outline = DEFERRED_BORDER
+        if outline is not None:
+            pen = QPen(QColor(*outline), 2.0)
+            pen.setCosmetic(True)  # 2 px on screen whatever the zoom, inside the node
+            painter.setPen(pen)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            inset = 1.0 / zoom
+            painter.drawRect(rect.adjusted(inset, inset, -inset, -inset))
+        painter.restore()
+
+
+class _PatchPipeItem(PipeItem):
+    """A link: below `SIMPLE_BELOW_ZOOM` a 1 px straight line in its colour without the direction
+    arrow (made fully transparent), above it NodeGraphQt's curve and arrow."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.simple = False
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: Any) -> None:
+        simple = _zoom(painter, option) < SIMPLE_BELOW_ZOOM
+        if simple is not self.simple:
+            self.simple = simple
+            self._dir_pointer.setOpacity(0.0 if simple else 1.0)
+        if not simple:
+            super().paint(painter, option, widget)
+            return
+        path = self.path()
+        pen = QPen(self.pen().color(), 1.0)
+        pen.setCosmetic(True)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        painter.setPen(pen)
+        start = path.elementAt(0)
+        painter.drawLine(QPointF(start.x, start.y), path.currentPosition())
+        painter.restore()
+
+
+class _PatchViewer(NodeViewer):
+    """NodeGraphQt's viewer making `_PatchPipeItem` links."""
+
+    def establish_connection(self, start_port: Any, end_port: Any) -> None:
+        # NodeViewer.establish_connection with our pipe class.
+        pipe = _PatchPipeItem()
+        self.scene().addItem(pipe)
+        pipe.set_connections(start_port, end_port)
+        pipe.draw_path(pipe.input_port, pipe.output_port)
+        if start_port.node.selected or end_port.node.selected:
+            pipe.highlight()
+        if not start_port.node.visible or not end_port.node.visible:
+            pipe.hide()
 
 
 class QtPatchNode(BaseNode):
@@ -108,7 +229,8 @@ class _GestureGraph(NodeGraph):
 
     def __init__(self, canvas: QtPatchCanvas) -> None:
         # A private stack: nothing the view does is undoable by itself.
-        super().__init__(undo_stack=QUndoStack())
+        stack = QUndoStack()
+        super().__init__(undo_stack=stack, viewer=_PatchViewer(undo_stack=stack))
         self._canvas = canvas
 
     def get_unique_name(self, name: str) -> str:

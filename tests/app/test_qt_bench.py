@@ -11,6 +11,8 @@ MEASURES = {
     "repaint_zoom1_s",
     "pan_step_s",
     "repaint_all_s",
+    "pan_all_s",
+    "zoom_all_s",
     "frame_s",
 }
 

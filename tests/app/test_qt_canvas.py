@@ -1,13 +1,24 @@
 """Canvas gestures driven with real mouse and key input: each is one undo step on the app's stack,
 the canvas always shows what the Patch holds, and refused links never change anything. A patch
-loaded progressively is complete before any edit, gesture or node lookup sees the canvas."""
+loaded progressively is complete before any edit, gesture or node lookup sees the canvas. Zoomed
+out, nodes are plain rectangles that keep their status colours and outlines, and links plain
+lines; zoomed back in, both are drawn in full again."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from PySide6.QtCore import QCoreApplication, QPointF, Qt, QTimer
 from PySide6.QtTest import QTest
 
 from app.qt_bench import grid_chain
+from app.qt_canvas import (
+    CLASS_COLORS,
+    DEFERRED_BORDER,
+    FAILED_COLOR,
+    SELECTED_OUTLINE,
+    SIMPLE_BELOW_ZOOM,
+)
 from nodes import Patch
 
 
@@ -250,3 +261,107 @@ def test_a_node_decorated_before_it_is_built_shows_it_once_built(editor):
     editor.canvas.decorate("n29", "HOT", "failed", "boom")
     editor.canvas.finish_loading()
     assert editor.canvas.view_node("n29").view.toolTip().endswith("boom")
+
+
+# ---------------------------------------------------------------------- level of detail
+def zoom_and_paint(editor, scale: float):
+    """Show the canvas at `scale` (screen pixels per scene unit) around its centre and paint it
+    once; returns the painted viewport as an image."""
+    viewer = editor.canvas.viewer()
+    size = viewer.viewport().size()
+    x, y = editor.canvas.view_center()
+    w, h = size.width() / scale, size.height() / scale
+    viewer.set_scene_rect([x - w / 2, y - h / 2, w, h])
+    assert abs(viewer.transform().m11() - scale) < 0.01 * scale
+    return viewer.viewport().grab().toImage()
+
+
+def linked_small_patch() -> Patch:
+    patch = small_patch()
+    patch.connect("a", "out", "b", "a")
+    patch.connect("b", "out", "c", "in")
+    return patch
+
+
+def drawn_simple(editor) -> dict:
+    """For each node and link: drawn simplified, with its details (text, ports, arrow) skipped."""
+    canvas = editor.canvas
+    state = {}
+    for node_id in canvas.patch.nodes:
+        item = canvas.view_node(node_id).view
+        details = [c for c in item.childItems() if c is not item._x_item]
+        assert {c.opacity() for c in details} == ({0.0} if item.simple else {1.0})
+        state[node_id] = item.simple
+    for pipe in canvas.viewer().all_pipes():
+        assert pipe._dir_pointer.opacity() == (0.0 if pipe.simple else 1.0)
+        assert pipe.isVisible()
+        state[canvas._link_of(pipe.output_port, pipe.input_port)] = pipe.simple
+    return state
+
+
+def test_zoomed_out_canvas_is_drawn_simply_and_in_full_again_when_zoomed_in(editor, ui):
+    ui.show_patch(editor, linked_small_patch())
+    canvas = editor.canvas
+    sizes = {n: canvas.view_node(n).view.boundingRect() for n in canvas.patch.nodes}
+    zoom_and_paint(editor, 1.0)
+    assert set(drawn_simple(editor).values()) == {False}
+    zoom_and_paint(editor, SIMPLE_BELOW_ZOOM * 0.8)
+    state = drawn_simple(editor)
+    assert len(state) == 6 and set(state.values()) == {True}
+    port = canvas.port_scene_pos("b", "a", output=False)
+    hit = {type(item).__name__ for item in canvas.viewer().scene().items(port)}
+    assert "PortItem" not in hit  # a press there takes the node, not a port
+    canvas.view_node("d").add_input("extra")  # a pin added while zoomed out is not drawn either
+    drawn_simple(editor)
+    sizes["d"] = canvas.view_node("d").view.boundingRect()  # laid out while zoomed out
+    editor.patch.set_position("b", (320.0, 40.0))  # links follow a node moved while zoomed out
+    (pipe,) = canvas.view_node("b").get_input("a").view.connected_pipes
+    start = pipe.path().elementAt(0)
+    assert QPointF(start.x, start.y) == canvas.port_scene_pos("b", "a", output=False)
+    zoom_and_paint(editor, SIMPLE_BELOW_ZOOM * 1.2)
+    assert set(drawn_simple(editor).values()) == {False}
+    canvas.view_node("d").view.draw_node()  # laid out again in full: same size
+    assert {n: canvas.view_node(n).view.boundingRect() for n in canvas.patch.nodes} == sizes
+    assert_in_sync(editor, ui)
+
+
+def colours_in(image, viewer, item) -> Counter:
+    """Pixel colours (with counts) inside an item's rectangle on screen, edges included."""
+    rect = viewer.mapFromScene(item.sceneBoundingRect()).boundingRect().adjusted(-2, -2, 2, 2)
+    colours = (
+        image.pixelColor(x, y)
+        for x in range(rect.left(), rect.right() + 1)
+        for y in range(rect.top(), rect.bottom() + 1)
+    )
+    return Counter((c.red(), c.green(), c.blue()) for c in colours)
+
+
+def centre_colour(image, viewer, item) -> tuple[int, int, int]:
+    c = image.pixelColor(viewer.mapFromScene(item.sceneBoundingRect().center()))
+    return c.red(), c.green(), c.blue()
+
+
+def test_zoomed_out_nodes_keep_status_colours_and_outlines(editor, ui):
+    ui.show_patch(editor, linked_small_patch())
+    canvas = editor.canvas
+    canvas.decorate("a", "USER", "ok", None)
+    canvas.decorate("b", "USER", "deferred", None)
+    canvas.decorate("c", "USER", "idle", None)
+    canvas.decorate("d", "HOT", "failed", "boom")
+    canvas.select(["a"])
+    viewer = canvas.viewer()
+    image = zoom_and_paint(editor, SIMPLE_BELOW_ZOOM * 0.8)
+    items = {n: canvas.view_node(n).view for n in canvas.patch.nodes}
+    assert all(item.simple for item in items.values())
+    assert centre_colour(image, viewer, items["a"]) == CLASS_COLORS["USER"]
+    assert centre_colour(image, viewer, items["d"]) == FAILED_COLOR
+    idle = centre_colour(image, viewer, items["c"])
+    assert idle != CLASS_COLORS["USER"] and sum(idle) < sum(CLASS_COLORS["USER"])  # dimmed
+    outlines = {n: colours_in(image, viewer, item) for n, item in items.items()}
+    assert outlines["a"][SELECTED_OUTLINE] > 0
+    assert outlines["b"][DEFERRED_BORDER] > 0
+    assert all(outlines[n][SELECTED_OUTLINE] == 0 for n in "bcd")
+    assert all(outlines[n][DEFERRED_BORDER] == 0 for n in "acd")
+    canvas.select([])
+    image = zoom_and_paint(editor, SIMPLE_BELOW_ZOOM * 0.8)
+    assert colours_in(image, viewer, items["a"])[SELECTED_OUTLINE] == 0
