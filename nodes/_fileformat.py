@@ -32,7 +32,7 @@ import jsonschema
 import numpy as np
 
 from nodes._errors import PatchError, PatchFileError
-from nodes._patch import Patch
+from nodes._patch import MAX_RESOLUTION, Patch
 
 FORMAT = "patchbay"
 VERSION = 1
@@ -50,7 +50,17 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "format": {"const": FORMAT},
         "version": {"type": "integer"},
-        "settings": {"type": "object"},
+        "settings": {
+            "type": "object",
+            "properties": {
+                "resolution": {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 1, "maximum": MAX_RESOLUTION},
+                    "minItems": 2,
+                    "maxItems": 2,
+                }
+            },
+        },
         "meta": {"type": "object"},
         "nodes": {
             "type": "array",
@@ -127,7 +137,7 @@ def _decode_value(value: Any, npz: Mapping[str, np.ndarray] | None) -> Any:
         if dtype.kind not in "biuf":
             raise ValueError(f"arrays of {dtype} are not supported")
         return np.asarray(spec["data"], dtype=dtype).reshape(spec["shape"])
-    except (KeyError, TypeError) as error:
+    except (KeyError, TypeError, OverflowError) as error:
         raise ValueError(f"bad $array ({error})") from None
 
 

@@ -246,6 +246,9 @@ class Patch:
         self._emit(PatchEvent("structural", "pins", instance.id))
 
     def update_settings(self, **settings: Any) -> None:
+        """Change patch settings (e.g. `resolution=[1920, 1080]`), checked first."""
+        if "resolution" in settings:
+            settings["resolution"] = _checked_resolution(settings["resolution"])
         self.settings.update(settings)
         self._emit(PatchEvent("value", "settings", value=dict(settings)))
 
@@ -335,6 +338,19 @@ def _kept(pin: PinSpec, values: Mapping[str, Any]) -> Any:
         return coerce_value(pin.type, values[pin.name])
     except ValueError:
         return pin.default
+
+
+MAX_RESOLUTION = 16384
+
+
+def _checked_resolution(value: Any) -> list[int]:
+    try:
+        width, height = (int(v) for v in value)
+    except (TypeError, ValueError):
+        raise PatchValueError(f"resolution: expected width and height, got {value!r}") from None
+    if not (1 <= width <= MAX_RESOLUTION and 1 <= height <= MAX_RESOLUTION):
+        raise PatchValueError(f"resolution: {width}x{height} is outside 1..{MAX_RESOLUTION}")
+    return [width, height]
 
 
 def _coerce(node_id: str, pin: PinSpec, value: Any) -> Any:

@@ -15,7 +15,7 @@ import pytest
 
 import nodes._fileformat as fileformat
 from app.cli import main as cli_main
-from nodes import Patch, PatchFileError, load_patch, save_patch
+from nodes import Patch, PatchFileError, PatchValueError, load_patch, save_patch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -499,3 +499,37 @@ def test_check_good_file_summary(tmp_path: Path, capsys) -> None:
     captured = capsys.readouterr()
     assert captured.out == f"{path}: ok: patch, 3 nodes, 2 links, 1 sinks\n"
     assert captured.err == ""
+
+
+@pytest.mark.parametrize(
+    ("settings", "place"),
+    [({"resolution": "abc"}, "settings.resolution"), ({"resolution": [0, 10]}, "settings")],
+)
+def test_bad_settings_are_file_errors(tmp_path: Path, settings: dict, place: str) -> None:
+    path = tmp_path / "bad.patchbay"
+    document = {"format": "patchbay", "version": 1, "settings": settings, "nodes": [], "links": []}
+    path.write_text(json.dumps(document))
+    with pytest.raises(PatchFileError, match=rf"bad\.patchbay: {place}"):
+        load_patch(path)
+
+
+def test_an_array_value_out_of_its_dtype_range_is_a_file_error(tmp_path: Path) -> None:
+    value = {"$array": {"dtype": "uint8", "shape": [1], "data": [300]}}
+    document = {
+        "format": "patchbay",
+        "version": 1,
+        "nodes": [{"id": "a", "type": "value.array", "values": {"value": value}}],
+        "links": [],
+    }
+    path = tmp_path / "overflow.patchbay"
+    path.write_text(json.dumps(document))
+    with pytest.raises(PatchFileError, match=r"nodes\[0\]\.values: bad \$array"):
+        load_patch(path)
+
+
+def test_update_settings_checks_the_resolution() -> None:
+    patch = Patch()
+    with pytest.raises(PatchValueError, match="resolution"):
+        patch.update_settings(resolution=[0, 5])
+    patch.update_settings(resolution=(320.0, 200))
+    assert patch.settings["resolution"] == [320, 200]
