@@ -14,10 +14,8 @@ The builder is cooperative: between small chunks of work it waits while a frame 
 rebuild of a large patch does not stretch the frames that run meanwhile. It never touches GL. Old
 programs are released on the builder thread, outside the frame loop.
 
-After a swap the dual evaluator calls `gc.freeze()`: the patch and its program are long-lived, and
-keeping them out of the cyclic collector's scans keeps full collections (which otherwise fall into
-some frame) short. Released programs break their own reference cycles, and `close()` releases the
-running program and unfreezes, so a closed evaluator is collected with everything it held.
+Released programs break their own reference cycles (lazy-input pulls refer to their program), and
+`close()` releases the running one, so a closed evaluator is freed with everything it held.
 
 While builds run, the interpreter's switch interval is shortened (process-wide, counted, so that
 overlapping builds of several evaluators restore it once, at the end of the last one).
@@ -25,7 +23,6 @@ overlapping builds of several evaluators restore it once, at the end of the last
 
 from __future__ import annotations
 
-import gc
 import queue
 import sys
 import threading
@@ -275,9 +272,6 @@ class DualEvaluator:
             self._edited.clear()
         self.program = program
         self.swaps += 1
-        # Everything alive now is long-lived: take it out of the collector's view, so a full
-        # collection triggered later (e.g. by the next build's allocations) stays short.
-        gc.freeze()
 
     def _maybe_build(self) -> None:
         if self.program is not None or self._building is not None:
@@ -337,4 +331,3 @@ class DualEvaluator:
             self.program.export_context(self.patch.nodes)
             self.program.release()
             self.program = None
-        gc.unfreeze()
