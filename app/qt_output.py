@@ -146,16 +146,24 @@ def create_gl_service(size: tuple[int, int] = (1280, 720)) -> GLService:
     qt_context = QOpenGLContext()
     qt_context.setFormat(QSurfaceFormat.defaultFormat())
     qt_context.setShareContext(share)
+    problem = ""
     if not qt_context.create() or not qt_context.makeCurrent(surface):
-        raise RuntimeError("Qt could not create an OpenGL 3.3 context")
-    try:
-        ctx = moderngl.create_context(context=QtGLLoader(qt_context, surface), require=330)
-        ctx.gc_mode = "context_gc"
-        service = GLService.from_context(ctx, size)
-    except moderngl.Error as error:
-        raise RuntimeError(f"OpenGL 3.3 is not usable here: {error}") from error
-    finally:
-        qt_context.doneCurrent()
+        problem = "Qt could not create an OpenGL 3.3 context"
+    else:
+        try:
+            ctx = moderngl.create_context(context=QtGLLoader(qt_context, surface), require=330)
+            ctx.gc_mode = "context_gc"
+            service = GLService.from_context(ctx, size)
+        except moderngl.Error as error:
+            problem = f"OpenGL 3.3 is not usable here: {error}"
+        finally:
+            qt_context.doneCurrent()
+    if problem:
+        # Freed now, on this thread: the traceback would keep them for a garbage collection,
+        # which may run on any thread, where deleting Qt GL objects crashes.
+        surface.destroy()
+        del qt_context, surface
+        raise RuntimeError(problem)
     # The Qt objects must live as long as the service's context.
     service.qt_objects = (qt_context, surface)  # type: ignore[attr-defined]
     return service
