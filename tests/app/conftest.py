@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QCoreApplication, QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from app.qt_editor import QtEditorWindow
 from nodes import Patch
@@ -99,6 +101,19 @@ def model_links(patch: Patch) -> set[tuple[str, str, str, str]]:
 def press(widget: Any, key: Any, modifiers: Any = Qt.KeyboardModifier.NoModifier) -> None:
     QTest.keyClick(widget, key, modifiers)
     QCoreApplication.processEvents()
+
+
+_KEPT: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def keep_qt_windows() -> Iterator[None]:
+    """Keep every window a test made (closed by qtbot) until the process ends. A closed editor
+    is garbage in reference cycles once its evaluator is closed; collecting it deletes its Qt
+    objects in whatever order the collector picks, on whatever thread triggers it (a background
+    build), which crashes."""
+    yield
+    _KEPT.extend(QApplication.topLevelWidgets())
 
 
 @pytest.fixture
