@@ -15,6 +15,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from app.qt_editor import QtEditorWindow
+from app.qt_gc import collect_on_gui_thread
 from app.qt_output import configure_qt_gl
 from nodes import load_patch
 
@@ -49,6 +50,7 @@ def run_editor(path: str | None) -> int:
         app = QApplication(sys.argv[:1])
     app.setApplicationName("patchbay")
     app.setOrganizationName("patchbay")
+    collect_on_gui_thread(app)
     window = open_editor(path)  # held here: the window lives as long as the event loop
     code = app.exec()
     window.deleteLater()
