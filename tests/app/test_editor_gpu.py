@@ -17,8 +17,6 @@ cannot be opened.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QLabel
 
 from nodes import load_patch
+from tests.xvfb import private_display, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("editor_gpu_probe.py")
@@ -37,39 +36,11 @@ ARTIFACT = ROOT / "tests" / "artifacts" / "editor_gpu.png"
 SAME = 4  # a shown colour may lie this far outside the range of the texels it comes from
 
 
-def _unavailable(message: str) -> None:
-    if os.environ.get("PATCHBAY_REQUIRE_GL") == "1":
-        pytest.fail(f"PATCHBAY_REQUIRE_GL=1 but {message}", pytrace=False)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def xvfb_env() -> Iterator[dict[str, str]]:
     """Environment for a child process on a fresh Xvfb with screens 1600x1000 and 640x480."""
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        _unavailable("Xvfb is not installed (apt-get install xvfb)")
-    read_end, write_end = os.pipe()
-    server = subprocess.Popen(
-        [xvfb, "-displayfd", str(write_end), "-nolisten", "tcp",
-         "-screen", "0", "1600x1000x24", "-screen", "1", "640x480x24"],
-        pass_fds=(write_end,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        display = pipe.readline().strip()
-    if not display:
-        server.kill()
-        _unavailable("Xvfb did not start")
-    env = {**os.environ, "DISPLAY": f":{display}", "QT_QPA_PLATFORM": "xcb"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    try:
+    with private_display("1600x1000x24", "640x480x24") as env:
         yield env
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +52,7 @@ def report(xvfb_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -
     if done.returncode != 0 or not lines:
         output = (done.stdout + done.stderr)[-3000:]
         if "no Qt platform plugin" in output:
-            _unavailable(f"Qt cannot use Xvfb:\n{output}")
+            unavailable(f"Qt cannot use Xvfb:\n{output}")
         pytest.fail(f"the editor GPU probe failed ({done.returncode}):\n{output}")
     return json.loads(lines[0].removeprefix("REPORT "))
 

@@ -10,8 +10,6 @@ the tests skip, except with PATCHBAY_REQUIRE_GL=1 (CI), where they fail.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,56 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.xvfb import private_display, unavailable
+
 pytestmark = pytest.mark.xvfb
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("output_window_probe.py")
 
 
-def _unavailable(message: str) -> None:
-    if os.environ.get("PATCHBAY_REQUIRE_GL") == "1":
-        pytest.fail(f"PATCHBAY_REQUIRE_GL=1 but {message}", pytrace=False)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def two_screens() -> Iterator[dict[str, str]]:
     """Environment for a child process on a fresh Xvfb with screens 800x600 and 640x480."""
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        _unavailable("Xvfb is not installed (apt-get install xvfb)")
-    read_end, write_end = os.pipe()
-    server = subprocess.Popen(
-        [
-            xvfb,
-            "-displayfd",
-            str(write_end),
-            "-nolisten",
-            "tcp",
-            "-screen",
-            "0",
-            "800x600x24",
-            "-screen",
-            "1",
-            "640x480x24",
-        ],
-        pass_fds=(write_end,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        display = pipe.readline().strip()
-    if not display:
-        server.kill()
-        _unavailable("Xvfb did not start")
-    env = {**os.environ, "DISPLAY": f":{display}", "QT_QPA_PLATFORM": "xcb"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    try:
+    with private_display("800x600x24", "640x480x24") as env:
         yield env
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +41,7 @@ def report(two_screens: dict[str, str]) -> dict:
     if done.returncode != 0 or not lines:
         output = (done.stdout + done.stderr)[-3000:]
         if "could not create an OpenGL" in output or "no Qt platform plugin" in output:
-            _unavailable(f"Qt has no OpenGL on Xvfb:\n{output}")
+            unavailable(f"Qt has no OpenGL on Xvfb:\n{output}")
         pytest.fail(f"the output window probe failed ({done.returncode}):\n{output}")
     return json.loads(lines[0].removeprefix("REPORT "))
 
