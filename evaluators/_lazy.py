@@ -106,6 +106,7 @@ class LazyEvaluator:
         self._serial = 0
         self._visited: dict[str, int] = {}
         self._status: dict[str, str] = {}  # this frame's status of every node visited
+        self._derived_status: dict[str, str] = {}  # statuses of nodes not visited, once asked
         self._errors: dict[str, str] = {}
         self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
         self.nodes_run = 0  # count of compute calls, for tests and benchmarks
@@ -126,6 +127,7 @@ class LazyEvaluator:
         """Evaluate the roots at the context's current clock (the dual evaluator advances it)."""
         self._serial += 1
         self._status = {}
+        self._derived_status = {}
         self._unsettled = set()
         for root in self._root_ids():
             self._evaluate(root)
@@ -136,20 +138,22 @@ class LazyEvaluator:
 
     def status(self, node_id: str) -> str:
         self.patch.node(node_id)
-        found = self._status.get(node_id)
+        found = self._status.get(node_id) or self._derived_status.get(node_id)
         if found is not None:
             return found
         # Upstream of a cached node is not visited: it is still needed if a consumer was.
         cls, key = self.analysis.info(node_id)
         entry = self.ctx.cache.get(node_id)
+        status = "idle"
         if (
             cls != HOT
             and entry is not None
             and entry.key == key
             and self._consumer_visited(node_id)
         ):
-            return "failed" if entry.error else "cached"
-        return "idle"
+            status = "failed" if entry.error else "cached"
+        self._derived_status[node_id] = status  # until the next frame or edit
+        return status
 
     def _consumer_visited(self, node_id: str) -> bool:
         seen = {node_id}
@@ -182,6 +186,7 @@ class LazyEvaluator:
     def _on_event(self, event: PatchEvent) -> None:
         self.analysis.on_event(event)
         self.ctx.on_patch_event(event)
+        self._derived_status.clear()
         if event.kind == "structural":
             self._roots = None
             self._feedback_links = None
