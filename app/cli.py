@@ -53,7 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="run the benchmark suite")
     bench.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE")
     bench.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
-    bench.add_argument("--only", nargs="+", default=None, help="run only these sections")
+    bench.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        choices=("evaluators", "live_edit", "freeze", "gpu", "editor"),
+        help="run only these sections",
+    )
     return parser
 
 
