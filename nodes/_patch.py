@@ -175,10 +175,7 @@ class Patch:
             raise DuplicateNodeError(f"node id {node_id!r} is already used")
         elif not node_id or "/" in node_id:
             raise PatchValueError(f"bad node id {node_id!r}")
-        node_values = self._checked_values(node_id, spec, values or {})
-        inputs = spec.inputs_for(node_values, self.folder)
-        for pin in inputs[len(spec.inputs) :]:
-            node_values.setdefault(pin.name, pin.default)
+        node_values, inputs = self._checked_values(node_id, spec, values or {})
         where = (float(pos[0]), float(pos[1])) if pos else (0.0, 0.0)
         instance = NodeInstance(node_id, spec, node_values, where, inputs)
         self.nodes[node_id] = instance
@@ -187,15 +184,25 @@ class Patch:
 
     def _checked_values(
         self, node_id: str, spec: NodeSpec, values: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], tuple[PinSpec, ...]]:
+        """The node's values (defaults filled in) and input pins, or the PatchError to refuse."""
         result = {pin.name: pin.default for pin in spec.inputs}
-        dynamic = {pin.name: pin for pin in spec.inputs_for({**result, **values}, self.folder)}
+        inputs = spec.inputs_for({**result, **values}, self.folder)
+        by_name = {pin.name: pin for pin in inputs}
         for name, value in values.items():
-            pin = dynamic.get(name)
+            pin = by_name.get(name)
+            if pin is None and spec.dynamic_inputs is not None:
+                # A value for a pin the spec no longer derives (a uniform removed from a shader
+                # file since the patch was saved): kept, with its link, on a placeholder pin
+                # until the pins are derived again.
+                pin = by_name[name] = PinSpec(name, "any")
+                inputs += (pin,)
             if pin is None:
                 raise UnknownPinError(f"node {node_id!r} ({spec.id}) has no input {name!r}")
             result[name] = _coerce(node_id, pin, value)
-        return result
+        for pin in inputs[len(spec.inputs) :]:
+            result.setdefault(pin.name, pin.default)
+        return result, inputs
 
     def remove_node(self, node_id: str) -> list[Link]:
         """Remove a node and its links; returns the removed links (for undo)."""

@@ -533,3 +533,30 @@ def test_update_settings_checks_the_resolution() -> None:
         patch.update_settings(resolution=[0, 5])
     patch.update_settings(resolution=(320.0, 200))
     assert patch.settings["resolution"] == [320, 200]
+
+
+def test_a_value_for_a_uniform_gone_from_its_shader_file_still_loads(tmp_path: Path) -> None:
+    """The shader file changed after the patch was saved: the patch loads, the stale value and its
+    link stay on a placeholder pin, and deriving the pins again (an edit) drops them."""
+    shader = tmp_path / "look.glsl"
+    header = "#version 330\nin vec2 uv;\nout vec4 fragColor;\n"
+    shader.write_text(header + "uniform float speed;\nvoid main() { fragColor = vec4(speed); }\n")
+    path = tmp_path / "look.patchbay"
+    patch = Patch()
+    patch.folder = tmp_path
+    look = patch.add_node("gpu.shader", {"source": "", "file": "look.glsl"}, node_id="look")
+    patch.set_value(look, "speed", 2.0)
+    patch.add_node("value.float", {"value": 3.0}, node_id="knob")
+    patch.connect("knob", "out", look, "speed")
+    save_patch(patch, path)
+
+    shader.write_text(header + "uniform float gain;\nvoid main() { fragColor = vec4(gain); }\n")
+    loaded = load_patch(path)
+    pins = {pin.name: pin.type for pin in loaded.nodes["look"].inputs}
+    assert pins["gain"] == "float" and pins["speed"] == "any"
+    assert loaded.nodes["look"].values["speed"] == 2.0
+    assert loaded.link_into("look", "speed") is not None
+
+    loaded.set_value("look", "file", "look.glsl")  # derive the pins again
+    assert "speed" not in {pin.name for pin in loaded.nodes["look"].inputs}
+    assert loaded.link_into("look", "speed") is None
