@@ -237,6 +237,10 @@ class FlatProgram:
                 self._mark_dirty(i)
 
     def _mark_dirty(self, i: int) -> None:
+        """A CONST/USER node must run again (HOT nodes run every frame anyway, in the HOT pass,
+        after their HOT inputs: never in the pass for dirty nodes)."""
+        if self.classes[i] == HOT:
+            return
         self.clean[i] = False
         if i in self.main:
             self.dirty_main.add(i)

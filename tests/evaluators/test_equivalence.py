@@ -96,3 +96,25 @@ def test_a_delay_first_run_while_capturing_also_captures_its_own_input() -> None
         seen.append(evaluators[0].output(sink))
         assert all(same(evaluator.output(sink), seen[-1]) for evaluator in evaluators), frame
     assert seen == [0.0, 0.0, 1.0, 1.0, 2.0, 3.0]
+
+
+def test_a_value_edit_upstream_of_a_hot_node_does_not_run_it_before_its_hot_inputs() -> None:
+    """An LFO whose shape comes from a constant and whose rate comes from time: editing the
+    constant must not run the LFO early, with last frame's rate."""
+    patch = Patch()
+    shape = patch.add_node("value.float")
+    clock = patch.add_node("time.seconds")
+    lfo = patch.add_node("time.lfo")
+    sink = patch.add_node("output.value")
+    patch.connect(clock, "out", lfo, "hz")
+    patch.connect(shape, "out", lfo, "shape")
+    patch.connect(lfo, "out", sink, "in")
+    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
+    for frame in range(4):
+        if frame == 1:
+            patch.set_value(shape, "value", 0.0)
+        for evaluator in evaluators:
+            evaluator.run_frame(frame / 60.0, frame)
+        expected = evaluators[0].output(sink)
+        assert all(same(evaluator.output(sink), expected) for evaluator in evaluators), frame
+    assert evaluators[0].output(sink) > 0.0
