@@ -9,9 +9,11 @@ Ancestors are reached through eager and lazy links; feedback links are left out 
 feedback input is non-deterministic itself, so it is HOT anyway).
 
 A cache key is a hash of the node's type, its `stamp` (which changes on every value edit of the
-node) and, per input pin, the key and pin of what is linked to it. Equal keys mean equal inputs,
-so a structural edit elsewhere keeps a subgraph's cached results, and a value edit changes exactly
-the keys of the edited node's downstream cone.
+node and every link made or removed at its inputs) and, per input pin, the key and pin of what is
+linked to it. Equal keys mean the same inputs since the node last changed, so a structural edit
+elsewhere keeps a subgraph's cached results, and a value edit changes exactly the keys of the
+edited node's downstream cone. (Keys never repeat after an edit, even one an undo reverts: what a
+stateful node did in between is part of its result.)
 
 `LiveAnalysis` answers for a live Patch, memoizing per node and forgetting only the downstream cone
 of what an edit touched; `analyze` computes everything at once for a snapshot (flat programs).
