@@ -9,6 +9,7 @@ restore a recovery file left by a session that did not close cleanly, and runs t
 from __future__ import annotations
 
 import importlib.resources
+import os
 import sys
 from pathlib import Path
 
@@ -42,8 +43,24 @@ def open_editor(path: str | None, state_dir: Path | None = None) -> QtEditorWind
     return window
 
 
+def no_display_reason() -> str | None:
+    """Why the editor cannot open a window here (Linux without an X or Wayland display), or None."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return (
+        "patchbay: no display for the editor (DISPLAY is not set); run it under a desktop or "
+        "xvfb-run, or play a patch without one: patchbay run FILE --headless --frames N"
+    )
+
+
 def run_editor(path: str | None) -> int:
     """Run the editor until its window closes; returns the process exit code."""
+    reason = no_display_reason()
+    if reason is not None and QApplication.instance() is None:
+        print(reason, file=sys.stderr)
+        return 2
     app = QApplication.instance()
     if app is None:
         configure_qt_gl(swap_interval=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,14 @@ def test_the_bad_input_exit_status_is_defined_once() -> None:
     defining = sorted(path.name for path in (ROOT / "app").glob("*.py")
                       if "EXIT_BAD_INPUT = " in path.read_text(encoding="utf-8"))  # fmt: skip
     assert defining == ["cli.py"]
+
+
+def test_the_editor_without_a_display_says_so_in_one_line() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "no display" in done.stderr
+    assert "Traceback" not in done.stderr
