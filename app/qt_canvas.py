@@ -27,6 +27,9 @@ Assumptions and known costs:
       rectangles and links as straight lines, with no text, port circles or arrows: about 30 ms
       per repaint and 0.1 s per zoom step at 2,000 nodes (`app/qt_bench.py`). Ports cannot be
       dragged at that zoom; a press there takes the node.
+    * A node can carry a small picture under its body (`set_thumbnail`: the editor's thumbnails
+      of GPU textures), a child pixmap item hidden with the other details at that zoom.
+      `thumbnail_candidates` tells which nodes are worth one: on screen, not zoomed out.
 """
 
 from __future__ import annotations
@@ -43,8 +46,8 @@ from NodeGraphQt.qgraphics.node_base import NodeItem
 from NodeGraphQt.qgraphics.pipe import PipeItem
 from NodeGraphQt.widgets.viewer import NodeViewer
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPainter, QPen, QUndoStack
-from PySide6.QtWidgets import QProgressBar, QStyleOptionGraphicsItem
+from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QUndoStack
+from PySide6.QtWidgets import QGraphicsPixmapItem, QProgressBar, QStyleOptionGraphicsItem
 
 from app.qt_commands import (
     AddNodesCommand,
@@ -78,6 +81,7 @@ IDLE_OPACITY = 0.4
 # minimum width (160) is then under 40 px wide on screen, too small for its text to be read.
 SIMPLE_BELOW_ZOOM = 0.25
 SELECTED_OUTLINE = (254, 207, 42)
+THUMBNAIL_GAP = 4.0  # scene units between a node's body and its thumbnail
 
 
 def _zoom(painter: QPainter, option: QStyleOptionGraphicsItem) -> float:
@@ -302,6 +306,7 @@ class QtPatchCanvas(QObject):
         self._views: dict[str, BaseNode] = {}  # node id -> canvas node
         self._ids: dict[str, str] = {}  # canvas node id (NodeGraphQt's) -> node id
         self._decor: dict[str, tuple[Any, ...]] = {}
+        self._thumbnails: dict[str, QGraphicsPixmapItem] = {}
         self._applying = 0
         self._pending: deque[Callable[[], None]] = deque()  # build steps of a progressive load
         self._load_timer = QTimer(self)
@@ -338,6 +343,7 @@ class QtPatchCanvas(QObject):
             self._views.clear()
             self._ids.clear()
             self._decor.clear()
+            self._thumbnails.clear()  # items gone with the session
             self.patch = patch
         finally:
             self._applying -= 1
@@ -454,6 +460,7 @@ class QtPatchCanvas(QObject):
 
     def _remove_view(self, node_id: str) -> None:
         self._decor.pop(node_id, None)
+        self._thumbnails.pop(node_id, None)
         view = self._views.pop(node_id, None)
         if view is None:  # removed before a load had built it
             return
@@ -626,3 +633,44 @@ class QtPatchCanvas(QObject):
             tip += f"\n{error}"
         item.setToolTip(tip)
         item.update()
+
+    # ------------------------------------------------------------------ thumbnails
+    def thumbnail_candidates(self, node_ids: Iterable[str]) -> list[str]:
+        """Those of `node_ids` whose body is in the viewport; none while loading or while nodes
+        are drawn as plain rectangles (zoomed out below `SIMPLE_BELOW_ZOOM`)."""
+        viewer = self.viewer()
+        if self.loading or viewer.transform().m11() < SIMPLE_BELOW_ZOOM:
+            return []
+        shown = viewer.mapToScene(viewer.viewport().rect()).boundingRect()
+        return [
+            node_id
+            for node_id in node_ids
+            if node_id in self._views
+            and self._views[node_id].view.sceneBoundingRect().intersects(shown)
+        ]
+
+    def set_thumbnail(self, node_id: str, image: QImage | None) -> None:
+        """Show `image` centred under the node's body (None removes it)."""
+        view = self._views.get(node_id)
+        item = self._thumbnails.get(node_id)
+        if image is None or view is None:
+            if item is not None:
+                self._thumbnails.pop(node_id)
+                item.setParentItem(None)
+                if item.scene() is not None:
+                    item.scene().removeItem(item)
+            return
+        node_item = view.view
+        if item is None:
+            item = QGraphicsPixmapItem(node_item)
+            item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
+            item.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+            item.setOpacity(0.0 if node_item.simple else 1.0)
+            self._thumbnails[node_id] = item
+        item.setPixmap(QPixmap.fromImage(image))
+        rect = node_item.boundingRect()
+        item.setPos(rect.center().x() - image.width() / 2, rect.bottom() + THUMBNAIL_GAP)
+
+    def thumbnail_item(self, node_id: str) -> QGraphicsPixmapItem | None:
+        """The item showing the node's thumbnail, if it has one."""
+        return self._thumbnails.get(node_id)

@@ -10,10 +10,18 @@ context shared with every GL surface of the app (app.qt_output), and each frame 
 `with gl.frame():`. Texture outputs are drawn straight from the patch's textures: the
 selected node's in the preview panel, the `gpu.output` texture in the Output panel (both repainted
 about 20 times per second) and in the output window (View > Output Window, repainted every frame,
-fullscreen on a screen chosen in View > Output Screen). Without OpenGL (no X server, or Qt's
-offscreen platform, which cannot composite GL widgets even when it can make contexts) no GL object
-or widget is made at all: GPU nodes fail with "no GPU context", textures are described in words
-and the output window cannot be opened.
+fullscreen on a screen chosen in View > Output Screen). Canvas nodes with a texture output show a
+small thumbnail of it under their body: each frame a few of them are refreshed round-robin, from
+the nodes on screen (none when zoomed out to plain rectangles), a new round starting at most
+every `THUMBNAIL_ROUND_S`, so each is refreshed at most 4 times per second (also while paused, so
+that nodes scrolled into view get theirs). A thumbnail is a GPU downscale into a small pooled
+target and one small readback (`GLService.readback_scaled`, counted in the frame's readbacks like
+any other).
+
+Without OpenGL (no X server, or Qt's offscreen platform, which cannot composite GL widgets even
+when it can make contexts) no GL object or widget is made at all: GPU nodes fail with "no GPU
+context", textures are described in words, nodes have no thumbnails and the output window cannot
+be opened.
 
 Files: New / Open / Open Recent / Save / Save As, with a prompt before unsaved changes are lost.
 A file that does not load is reported with its one-line reason and the current patch stays. Every
@@ -29,11 +37,19 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QStandardPaths, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QUndoStack
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QGuiApplication,
+    QImage,
+    QKeySequence,
+    QUndoStack,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -78,6 +94,9 @@ from nodes import (
 FRAME_INTERVAL_MS = 16
 DECORATE_EVERY = 6  # frames between node colour / preview updates (10 per second at 60 fps)
 TEXTURES_EVERY = 3  # frames between texture preview repaints (20 per second at 60 fps)
+THUMBNAILS_PER_FRAME = 2  # node thumbnails refreshed per frame, at most
+THUMBNAIL_ROUND_S = 0.25  # a round over the visible nodes starts at most this often
+THUMBNAIL_SIZE = (96, 54)  # a texture is fitted into this, keeping its aspect ratio
 # Platforms that cannot composite GL widgets into a window, even when they can make contexts.
 NO_GL_WIDGET_PLATFORMS = ("offscreen", "minimal")
 STATUS_EVERY_S = 0.5
@@ -137,6 +156,8 @@ class QtEditorWindow(QMainWindow):
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self._fps = 0.0
+        self._thumbnail_queue: deque[str] = deque()  # nodes left in this round
+        self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
 
         self._build_layout()
         self._build_status_bar()
@@ -288,6 +309,7 @@ class QtEditorWindow(QMainWindow):
         self.undo_stack.clear()
         self.patch, self.path = patch, path
         self._restored_unsaved = False
+        self._thumbnail_queue.clear()
         self.canvas.set_patch(patch)
         self.evaluator = DualEvaluator(patch, gpu=self.gl)
         self._unsubscribe = patch.subscribe(self._on_patch_event)
@@ -622,13 +644,17 @@ class QtEditorWindow(QMainWindow):
 
     def tick(self) -> None:
         """Run one frame (unless paused) and refresh what shows its results."""
-        if self._paused:
+        if self._paused:  # thumbnails still follow the view (nodes scrolled into it)
+            if self.gl is not None and self._thumbnails_due():
+                with self.gl.frame():
+                    self.refresh_thumbnails()
             return
         if self.gl is None:
             self.evaluator.run_frame(self.clock(), self._frame)
         else:
             with self.gl.frame():
                 self.evaluator.run_frame(self.clock(), self._frame)
+                self.refresh_thumbnails()
             if self.output_window is not None:
                 self.output_window.update()
         self._frame += 1
@@ -661,6 +687,42 @@ class QtEditorWindow(QMainWindow):
             return value if is_texture(value) else None
 
         return source
+
+    def _thumbnail_pin(self, node_id: str) -> str | None:
+        """The node's first texture output, if it has one."""
+        outputs = self.patch.nodes[node_id].spec.outputs
+        return next((out.name for out in outputs if out.type == "texture"), None)
+
+    def _thumbnails_due(self) -> bool:
+        return bool(self._thumbnail_queue) or time.perf_counter() >= self._thumbnail_round_at
+
+    def refresh_thumbnails(self) -> None:
+        """Refresh the next few canvas thumbnails of this round (see the module notes)."""
+        if self.gl is None:
+            return
+        now = time.perf_counter()
+        if not self._thumbnail_queue and now >= self._thumbnail_round_at:
+            self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
+            textured = [n for n in self.patch.nodes if self._thumbnail_pin(n) is not None]
+            self._thumbnail_queue.extend(self.canvas.thumbnail_candidates(textured))
+        for _ in range(min(THUMBNAILS_PER_FRAME, len(self._thumbnail_queue))):
+            node_id = self._thumbnail_queue.popleft()
+            if node_id in self.patch.nodes:
+                self.canvas.set_thumbnail(node_id, self.thumbnail_image(node_id))
+
+    def thumbnail_image(self, node_id: str) -> QImage | None:
+        """A small picture of the node's texture output now: a GPU downscale, then one small
+        readback; None without GL or without a texture."""
+        pin = self._thumbnail_pin(node_id)
+        value = self.evaluator.output(node_id, pin) if pin and self.gl is not None else None
+        if not is_texture(value):
+            return None
+        width, height = value.size
+        scale = min(THUMBNAIL_SIZE[0] / width, THUMBNAIL_SIZE[1] / height)
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        pixels = self.gl.readback_scaled(value, size)
+        image = QImage(pixels.data, size[0], size[1], size[0] * 4, QImage.Format.Format_RGBX8888)
+        return image.copy()  # owns its pixels
 
     def decorate_nodes(self) -> None:
         ev = self.evaluator

@@ -6,7 +6,8 @@ What it does:
     * compiles fullscreen-quad fragment shaders once per source text and caches the result,
       including failures, which are raised as `ShaderError` with the driver's line and column
       (a new exception on every call: only the error's data is cached);
-    * renders a fragment shader into a target, uploads numpy arrays and reads targets back;
+    * renders a fragment shader into a target, uploads numpy arrays and reads targets back
+      (whole, or scaled down on the GPU first for a small picture: `readback_scaled`);
     * writes PNG frames, encoding them on a worker thread (`GLFrameWriter`).
 
 A frame is `with gl.frame(): ...` (`begin_frame()`, then `end_frame()` even when the frame fails).
@@ -574,6 +575,16 @@ class GLService:
         self.readback_count += 1
         self.readback_total += 1
         return buffer[::-1].copy()
+
+    def readback_scaled(self, source: TextureLike, size: Size) -> np.ndarray:
+        """`source` drawn at `size` by a GPU pass (linear filtering) into a pooled target, read
+        back as by `readback()`: a thumbnail for the price of one small readback (counted)."""
+        small = self.acquire(size)
+        try:
+            self.render(small, builtin_shader("passthrough"), textures={"src": source})
+            return self.readback(small)
+        finally:
+            self.release(small)
 
     def to_png(self, target: GLTarget, path: str | Path, compress_level: int = 1) -> Path:
         """Read `target` back and save it as an RGBA PNG at `path` (Pillow). Returns the path."""

@@ -1,7 +1,7 @@
 """Run by test_editor_gpu.py in a subprocess on an X display with two screens: opens the editor on
-a GPU example patch with OpenGL, checks what its GL previews and its output window show against
-the patch's textures read back from the GL service, saves a screenshot of the whole editor, and
-prints a JSON report.
+a GPU example patch with OpenGL, checks what its GL previews, its node thumbnails and its output
+window show against the patch's textures read back from the GL service, saves a screenshot of the
+whole editor, and prints a JSON report.
 
 Usage: editor_gpu_probe.py STATE_DIR PATCH SCREENSHOT. A separate process because Qt's platform
 (xcb here, offscreen for the other app tests) is chosen once per process.
@@ -109,6 +109,9 @@ def main() -> int:
     report["preview_widget"] = type(row).__name__
     frames = editor._frame
     wait(app, lambda: editor._frame >= frames + 6)
+    canvas = editor.canvas
+    thumbnail_of = canvas.thumbnail_item
+    report["thumbnail_while_running"] = wait(app, lambda: thumbnail_of("noise") is not None)
 
     # Space pauses: the textures hold still while they are compared. (Xvfb has no window
     # manager to activate the window, and shortcuts only reach the active window.)
@@ -129,6 +132,20 @@ def main() -> int:
     noise = gl.readback(ev.output("noise"))
     output = gl.readback(ev.output("output"))
     report["textures_differ"] = int(np.abs(noise.astype(int) - output).max())
+
+    # canvas thumbnails: the paused frame's, once the one from before the pause is taken away
+    canvas.set_thumbnail("noise", None)
+    wait(app, lambda: canvas.thumbnail_item("noise") is not None)
+    item = canvas.thumbnail_item("noise")
+    thumb = image_array(item.pixmap().toImage()) if item is not None else None
+    if thumb is not None:
+        report["thumbnail_size"] = [thumb.shape[1], thumb.shape[0]]
+        report["thumbnail"] = compare(thumb, noise)
+        scaled = gl.readback_scaled(ev.output("noise"), (thumb.shape[1], thumb.shape[0]))
+        report["thumbnail_vs_scaled"] = int(np.abs(thumb.astype(int) - scaled[..., :3]).max())
+    report["thumbnails_of_other_nodes"] = {
+        node_id: canvas.thumbnail_item(node_id) is not None for node_id in editor.patch.nodes
+    }
     report["preview"] = compare(image_array(row.grabFramebuffer()), noise)
     report["output_panel"] = compare(image_array(editor.output_preview.grabFramebuffer()), output)
 
@@ -147,6 +164,13 @@ def main() -> int:
         y0 : y0 + round(row.height() * ratio), x0 : x0 + round(row.width() * ratio)
     ]
     report["screenshot_preview"] = compare(inside, noise)
+    if item is not None:  # the thumbnail as drawn on the canvas, scaled by the view's zoom
+        box = viewer.mapFromScene(item.sceneBoundingRect()).boundingRect()
+        corner = viewer.viewport().mapTo(editor, box.topLeft())
+        x0, y0 = round(corner.x() * ratio), round(corner.y() * ratio)
+        drawn = shot_pixels[y0 : y0 + round(box.height() * ratio),
+                            x0 : x0 + round(box.width() * ratio)]  # fmt: skip
+        report["screenshot_thumbnail"] = compare(drawn, noise)
 
     # View > Output Window: a separate window with the gpu.output texture
     editor.output_action.trigger()
@@ -184,6 +208,15 @@ def main() -> int:
     wait(app, lambda: editor._frame >= frames + 10)
     report["resumed_frames"] = editor._frame - frames
     report["status_after_resume"] = editor.status_labels["mode"].text()
+
+    # zoomed out to plain rectangles, no thumbnail is made; zoomed back in, it is
+    viewer.scale(0.1, 0.1)
+    canvas.set_thumbnail("noise", None)
+    frames = editor._frame
+    wait(app, lambda: editor._frame >= frames + 30)
+    report["thumbnail_zoomed_out"] = canvas.thumbnail_item("noise") is not None
+    viewer.scale(10.0, 10.0)
+    report["thumbnail_zoomed_in"] = wait(app, lambda: thumbnail_of("noise") is not None)
 
     # closing the window from the window manager goes through the editor; the action follows
     window.close()

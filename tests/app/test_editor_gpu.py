@@ -4,14 +4,16 @@ With OpenGL (Xvfb, two screens, in a subprocess: editor_gpu_probe.py): the edito
 example patch on its GL service; the selected GPU node's texture shows in the preview panel and
 the `gpu.output` texture in the Output panel, in the whole-editor screenshot
 (tests/artifacts/editor_gpu.png) and in View > Output Window, each compared point by point with
-the texture read back from the GL service; the output window goes fullscreen on a screen chosen in
-View > Output Screen, is closed and reopened, Space still pauses, and File > New gives the old
-patch's textures back to the pool. Without Xvfb these skip, except with PATCHBAY_REQUIRE_GL=1
-(CI), where they fail.
+the texture read back from the GL service. GPU nodes show a thumbnail of their texture on the
+canvas (compared the same way, on the node and in the screenshot; refreshed while paused too,
+none made while zoomed out), other nodes none. The output window goes fullscreen on a screen
+chosen in View > Output Screen, is closed and reopened, Space still pauses, and File > New gives
+the old patch's textures back to the pool. Without Xvfb these skip, except with
+PATCHBAY_REQUIRE_GL=1 (CI), where they fail.
 
 Without OpenGL (this process, offscreen with no X server): the editor makes no GL object or widget,
-GPU nodes fail with "no GPU context", textures are described in words and the output window
-cannot be opened.
+GPU nodes fail with "no GPU context", textures are described in words, canvas nodes have no
+thumbnails and the output window cannot be opened.
 """
 
 from __future__ import annotations
@@ -89,6 +91,18 @@ def test_screenshot_of_the_editor_includes_the_gl_previews(report: dict) -> None
     assert shows(report["screenshot_preview"], colourful=False)
 
 
+def test_gpu_nodes_show_a_thumbnail_of_their_texture_on_the_canvas(report: dict) -> None:
+    assert report["thumbnail_while_running"]
+    assert report["thumbnail_size"] == [96, 54]  # the 1280x720 texture, fitted
+    assert shows(report["thumbnail"], colourful=False)
+    assert report["thumbnail_vs_scaled"] <= SAME  # the GPU downscale, as read back
+    assert shows(report["screenshot_thumbnail"], colourful=False)
+    has = report["thumbnails_of_other_nodes"]
+    assert has["noise"] and has["colorize"] and has["output"]  # GPU nodes
+    assert not has["time"] and not has["contrast"]  # no texture output
+    assert not report["thumbnail_zoomed_out"] and report["thumbnail_zoomed_in"]
+
+
 def test_view_output_window_shows_the_gpu_output(report: dict) -> None:
     assert report["output_checked"]
     assert shows(report["output_window"], colourful=True)
@@ -142,3 +156,4 @@ def test_without_gl_the_editor_degrades_to_text(editor, ui, qtbot) -> None:
     editor.tick()
     assert isinstance(editor.preview.row_widget("out"), QLabel)
     assert editor.findChildren(QOpenGLWidget) == []
+    assert all(editor.canvas.thumbnail_item(node_id) is None for node_id in editor.patch.nodes)

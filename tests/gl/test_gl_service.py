@@ -585,6 +585,20 @@ def test_readback_counter(gl: GLService) -> None:
         gl.release(target)
 
 
+def test_readback_scaled_is_a_small_counted_readback(gl: GLService) -> None:
+    src = gl.upload(_quadrants())
+    try:
+        in_use, total = gl.pool_stats()["in_use"], gl.readback_total
+        small = gl.readback_scaled(src, (8, 4))
+        assert gl.readback_total == total + 1
+        assert gl.pool_stats()["in_use"] == in_use  # the small target went back to the pool
+    finally:
+        gl.release(src)
+    assert small.shape == (4, 8, 4)
+    assert (small[:2, :4] == (255, 0, 0, 255)).all() and (small[2:, 4:] == 255).all()
+    assert (small[:2, 4:] == (0, 255, 0, 255)).all() and (small[2:, :4] == (0, 0, 255, 255)).all()
+
+
 # -- PNG output ------------------------------------------------------------------------------
 
 
