@@ -237,9 +237,10 @@ def test_create_gl_service_reports_moderngl_errors_as_runtime_errors(qtbot, monk
     import pytest
 
     from app import qt_output
+    from tests.xvfb import unavailable
 
     if not qt_output.qt_gl_available():
-        pytest.skip("Qt cannot make OpenGL contexts here")
+        unavailable("Qt cannot make OpenGL contexts here")
 
     def failing(**kwargs):
         raise moderngl.Error("no usable OpenGL")
