@@ -83,7 +83,7 @@ class _Builder:
     """A background thread that compiles flat programs, one request at a time."""
 
     SLICE_SECONDS = 0.0005
-    WAIT_SECONDS = 0.006
+    WAIT_SECONDS = 0.012
 
     def __init__(self) -> None:
         self._slice_started = 0.0

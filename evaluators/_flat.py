@@ -121,9 +121,17 @@ class FlatProgram:
             self.node_steps[i] = self._compile_node(i)
 
         in_order = sorted(self.main, key=self.position.__getitem__)
-        self.hot_steps = [s for i in in_order if self.classes[i] == HOT for s in self.node_steps[i]]
-        self.all_steps = [s for i in in_order for s in self.node_steps[i]]
+        pause()
+        self.hot_steps: list[Step] = []
+        self.all_steps: list[Step] = []
+        for count, i in enumerate(in_order):
+            if count & 63 == 63:
+                pause()
+            self.all_steps += self.node_steps[i]
+            if self.classes[i] == HOT:
+                self.hot_steps += self.node_steps[i]
         self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
+        pause()
         self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
         self.hot_count = sum(1 for i in in_order if self.classes[i] == HOT)
         self.guarded = {
@@ -140,7 +148,7 @@ class FlatProgram:
         self.errors: dict[int, str] = {}
         self.nodes_run = 0
         self.caching = True
-        self.adopt_context()
+        self.adopt_context(pause)
 
     # ----------------------------------------------------------------- building
     def _guarded_regions(self, order: list[int]) -> dict[int, set[int]]:
@@ -220,11 +228,13 @@ class FlatProgram:
         return [entry for _, entry in sorted(found, key=lambda item: item[0])]
 
     # ----------------------------------------------------------------- context
-    def adopt_context(self) -> None:
+    def adopt_context(self, pause: Callable[[], None] | None = None) -> None:
         """Mark CONST/USER nodes whose cached result is still valid as clean and load it."""
         cache, ids = self.ctx.cache, self.ir.ids
         self.cache_epoch = self.ctx.cache_epoch
-        for i in self.node_slots:
+        for count, i in enumerate(self.node_slots):
+            if pause is not None and count & 63 == 63:
+                pause()
             if self.classes[i] == HOT:
                 continue
             entry = cache.get(ids[i])

@@ -144,7 +144,9 @@ class GraphIR:
         waiting: dict[int, int] = {}
         if strategy == "last":
             region = set(self.traverse(root_list, direction=direction, kinds=kinds))
-            for node in region:
+            for count, node in enumerate(region):
+                if count & 63 == 63:
+                    self.pause()
                 waiting[node] = sum(
                     1
                     for edge in backward[node]
