@@ -3,6 +3,7 @@ on random patches, under random value and structural edits between frames."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -53,6 +54,27 @@ def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
             evaluator.close()
 
 
+def play_three_ways(
+    patch: Patch, sink: str, frames: int, edits: dict[int, Callable[[], object]]
+) -> list[Any]:
+    """Run lazy, flat and dual evaluation side by side, making `edits[frame]()` before that
+    frame; they must agree on the sink every frame. Returns the sink's value per frame."""
+    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
+    seen = []
+    try:
+        for frame in range(frames):
+            if frame in edits:
+                edits[frame]()
+            for evaluator in evaluators:
+                evaluator.run_frame(frame / 60.0, frame)
+            seen.append(evaluators[0].output(sink))
+            assert all(same(evaluator.output(sink), seen[-1]) for evaluator in evaluators), frame
+    finally:
+        for evaluator in evaluators:
+            evaluator.close()
+    return seen
+
+
 def test_stateful_node_back_to_an_earlier_shape_is_not_served_stale() -> None:
     """A gate that ran HOT in between must not get its old CONST result back after an undo."""
     patch = Patch()
@@ -63,17 +85,12 @@ def test_stateful_node_back_to_an_earlier_shape_is_not_served_stale() -> None:
     patch.connect(switch, "out", gate, "open")
     patch.connect(switch, "out", gate, "in")
     patch.connect(gate, "out", sink, "in")
-    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
-    for frame in range(3):
-        if frame == 1:
-            patch.connect(noise, "out", switch, "in0")
-        if frame == 2:
-            patch.disconnect(noise, "out", switch, "in0")
-        for evaluator in evaluators:
-            evaluator.run_frame(frame / 60.0, frame)
-    sampled = evaluators[0].output(sink)
+    edits = {
+        1: lambda: patch.connect(noise, "out", switch, "in0"),
+        2: lambda: patch.disconnect(noise, "out", switch, "in0"),
+    }
+    sampled = play_three_ways(patch, sink, 3, edits)[-1]
     assert sampled != 0.0  # the gate held the noise value it saw while open
-    assert all(evaluator.output(sink) == sampled for evaluator in evaluators)
 
 
 def test_a_delay_first_run_while_capturing_also_captures_its_own_input() -> None:
@@ -86,15 +103,7 @@ def test_a_delay_first_run_while_capturing_also_captures_its_own_input() -> None
     sink = patch.add_node("output.value")
     patch.connect(late, "out", early, "in")
     patch.connect(early, "out", sink, "in")
-    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
-    seen = []
-    for frame in range(6):
-        if frame == 2:
-            patch.connect(counter, "out", late, "in")
-        for evaluator in evaluators:
-            evaluator.run_frame(frame / 60.0, frame)
-        seen.append(evaluators[0].output(sink))
-        assert all(same(evaluator.output(sink), seen[-1]) for evaluator in evaluators), frame
+    seen = play_three_ways(patch, sink, 6, {2: lambda: patch.connect(counter, "out", late, "in")})
     assert seen == [0.0, 0.0, 1.0, 1.0, 2.0, 3.0]
 
 
@@ -109,12 +118,5 @@ def test_a_value_edit_upstream_of_a_hot_node_does_not_run_it_before_its_hot_inpu
     patch.connect(clock, "out", lfo, "hz")
     patch.connect(shape, "out", lfo, "shape")
     patch.connect(lfo, "out", sink, "in")
-    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
-    for frame in range(4):
-        if frame == 1:
-            patch.set_value(shape, "value", 0.0)
-        for evaluator in evaluators:
-            evaluator.run_frame(frame / 60.0, frame)
-        expected = evaluators[0].output(sink)
-        assert all(same(evaluator.output(sink), expected) for evaluator in evaluators), frame
-    assert evaluators[0].output(sink) > 0.0
+    seen = play_three_ways(patch, sink, 4, {1: lambda: patch.set_value(shape, "value", 0.0)})
+    assert seen[-1] > 0.0
