@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.qt_editor import QtEditorWindow
 from nodes import Patch
+from tests.waiting import TIMEOUT_S
 
 
 class ScriptedDialogs:
@@ -114,6 +116,16 @@ def keep_qt_windows() -> Iterator[None]:
     build), which crashes."""
     yield
     _KEPT.extend(QApplication.topLevelWidgets())
+
+
+@pytest.fixture
+def qtbot(qtbot: Any) -> Any:
+    """pytest-qt's qtbot whose waits give up after tens of seconds rather than 5: a deadline only
+    a real failure reaches, on a busy machine too (see tests/waiting.py)."""
+    timeout_ms = int(TIMEOUT_S * 1000)
+    qtbot.waitUntil = functools.partial(type(qtbot).waitUntil, qtbot, timeout=timeout_ms)
+    qtbot.waitExposed = functools.partial(type(qtbot).waitExposed, qtbot, timeout=timeout_ms)
+    return qtbot
 
 
 @pytest.fixture

@@ -15,22 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QKeyEvent, QWindow
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from app.editor import open_editor
 from app.qt_output import QtTexturePreview, configure_qt_gl
-
-
-def wait(app: QApplication, condition, limit: int = 4000) -> bool:
-    for _ in range(limit):
-        if condition():
-            return True
-        app.processEvents()
-        QTest.qWait(1)
-    return condition()
+from tests.waiting import run_for, wait_until
 
 
 def image_array(image: QImage) -> np.ndarray:
@@ -78,9 +70,27 @@ def grab_window(app: QApplication, window) -> np.ndarray | None:
 
     window.paint_hooks.append(hook)
     window.update()
-    wait(app, lambda: "image" in captured)
+    wait_until(app, lambda: "image" in captured)
     window.paint_hooks.remove(hook)
     return image_array(captured["image"]) if "image" in captured else None
+
+
+class PaintCounter(QObject):
+    """Counts the paint events each of `widgets` receives from now on."""
+
+    def __init__(self, *widgets: QWidget) -> None:
+        super().__init__()
+        self.paints = {widget: 0 for widget in widgets}
+        for widget in widgets:
+            widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and watched in self.paints:
+            self.paints[watched] += 1
+        return False
+
+    def all_painted(self) -> bool:
+        return all(self.paints.values())
 
 
 def main() -> int:
@@ -90,7 +100,7 @@ def main() -> int:
     editor = open_editor(str(patch_path), state_dir)
     editor.resize(1400, 850)
     editor.move(0, 0)
-    wait(app, editor.isVisible)
+    wait_until(app, editor.isVisible)
     ev = editor.evaluator
     report: dict[str, Any] = {
         "platform": app.platformName(),
@@ -98,34 +108,32 @@ def main() -> int:
         "gpu_label": editor.status_labels["gpu"].text(),
         "output_action_enabled": editor.output_action.isEnabled(),
     }
-    wait(app, lambda: ev.mode == "flat" and ev.status("output") in ("ok", "cached"))
+    wait_until(app, lambda: ev.mode == "flat" and ev.status("output") in ("ok", "cached"))
     report["statuses"] = {node_id: ev.status(node_id) for node_id in editor.patch.nodes}
     report["errors"] = {n: ev.error(n) for n in editor.patch.nodes if ev.error(n)}
 
     # the selected GPU node's texture in the preview panel
     editor.canvas.select(["noise"])
-    wait(app, lambda: isinstance(editor.preview.row_widget("out"), QtTexturePreview))
+    wait_until(app, lambda: isinstance(editor.preview.row_widget("out"), QtTexturePreview))
     row = editor.preview.row_widget("out")
     report["preview_widget"] = type(row).__name__
     frames = editor._frame
-    wait(app, lambda: editor._frame >= frames + 6)
+    wait_until(app, lambda: editor._frame >= frames + 6)
     canvas = editor.canvas
     thumbnail_of = canvas.thumbnail_item
-    report["thumbnail_while_running"] = wait(app, lambda: thumbnail_of("noise") is not None)
+    report["thumbnail_while_running"] = wait_until(app, lambda: thumbnail_of("noise") is not None)
 
     # Space pauses: the textures hold still while they are compared. (Xvfb has no window
     # manager to activate the window, and shortcuts only reach the active window.)
     editor.activateWindow()
-    wait(app, editor.isActiveWindow, 500)
+    wait_until(app, editor.isActiveWindow)
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     QTest.keyClick(viewer, Qt.Key.Key_Space)
     report["paused"] = editor.paused
     report["status_mode"] = editor.status_labels["mode"].text()
     frames = editor._frame
-    for _ in range(20):
-        app.processEvents()
-        QTest.qWait(5)
+    run_for(app, 0.2)
     report["frames_while_paused"] = editor._frame - frames
 
     gl = editor.gl
@@ -135,7 +143,7 @@ def main() -> int:
 
     # canvas thumbnails: the paused frame's, once the one from before the pause is taken away
     canvas.set_thumbnail("noise", None)
-    wait(app, lambda: canvas.thumbnail_item("noise") is not None)
+    wait_until(app, lambda: canvas.thumbnail_item("noise") is not None)
     item = canvas.thumbnail_item("noise")
     thumb = image_array(item.pixmap().toImage()) if item is not None else None
     if thumb is not None:
@@ -150,9 +158,9 @@ def main() -> int:
     report["output_panel"] = compare(image_array(editor.output_preview.grabFramebuffer()), output)
 
     # the whole editor, GL widgets composited
+    painted = PaintCounter(row, editor.output_preview)
     editor.refresh_textures()
-    for _ in range(20):
-        app.processEvents()
+    wait_until(app, lambda: painted.all_painted())
     shot = editor.grab().toImage()
     screenshot.parent.mkdir(parents=True, exist_ok=True)
     report["screenshot_saved"] = shot.save(str(screenshot))
@@ -175,7 +183,7 @@ def main() -> int:
     # View > Output Window: a separate window with the gpu.output texture
     editor.output_action.trigger()
     window = editor.output_window
-    wait(app, lambda: window.isExposed() and window.view is not None)
+    wait_until(app, lambda: window.isExposed() and window.view is not None)
     report["output_checked"] = editor.output_action.isChecked()
     shown = grab_window(app, window)
     report["output_window"] = compare(shown, output) if shown is not None else None
@@ -188,7 +196,7 @@ def main() -> int:
     report["screen_menu"] = [action.text() for action in menu.actions()]
     screens = QGuiApplication.screens()
     menu.actions()[len(screens) - 1].trigger()
-    wait(app, lambda: window.visibility() == QWindow.Visibility.FullScreen
+    wait_until(app, lambda: window.visibility() == QWindow.Visibility.FullScreen
          and window.geometry() == screens[-1].geometry())  # fmt: skip
     report["fullscreen_on_last"] = (window.visibility() == QWindow.Visibility.FullScreen
                                     and window.screen() is screens[-1])  # fmt: skip
@@ -196,16 +204,16 @@ def main() -> int:
     report["fullscreen_window"] = compare(shown, output) if shown is not None else None
     app.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
                                     Qt.KeyboardModifier.NoModifier))  # fmt: skip
-    wait(app, lambda: window.visibility() != QWindow.Visibility.FullScreen, 500)
+    wait_until(app, lambda: window.visibility() != QWindow.Visibility.FullScreen)
     report["after_escape"] = window.visibility().name
 
     # Space resumes; the output window follows the frames
     editor.activateWindow()
-    wait(app, editor.isActiveWindow, 500)
+    wait_until(app, editor.isActiveWindow)
     viewer.setFocus()
     QTest.keyClick(viewer, Qt.Key.Key_Space)
     frames = editor._frame
-    wait(app, lambda: editor._frame >= frames + 10)
+    wait_until(app, lambda: editor._frame >= frames + 10)
     report["resumed_frames"] = editor._frame - frames
     report["status_after_resume"] = editor.status_labels["mode"].text()
 
@@ -213,18 +221,18 @@ def main() -> int:
     viewer.scale(0.1, 0.1)
     canvas.set_thumbnail("noise", None)
     frames = editor._frame
-    wait(app, lambda: editor._frame >= frames + 30)
+    wait_until(app, lambda: editor._frame >= frames + 30)
     report["thumbnail_zoomed_out"] = canvas.thumbnail_item("noise") is not None
     viewer.scale(10.0, 10.0)
-    report["thumbnail_zoomed_in"] = wait(app, lambda: thumbnail_of("noise") is not None)
+    report["thumbnail_zoomed_in"] = wait_until(app, lambda: thumbnail_of("noise") is not None)
 
     # closing the window from the window manager goes through the editor; the action follows
     window.close()
-    wait(app, lambda: editor.output_window is None, 500)
+    wait_until(app, lambda: editor.output_window is None)
     report["closed_by_wm"] = editor.output_window is None
     report["output_unchecked"] = not editor.output_action.isChecked()
     editor.output_action.trigger()  # and it opens again
-    wait(app, lambda: editor.output_window is not None and editor.output_window.isExposed())
+    wait_until(app, lambda: editor.output_window is not None and editor.output_window.isExposed())
     report["reopened"] = editor.output_window is not None
     editor.output_action.trigger()
     report["toggled_closed"] = editor.output_window is None

@@ -23,6 +23,7 @@ from app.qt_output import (
 )
 from evaluators import FlatEvaluator
 from nodes import Patch
+from tests.waiting import wait_until
 
 SPLIT = """#version 330
 in vec2 uv;
@@ -31,14 +32,6 @@ uniform vec4 top;
 uniform vec4 bottom;
 void main() { fragColor = uv.y > 0.5 ? top : bottom; }
 """
-
-
-def wait(app: QApplication, condition, limit: int = 4000) -> bool:
-    for _ in range(limit):
-        if condition():
-            return True
-        app.processEvents()
-    return condition()
 
 
 def grab(app: QApplication, window) -> list[tuple[int, int, int]]:
@@ -56,9 +49,14 @@ def grab(app: QApplication, window) -> list[tuple[int, int, int]]:
 
     window.paint_hooks.append(hook)
     window.update()
-    wait(app, lambda: "pixels" in captured)
+    wait_until(app, lambda: "pixels" in captured)
     window.paint_hooks.remove(hook)
     return captured.get("pixels", [])
+
+
+def painted(image) -> bool:
+    """Whether the picture is more than one colour (the clear colour before the first paint)."""
+    return QColor(image.pixel(32, 12)) != QColor(image.pixel(32, 36))
 
 
 def main() -> int:
@@ -76,7 +74,7 @@ def main() -> int:
     screens = QGuiApplication.screens()
     target = screens[-1]
     window = open_output_window(evaluator, gl, drive=True, fullscreen=True, screen=len(screens) - 1)
-    wait(app, lambda: window.driver.frame >= 5)
+    wait_until(app, lambda: window.driver.frame >= 5)
     report["frames"] = window.driver.frame
     report["fullscreen"] = window.visibility() == QWindow.Visibility.FullScreen
     report["on_target"] = window.screen() is target
@@ -86,7 +84,7 @@ def main() -> int:
     # a live edit shows in the next frames
     patch.set_value(shader, "top", (0.0, 1.0, 0.0, 1.0))
     frame = window.driver.frame
-    wait(app, lambda: window.driver.frame >= frame + 3)
+    wait_until(app, lambda: window.driver.frame >= frame + 3)
     report["edited_pixels"] = grab(app, window)
 
     # Esc leaves fullscreen, then move to the first screen fullscreen at runtime
@@ -95,10 +93,12 @@ def main() -> int:
 
     app.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
                                     Qt.KeyboardModifier.NoModifier))  # fmt: skip
-    wait(app, lambda: window.visibility() != QWindow.Visibility.FullScreen, 500)
+    wait_until(app, lambda: window.visibility() != QWindow.Visibility.FullScreen)
     report["after_escape"] = window.visibility().name
     window.show_fullscreen(0)
-    wait(app, lambda: window.screen() is screens[0] and window.geometry() == screens[0].geometry())
+    wait_until(
+        app, lambda: window.screen() is screens[0] and window.geometry() == screens[0].geometry()
+    )
     report["moved_to_first"] = window.screen() is screens[0]
     report["moved_geometry"] = window.geometry() == screens[0].geometry()
     report["moved_pixels"] = grab(app, window)
@@ -109,10 +109,9 @@ def main() -> int:
     preview = QtTexturePreview(source=lambda: evaluator.output(shader))
     preview.resize(64, 48)
     preview.show()
-    wait(app, lambda: preview.isVisible() and preview.view is not None, 500)
+    wait_until(app, lambda: preview.isVisible() and preview.view is not None)
     preview.update()
-    for _ in range(50):
-        app.processEvents()
+    wait_until(app, lambda: painted(preview.grabFramebuffer()))
     image = preview.grabFramebuffer()
     report["preview_pixels"] = [QColor(image.pixel(32, 12)).getRgb()[:3],
                                 QColor(image.pixel(32, 36)).getRgb()[:3]]  # fmt: skip

@@ -39,7 +39,7 @@ def test_cycles_are_freed_by_the_collector_not_by_a_busy_worker(qtbot: Any) -> N
         worker.start()
         worker.join()
         assert Cycle.freed_on == []
-        qtbot.waitUntil(lambda: Cycle.freed_on != [], timeout=3000)
+        qtbot.waitUntil(lambda: Cycle.freed_on != [])
         assert Cycle.freed_on == [threading.get_ident()]
     finally:
         collector.stop()

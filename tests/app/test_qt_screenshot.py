@@ -9,6 +9,7 @@ from PySide6.QtGui import QImage
 
 from app.editor import open_editor
 from app.qt_canvas import CLASS_COLORS, FAILED_COLOR
+from app.qt_editor import DECORATE_EVERY
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "editor_demo.png"
 
@@ -33,7 +34,9 @@ def test_demo_patch_screenshot(qtbot, tmp_path, dialogs):
     qtbot.waitUntil(lambda: window.evaluator.status("broken") == "failed")
     qtbot.waitUntil(lambda: window.evaluator.mode == "flat")
     window.canvas.select(["breathing"])
-    qtbot.wait(300)  # a few frames: colours, preview and status bar catch up
+    frame = window._frame
+    # two decoration passes: colours and preview catch up
+    qtbot.waitUntil(lambda: window._frame >= frame + 2 * DECORATE_EVERY)
     image = window.grab().toImage()
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     assert image.save(str(ARTIFACT))
