@@ -1,6 +1,6 @@
 """The `patchbay` command line.
 
-    patchbay [edit] [FILE]      the editor (the built-in demo patch when no FILE)
+    patchbay [edit] [FILE] [--output [--screen N] [--fullscreen]] [--attach]   the editor
     patchbay run FILE [--headless --frames N] [--fps F] [--print NODE.PIN ...] [--out DIR]
     patchbay freeze FILE -o OUT
     patchbay check FILE
@@ -28,6 +28,12 @@ def _parser() -> argparse.ArgumentParser:
 
     edit = commands.add_parser("edit", help="open the editor")
     edit.add_argument("file", nargs="?")
+    edit.add_argument("--output", action="store_true", help="open the output window at start")
+    edit.add_argument("--screen", type=int, default=None, help="screen number for the output")
+    edit.add_argument("--fullscreen", action="store_true", help="output window fullscreen")
+    edit.add_argument(
+        "--attach", action="store_true", help="take the patch of the engine already playing"
+    )
 
     run = commands.add_parser("run", help="play a patch (output window, or headless)")
     run.add_argument("file")
@@ -74,7 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "edit":
             from app.editor import run_editor
 
-            return run_editor(getattr(options, "file", None))
+            return run_editor(
+                getattr(options, "file", None),
+                attach=getattr(options, "attach", False),
+                output=getattr(options, "output", False),
+                screen=getattr(options, "screen", None),
+                fullscreen=getattr(options, "fullscreen", False),
+            )
         if command == "check":
             return _check(options.file)
         if command == "nodes":

@@ -1,9 +1,12 @@
 """Starting the editor: `run_editor(path)` opens a window on a file, or on the built-in demo patch.
 
-Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared so that
-previews and the output window draw the patch's textures, no vsync wait in the editor's own
-windows); the window then uses GL if Qt can make a context (see app.qt_editor). It offers to
-restore a recovery file left by a session that did not close cleanly, and runs the event loop.
+The patch runs in an engine process (app.qt_engine): `run_editor` attaches to the engine already
+running for the state folder (an editor that was killed, or `patchbay run`, left it playing) and
+takes its patch as the document, unless a FILE was named without `--attach`; otherwise it starts
+one. Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared, no
+vsync wait in the editor's own windows). It offers to restore a recovery file left by a session
+that did not close cleanly (not when attaching: the engine's patch is newer), and runs the event
+loop.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
+from app.engine_client import EngineClient, EngineProcess, default_state_dir
+from app.engine_protocol import ProtocolError
 from app.qt_editor import QtEditorWindow
 from app.qt_gc import collect_on_gui_thread
 from app.qt_output import configure_qt_gl
@@ -28,11 +33,14 @@ def demo_patch_path() -> Path:
     return Path(str(importlib.resources.files("resources") / "examples" / DEMO_PATCH))
 
 
-def open_editor(path: str | None, state_dir: Path | None = None) -> QtEditorWindow:
+def open_editor(
+    path: str | None, state_dir: Path | None = None, engine: EngineClient | None = None
+) -> QtEditorWindow:
     """Show the editor window on `path` (the demo patch when None), restoring a crashed session's
     work first if the person wants it. A QApplication must exist. The window is shown before the
-    file is read, so a file that does not open is reported over the (empty) editor."""
-    window = QtEditorWindow(state_dir)
+    file is read, so a file that does not open is reported over the (empty) editor. With an
+    `engine` client the patch runs in that engine (see app.qt_editor)."""
+    window = QtEditorWindow(state_dir, engine=engine)
     window.show()
     if not window.offer_recovery():
         if path is None:
@@ -55,8 +63,17 @@ def no_display_reason() -> str | None:
     )
 
 
-def run_editor(path: str | None) -> int:
-    """Run the editor until its window closes; returns the process exit code."""
+def run_editor(
+    path: str | None,
+    *,
+    attach: bool = False,
+    output: bool = False,
+    screen: int | None = None,
+    fullscreen: bool = False,
+) -> int:
+    """Run the editor until its window closes; returns the process exit code. `attach` takes
+    the running engine's patch even when `path` is given; `output` opens the output window (on
+    `screen`, fullscreen or not) once the patch runs."""
     reason = no_display_reason()
     if reason is not None and QApplication.instance() is None:
         print(reason, file=sys.stderr)
@@ -68,7 +85,22 @@ def run_editor(path: str | None) -> int:
     app.setApplicationName("patchbay")
     app.setOrganizationName("patchbay")
     collect_on_gui_thread(app)
-    window = open_editor(path)  # held here: the window lives as long as the event loop
+    state_dir = default_state_dir()
+    client = EngineClient(EngineProcess(state_dir / "engine"))
+    try:
+        attached = client.start(attach=attach or path is None)
+    except (RuntimeError, OSError, EOFError, ProtocolError) as error:
+        print(f"patchbay: cannot start the engine: {error}", file=sys.stderr)
+        return 2
+    if attached:
+        window = QtEditorWindow(state_dir, engine=client)
+        window.show()
+        if not window.attach():
+            window.report_error("The running engine did not send its patch.")
+    else:  # held here: the window lives as long as the event loop
+        window = open_editor(path, state_dir, engine=client)
+    if output:
+        window.show_output_on(screen, fullscreen=fullscreen)
     code = app.exec()
     window.deleteLater()
     return code

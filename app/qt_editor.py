@@ -28,6 +28,17 @@ A file that does not load is reported with its one-line reason and the current p
 30 s an edited patch is written to a recovery file in the state folder; a clean close removes it,
 so finding one at start means the last session ended abnormally and the editor offers it back.
 
+The engine process: `patchbay edit` runs the patch in a separate engine process (app.engine,
+app.qt_engine) that owns the evaluator, the GL service and the output window, so nothing the
+editor does (a zoom on a big canvas, a save, a crash) can hold an output frame back. The window
+is then a client (`engine=EngineClient`): every change event of the Patch goes to the engine as it
+happens, the selection and the visible thumbnails become `watch` / `images` requests, and node
+colours, the inspector's state, the preview, thumbnails and the status bar come from the engine's
+reports (`RemoteEvaluator`), pictures included. When the engine restarts (it died, or its
+watchdog stopped a hung node) the window resends the patch. Closing the window stops the engine
+unless its output window is open (perform mode: the show goes on; `patchbay edit --attach`
+attaches again). Without an engine the window runs a DualEvaluator itself, as tests and tools do.
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """
@@ -41,7 +52,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QStandardPaths, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -59,10 +70,13 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QScrollArea,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
+from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
+from app.engine_protocol import event_message, patch_from_message, patch_message
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import AddNodesCommand, NodeRecord, RemoveNodesCommand, SetValueCommand
 from app.qt_export import export_frozen_dialog
@@ -76,8 +90,9 @@ from app.qt_output import (
     open_output_window,
     output_source,
     qt_gl_available,
+    screen_choices,
 )
-from app.qt_preview import QtPreview, is_texture
+from app.qt_preview import QtPreview, fitted_pixmap, is_texture
 from evaluators import DualEvaluator
 from evaluators.gl_service import GLService
 from nodes import (
@@ -119,28 +134,36 @@ def create_editor_gl() -> tuple[GLService | None, str]:
         return None, str(error)
 
 
-def default_state_dir() -> Path:
-    """Where recent files and the recovery file live."""
-    base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
-    return Path(base or Path.home() / ".patchbay")
-
-
 class QtEditorWindow(QMainWindow):
-    """The patchbay editor; `use_gl=False` runs it without OpenGL even where Qt has it."""
+    """The patchbay editor; `use_gl=False` runs it without OpenGL even where Qt has it; with
+    `engine` the patch runs in that engine process (see the module note)."""
 
-    def __init__(self, state_dir: Path | None = None, *, use_gl: bool = True) -> None:
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        *,
+        use_gl: bool = True,
+        engine: EngineClient | None = None,
+    ) -> None:
         super().__init__()
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.recovery_path = self.state_dir / "recovery.patchbay"
-        self.gl, self.gl_problem = create_editor_gl() if use_gl else (None, "turned off")
+        self.engine = engine
+        if engine is not None:  # GL lives in the engine; the window shows its pictures
+            self.gl, self.gl_problem = None, "" if engine.hello.get("gl") else "no GL in the engine"
+        else:
+            self.gl, self.gl_problem = create_editor_gl() if use_gl else (None, "turned off")
         self.undo_stack = QUndoStack(self)
         self.canvas = QtPatchCanvas(self.undo_stack)
         self.inspector = QtInspector()
         self.preview = QtPreview(self._texture_source if self.gl is not None else None)
         # The gpu.output texture; GL widgets exist only when there is GL.
         self.output_preview = QtTexturePreview() if self.gl is not None else None
+        self.output_picture = QLabel() if engine is not None else None  # the engine's output
         self.output_window: QtOutputWindow | None = None
+        self._output_node: str | None = None  # the gpu.output node the Output panel shows
+        self._image_request: dict[str, Any] = {}
         self.library = QtLibraryPanel()
         self.patch = Patch()
         self.path: Path | None = None
@@ -149,6 +172,7 @@ class QtEditorWindow(QMainWindow):
         self._restored_unsaved = False
         self._clipboard: Patch | None = None
         self._frame = 0
+        self._ticks = 0
         self._paused = False
         self._time_offset = 0.0
         self._paused_at = 0.0
@@ -204,6 +228,12 @@ class QtEditorWindow(QMainWindow):
         if self.output_preview is not None:
             self.output_preview.setMinimumHeight(160)
             output: QWidget = self.output_preview
+        elif self.output_picture is not None:
+            self.output_picture.setMinimumHeight(160)
+            ignored = QSizePolicy.Policy.Ignored  # the picture follows the dock, not the reverse
+            self.output_picture.setSizePolicy(ignored, ignored)
+            self.output_picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            output = self.output_picture
         else:
             output = QLabel(f"No OpenGL: GPU nodes do not run ({self.gl_problem}).")
             output.setWordWrap(True)
@@ -229,7 +259,11 @@ class QtEditorWindow(QMainWindow):
             bar.addPermanentWidget(label)
             self.status_labels[key] = label
         gpu = self.status_labels["gpu"]
-        if self.gl is None:
+        if self.engine is not None:
+            renderer = str(self.engine.hello.get("gl_renderer") or "")
+            gpu.setText(f"engine GL: {renderer.split(' (')[0]}" if renderer else "engine: no GL")
+            gpu.setToolTip(f"The patch runs in engine process {self.engine.hello.get('pid')}")
+        elif self.gl is None:
             gpu.setText("no GL")
             gpu.setToolTip(f"GPU nodes do not run: {self.gl_problem}")
         else:
@@ -287,8 +321,8 @@ class QtEditorWindow(QMainWindow):
             view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
         )
         self.output_action.setCheckable(True)
-        self.output_action.setEnabled(self.gl is not None)
-        if self.gl is None:
+        self.output_action.setEnabled(self._can_show_output)
+        if not self._can_show_output:
             self.output_action.setStatusTip(f"No OpenGL: {self.gl_problem}")
         self.output_screen_menu = view.addMenu("Output &Screen")
         self.output_screen_menu.setEnabled(False)
@@ -298,10 +332,17 @@ class QtEditorWindow(QMainWindow):
         for dock in self.docks.values():
             panels.addAction(dock.toggleViewAction())
 
+    @property
+    def _can_show_output(self) -> bool:
+        if self.engine is not None:
+            return bool(self.engine.hello.get("gl"))
+        return self.gl is not None
+
     # ------------------------------------------------------------------ the patch
-    def set_patch(self, patch: Patch, path: Path | None) -> None:
-        """Edit `patch` from now on (the undo history starts over)."""
-        if self.evaluator is not None:
+    def set_patch(self, patch: Patch, path: Path | None, *, send: bool = True) -> None:
+        """Edit `patch` from now on (the undo history starts over). With an engine, the patch
+        is sent to it unless `send` is False (it came from the engine)."""
+        if self.evaluator is not None and self.engine is None:
             self.evaluator.close()
             self.evaluator.ctx.release_all()  # GPU nodes give their textures back to the pool
         if self._unsubscribe is not None:
@@ -311,8 +352,16 @@ class QtEditorWindow(QMainWindow):
         self._restored_unsaved = False
         self._thumbnail_queue.clear()
         self.canvas.set_patch(patch)
-        self.evaluator = DualEvaluator(patch, gpu=self.gl)
-        self._unsubscribe = patch.subscribe(self._on_patch_event)
+        if self.engine is not None:
+            self.evaluator = self.engine.evaluator
+            unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._forward)]
+            self._unsubscribe = lambda: [stop() for stop in unsubscribe]
+            self._image_request = {}
+            if send:
+                self.send_patch()
+        else:
+            self.evaluator = DualEvaluator(patch, gpu=self.gl)
+            self._unsubscribe = patch.subscribe(self._on_patch_event)
         if self.output_preview is not None:
             self.output_preview.set_source(output_source(self.evaluator))
         if self.output_window is not None:
@@ -352,6 +401,116 @@ class QtEditorWindow(QMainWindow):
             self.inspector.refresh_values()
         if event.op == "remove_node" and event.node_id == node_id:
             self._on_selection([])
+
+    # ------------------------------------------------------------------ the engine
+    def send_patch(self) -> None:
+        """Send the whole document and what the window asks of it (after a start, a restart or
+        a resync)."""
+        if self.engine is None:
+            return
+        message, blobs = patch_message(self.patch)
+        message["path"] = str(self.path) if self.path else None
+        self.engine.send(message, blobs)
+        self._send_watch()
+        self._image_request = {}
+        self._request_images()
+        if self._paused:
+            self.engine.send({"type": "pause", "paused": True})
+
+    def _forward(self, event: PatchEvent) -> None:
+        """Send a change of the document to the engine as it happens."""
+        message = event_message(self.patch, event) if self.engine is not None else None
+        if message is not None and self.engine is not None:
+            self.engine.send(*message)
+
+    def _send_watch(self) -> None:
+        if self.engine is not None:
+            node_id = self.preview.node_id
+            self.engine.send({"type": "watch", "nodes": [node_id] if node_id else []})
+
+    def _request_images(self, thumbnails: list[str] | None = None) -> None:
+        """Ask the engine for pictures: the selected node's textures, the `gpu.output` texture
+        for the Output panel, and thumbnails of the textured nodes in view."""
+        if self.engine is None:
+            return
+        from app.player import output_node
+
+        self._output_node = output_node(self.patch)
+        previews = [[self._output_node, "out"]] if self._output_node else []
+        node_id = self.preview.node_id
+        if node_id is not None and node_id in self.patch.nodes:
+            previews += [[node_id, out.name] for out in self.patch.nodes[node_id].spec.outputs
+                         if out.type == "texture"]  # fmt: skip
+        if thumbnails is None:
+            thumbnails = self._image_request.get("thumbnails", [])
+        request = {"type": "images", "thumbnails": thumbnails, "previews": previews}
+        if request != self._image_request:
+            self._image_request = request
+            self.engine.send(request)
+
+    def _tick_remote(self) -> None:
+        """One turn of the window's loop with an engine: its messages, then the views."""
+        assert self.engine is not None
+        for message, _ in self.engine.poll():
+            kind = message.get("type")
+            if kind == "restarted":
+                bypassed = message.get("bypassed")
+                why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
+                self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
+                self.send_patch()
+                if self.output_action.isChecked():
+                    self.engine.send({"type": "output", "open": True})
+            elif kind == "resync":
+                self.send_patch()
+            elif kind == "error":
+                self.statusBar().showMessage(f"Engine: {message.get('message')}", 8000)
+            elif kind == "engine_failed":
+                self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
+        remote = self.engine.evaluator
+        self._frame = remote.frame
+        self._ticks += 1
+        if self._ticks % DECORATE_EVERY == 0:
+            self.decorate_nodes()
+            self._show_node_state()
+            self.output_action.setChecked(remote.output_open)
+            self.output_screen_menu.setEnabled(remote.output_open)
+        now = time.perf_counter()
+        if now >= self._thumbnail_round_at:
+            self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
+            textured = [n for n in self.patch.nodes if self._thumbnail_pin(n) is not None]
+            self._request_images(self.canvas.thumbnail_candidates(textured))
+        for node_id in self._image_request.get("thumbnails", []):
+            pin = self._thumbnail_pin(node_id) if node_id in self.patch.nodes else None
+            picture = remote.take_image(node_id, pin, "thumbnail") if pin else None
+            if picture is not None:
+                self.canvas.set_thumbnail(node_id, _qimage(*picture))
+        if self._output_node is not None and self.output_picture is not None:
+            picture = remote.take_image(self._output_node, "out", "preview")
+            if picture is not None:
+                label = self.output_picture
+                label.setPixmap(fitted_pixmap(_qimage(*picture), label.width(), label.height()))
+        if now - self._fps_since >= STATUS_EVERY_S:
+            self._fps, self._fps_since = remote.fps, now
+            self._update_status()
+
+    def attach(self) -> bool:
+        """Take the running engine's patch as the document (an editor attaching to a show);
+        False if it did not come within 10 s."""
+        if self.engine is None or not self.engine.send({"type": "get_patch"}):
+            return False
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            for message, blobs in self.engine.poll():
+                if message.get("type") == "patch":
+                    path = message.get("path")
+                    patch = patch_from_message(message, blobs)
+                    self.set_patch(patch, Path(path) if isinstance(path, str) else None, send=False)
+                    self._restored_unsaved = True  # what the engine plays may not be saved
+                    self._update_title()
+                    self._send_watch()
+                    return True
+            time.sleep(0.01)
+        return False
 
     # ------------------------------------------------------------------ files
     def new_patch(self) -> bool:
@@ -410,7 +569,13 @@ class QtEditorWindow(QMainWindow):
             return False
         # Relative file names (shader files) resolve next to the file from now on, as when it is
         # opened again.
-        self.patch.folder = self.evaluator.ctx.folder = path.absolute().parent
+        folder = path.absolute().parent
+        moved = self.patch.folder != folder
+        self.patch.folder = folder
+        if self.engine is None:
+            self.evaluator.ctx.folder = folder
+        elif moved:
+            self.send_patch()  # the engine's copy resolves file names in the new folder too
         self._restored_unsaved = False
         self.undo_stack.setClean()
         self._discard_recovery()
@@ -621,10 +786,14 @@ class QtEditorWindow(QMainWindow):
         outputs = [o.name for o in self.patch.nodes[node_id].spec.outputs] if node_id else []
         self.preview.set_outputs(node_id, outputs)
         self.evaluator.watch([node_id] if node_id else [])
+        self._send_watch()
+        self._request_images()
         self._show_node_state()
 
     # ------------------------------------------------------------------ frame loop
     def toggle_pause(self) -> None:
+        if self.engine is not None:
+            self.engine.send({"type": "pause", "paused": not self._paused})
         now = time.perf_counter()
         if self._paused:
             self._time_offset += now - self._paused_at
@@ -644,6 +813,9 @@ class QtEditorWindow(QMainWindow):
 
     def tick(self) -> None:
         """Run one frame (unless paused) and refresh what shows its results."""
+        if self.engine is not None:
+            self._tick_remote()
+            return
         if self._paused:  # thumbnails still follow the view (nodes scrolled into it)
             if self.gl is not None and self._thumbnails_due():
                 with self.gl.frame():
@@ -738,6 +910,11 @@ class QtEditorWindow(QMainWindow):
         self.inspector.set_state(ev.node_class(node_id), ev.status(node_id), ev.error(node_id))
         outputs = self.patch.nodes[node_id].spec.outputs
         self.preview.show_values({o.name: ev.output(node_id, o.name) for o in outputs})
+        if isinstance(ev, RemoteEvaluator):
+            for out in outputs:
+                picture = ev.take_image(node_id, out.name, "preview")
+                if picture is not None:
+                    self.preview.show_picture(out.name, _qimage(*picture))
 
     def _update_status(self) -> None:
         ev = self.evaluator
@@ -752,13 +929,24 @@ class QtEditorWindow(QMainWindow):
     # ------------------------------------------------------------------ output window
     def toggle_output_window(self) -> None:
         """View > Output Window: open the show output window, or close it."""
+        if self.engine is not None:
+            if self.engine.evaluator.output_open:
+                self.close_output_window()
+            else:
+                self.open_output_window()
+            return
         if self.output_window is None:
             self.open_output_window()
         else:
             self.close_output_window()
 
     def open_output_window(self) -> QtOutputWindow | None:
-        """Show the output window (the patch's `gpu.output` texture); None without GL."""
+        """Show the output window (the patch's `gpu.output` texture); None without GL, and with
+        an engine (whose process shows it)."""
+        if self.engine is not None:
+            if self._can_show_output:
+                self.show_output_on(None, fullscreen=False)
+            return None
         if self.gl is None:
             return None
         if self.output_window is None:
@@ -769,8 +957,21 @@ class QtEditorWindow(QMainWindow):
         self.output_screen_menu.setEnabled(True)
         return self.output_window
 
+    def show_output_on(self, screen: int | None, *, fullscreen: bool) -> None:
+        """With an engine: its output window, on `screen` (an index), fullscreen or not."""
+        if self.engine is None:
+            return
+        message = {"type": "output", "open": True, "screen": screen, "fullscreen": fullscreen}
+        self.engine.send(message)
+        self.engine.evaluator.output_open = True
+        self.output_action.setChecked(True)
+        self.output_screen_menu.setEnabled(True)
+
     def close_output_window(self) -> None:
         """Close the output window (through Qt's event loop: never left to Python's GC)."""
+        if self.engine is not None:
+            self.engine.send({"type": "output", "open": False})
+            self.engine.evaluator.output_open = False
         window, self.output_window = self.output_window, None
         self.output_action.setChecked(False)
         self.output_screen_menu.setEnabled(False)
@@ -788,6 +989,15 @@ class QtEditorWindow(QMainWindow):
             child.deleteLater()
         if self.output_window is not None:
             menu.addActions(self.output_window.screen_menu(menu).actions())
+        elif self.engine is not None:
+            for index, label in screen_choices():
+                action = menu.addAction(f"Fullscreen on {label}")
+                action.triggered.connect(
+                    lambda _=False, i=index: self.show_output_on(i, fullscreen=True)
+                )
+            menu.addSeparator()
+            leave = menu.addAction("Leave fullscreen")
+            leave.triggered.connect(lambda _=False: self.show_output_on(None, fullscreen=False))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.output_window and event.type() == QEvent.Type.Close:
@@ -804,6 +1014,11 @@ class QtEditorWindow(QMainWindow):
             return
         self._timer.stop()
         self._autosave.stop()
+        if self.engine is not None:  # perform mode: an open output window plays on
+            self.engine.close(stop_engine=not self.engine.evaluator.output_open)
+            self._discard_recovery()
+            event.accept()
+            return
         self.close_output_window()
         self.evaluator.close()
         if self.output_preview is not None:
@@ -814,3 +1029,10 @@ class QtEditorWindow(QMainWindow):
             self.gl.close()
         self._discard_recovery()
         event.accept()
+
+
+def _qimage(size: tuple[int, int], pixels: bytes) -> QImage:
+    """A QImage owning a copy of RGBA pixels (rows top to bottom, as `GLService.readback`)."""
+    width, height = size
+    image = QImage(pixels, width, height, width * 4, QImage.Format.Format_RGBX8888)
+    return image.copy()

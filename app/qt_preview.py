@@ -5,7 +5,8 @@ range; other arrays as their shape and first values. A texture output is drawn b
 (`QtTexturePreview`, sampling the patch's texture with no copy) when the panel was given a
 `texture_source`; the editor gives one only when Qt has OpenGL, and without it the texture is
 described in words. Texture widgets repaint only in `refresh_textures()`, which the editor calls
-at a throttled rate.
+at a throttled rate. When the patch runs in the engine process, textures arrive as small pictures
+(`show_picture`) instead.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QFormLayout, QLabel, QWidget
 
 from app.qt_output import QtTexturePreview
@@ -78,6 +79,16 @@ def describe(value: Any) -> str:
         return "nothing"
     text = repr(value)
     return text if len(text) < 200 else text[:197] + "..."
+
+
+def fitted_pixmap(image: QImage, width: int, height: int) -> QPixmap:
+    """`image` scaled to fit `width` x `height`, keeping its aspect ratio."""
+    return QPixmap.fromImage(image).scaled(
+        width,
+        height,
+        Qt.AspectRatioMode.KeepAspectRatio,
+        Qt.TransformationMode.SmoothTransformation,
+    )
 
 
 def _is_plottable(value: Any) -> bool:
@@ -150,6 +161,18 @@ class QtPreview(QWidget):
             )
             row.setMinimumHeight(TEXTURE_PREVIEW_HEIGHT)
         row.setToolTip(f"texture {size}")
+
+    def show_picture(self, name: str, image: QImage) -> None:
+        """A picture of the output `name` (a texture the engine process scaled down)."""
+        row = self._rows.get(name)
+        if row is None:
+            return
+        if not isinstance(row, QLabel):
+            row = self._replace_row(name, QLabel())
+        assert isinstance(row, QLabel)
+        row.setMinimumHeight(TEXTURE_PREVIEW_HEIGHT)
+        row.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        row.setPixmap(fitted_pixmap(image, max(64, self.width() - 60), TEXTURE_PREVIEW_HEIGHT))
 
     def refresh_textures(self) -> None:
         """Repaint the texture widgets (their textures change as the patch runs)."""

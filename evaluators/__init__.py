@@ -3,12 +3,20 @@
 Never imports Qt or NodeGraphQt.
 """
 
-from evaluators._context import CONST, HOT, USER, ExecutionContext, bind_compute
+from evaluators._context import (
+    CONST,
+    HOT,
+    USER,
+    ExecutionContext,
+    NodeBypassed,
+    bind_compute,
+)
 from evaluators._dual import DualEvaluator
 from evaluators._flat import FlatEvaluator, FlatProgram
 from evaluators._freeze import Progress, freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._running import node_running_in
 
 __all__ = [
     "CONST",
@@ -20,8 +28,10 @@ __all__ = [
     "FlatProgram",
     "GraphIR",
     "LazyEvaluator",
+    "NodeBypassed",
     "PatchSnapshot",
     "Progress",
     "bind_compute",
     "freeze",
+    "node_running_in",
 ]

@@ -9,6 +9,8 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 - `outputs`: the last good outputs of every node, read when a node fails or is deferred.
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
+- `bypassed`: node id -> reason, for nodes that must not run (one that hung the engine): they
+  fail with the reason instead of computing; set before the evaluators bind the patch.
 - `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
   properties such as `resolution`; `folder`: the patch's `folder` (relative file names in values
   resolve against it; None: the current directory).
@@ -52,6 +54,10 @@ class CacheEntry:
         self.error = error
 
 
+class NodeBypassed(Exception):
+    """Raised in place of a bypassed node's compute; its text is the reason, shown as is."""
+
+
 class ExecutionContext:
     """State that outlives programs: see the module note."""
 
@@ -65,6 +71,7 @@ class ExecutionContext:
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.feedback: dict[tuple[str, str], Any] = {}
         self.settings: dict[str, Any] = {}
+        self.bypassed: dict[str, str] = {}
         self.folder: Path | None = None
         self.cache_epoch = 0
         self.frames_run = 0
@@ -164,6 +171,9 @@ def bind_compute(
 ) -> Callable[..., Any]:
     """The node's compute function with `ctx` and `state` bound, taking the values of
     `input_names` positionally; dynamic pins reach compute as one mapping after the static ones."""
+    reason = ctx.bypassed.get(node_id)
+    if reason is not None:
+        return functools.partial(_bypassed, reason)
     fn = spec.compute
     leading: list[Any] = []
     if spec.uses_context:
@@ -193,6 +203,10 @@ def bind_capture(spec: NodeSpec, ctx: ExecutionContext, node_id: str) -> Callabl
     return functools.partial(spec.capture, ctx, state)
 
 
+def _bypassed(reason: str, *args: Any) -> Any:
+    raise NodeBypassed(reason)
+
+
 def _as_is(value: Any) -> Any:
     return value
 
@@ -202,6 +216,8 @@ def default_outputs(spec: NodeSpec) -> tuple[Any, ...]:
 
 
 def error_text(error: BaseException) -> str:
+    if isinstance(error, NodeBypassed):
+        return str(error)
     message = str(error).strip().splitlines()
     first = message[0] if message else ""
     return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -8,6 +8,7 @@ their state in the object returned by their `init_state`, owned by the evaluator
 from __future__ import annotations
 
 import math
+import time
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -287,3 +288,11 @@ def output_value(in_: Any = 0.0) -> Any:
 def debug_fail(x: Num = 0.0, message: str = "this node fails on purpose") -> Num:
     """Always raises: for tests and demos of failure handling."""
     raise RuntimeError(message)
+
+
+@node("debug.sleep", determinism=HOT)
+def debug_sleep(x: Num = 0.0, seconds: float = 0.0) -> Num:
+    """Waits `seconds` every frame, then passes `x` on: for tests and demos of slow or hung
+    nodes (a watchdog, time budgets)."""
+    time.sleep(max(0.0, seconds))
+    return x

@@ -1,0 +1,459 @@
+"""The engine: the running copy of a patch, its frame clock, and the link to an editor.
+
+`Engine` is the part of the engine process that knows nothing of Qt: it owns a Patch (its own
+copy), the DualEvaluator and its ExecutionContext, and runs one frame per `step()`. The process
+around it (`app.qt_engine`) owns the GL service, the output window and the timer that calls
+`step()`; tests drive an Engine directly.
+
+An editor talks to the engine through `EngineServer` (a local socket, see app.engine_protocol):
+reader threads only put messages in the engine's inbox, and `step()` drains the inbox at the start
+of a frame, so an edit lands between two frames and the frame loop never waits for an editor. The
+engine answers with reports at most `REPORT_HZ` times a second, handed to a sender thread that
+keeps only the newest unsent report: a slow or stuck editor can never hold a frame back.
+
+Revisions: after applying an edit the engine compares its patch's counters with those the editor
+sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
+A new patch keeps the ExecutionContext, so what is playing (LFO phases, feedback) goes on.
+
+The watchdog is a thread that notices a frame running longer than `watchdog_s`: it names the node
+the frame thread is inside (`evaluators.node_running_in`), writes it to `hang_file` and ends the
+process with EXIT_HUNG, so the supervisor restarts the engine with that node bypassed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from multiprocessing.connection import Listener
+from pathlib import Path
+from typing import Any, TextIO
+
+from app.engine_protocol import (
+    SCHEMA_VERSION,
+    Channel,
+    ProtocolError,
+    apply_edit,
+    patch_from_message,
+    patch_message,
+    report_value,
+)
+from evaluators import DualEvaluator, ExecutionContext, node_running_in
+from nodes import Patch, PatchError
+
+REPORT_HZ = 30.0
+THUMBNAILS_PER_FRAME = 2
+THUMBNAIL_ROUND_S = 0.25
+THUMBNAIL_SIZE = (96, 54)
+PREVIEW_SIZE = (320, 180)
+WATCHDOG_S = 2.0
+EXIT_HUNG = 70
+"""Exit status of an engine whose watchdog stopped it (a frame ran past the limit)."""
+FRAME_LOG_ENV = "PATCHBAY_FRAME_LOG"
+FRAME_LOG_FLUSH_S = 0.5
+
+
+class FrameLog:
+    """`PATCHBAY_FRAME_LOG=PATH`: one line `<time.monotonic() seconds> <frame index>` appended per
+    presented frame, flushed at least every 0.5 s."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._file: TextIO = open(path, "a", encoding="ascii", buffering=1 << 16)  # noqa: SIM115
+        self._flushed = time.monotonic()
+
+    @classmethod
+    def from_environment(cls) -> FrameLog | None:
+        path = os.environ.get(FRAME_LOG_ENV)
+        return cls(path) if path else None
+
+    def presented(self, frame: int) -> None:
+        now = time.monotonic()
+        self._file.write(f"{now:.6f} {frame}\n")
+        if now - self._flushed >= FRAME_LOG_FLUSH_S:
+            self._file.flush()
+            self._flushed = now
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class EditorLink:
+    """One connected editor. A reader thread puts its messages in the engine's inbox; a sender
+    thread writes what the engine posts. `post_report` keeps only the newest unsent report."""
+
+    def __init__(self, channel: Channel, inbox: queue.SimpleQueue[Any]) -> None:
+        self.channel = channel
+        self.closed = False
+        self._inbox = inbox
+        self._pending: list[tuple[dict[str, Any], list[bytes]]] = []
+        self._report: tuple[dict[str, Any], list[bytes]] | None = None
+        self._wake = threading.Condition()
+        threading.Thread(target=self._read, name="editor-reader", daemon=True).start()
+        threading.Thread(target=self._write, name="editor-writer", daemon=True).start()
+
+    def post(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+        with self._wake:
+            self._pending.append((message, blobs or []))
+            self._wake.notify()
+
+    def post_report(self, message: dict[str, Any], blobs: list[bytes]) -> None:
+        with self._wake:
+            self._report = (message, blobs)
+            self._wake.notify()
+
+    def close(self) -> None:
+        with self._wake:
+            self.closed = True
+            self._wake.notify()
+        with contextlib.suppress(OSError):
+            self.channel.close()
+
+    def _read(self) -> None:
+        try:
+            while not self.closed:
+                message, blobs = self.channel.receive()
+                self._inbox.put((self, message, blobs))
+        except (EOFError, OSError, TypeError, ProtocolError) as error:
+            # (TypeError: the connection was closed under this thread)
+            if isinstance(error, ProtocolError):
+                self.post({"type": "error", "message": f"protocol: {error}"})
+        self._inbox.put((self, {"type": "_gone"}, []))
+
+    def _write(self) -> None:
+        while True:
+            with self._wake:
+                while not (self.closed or self._pending or self._report):
+                    self._wake.wait()
+                if self.closed:
+                    return
+                batch, self._pending = self._pending, []
+                report, self._report = self._report, None
+            if report is not None:
+                batch.append(report)
+            try:
+                for message, blobs in batch:
+                    self.channel.send(message, blobs)
+            except (OSError, ValueError):
+                self.closed = True
+                return
+
+
+class EngineServer:
+    """Accepts editors on a local socket (authenticated with a key only the user can read);
+    the newest editor replaces an older one."""
+
+    def __init__(self, address: str, authkey: bytes, inbox: queue.SimpleQueue[Any]) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(address)
+        self._listener = Listener(address, family="AF_UNIX", authkey=authkey)
+        self._inbox = inbox
+        self.address = address
+        threading.Thread(target=self._accept, name="engine-listener", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection = self._listener.accept()
+            except OSError:
+                return  # closed
+            except Exception:  # a client that failed authentication, or hung up
+                continue
+            link = EditorLink(Channel(connection), self._inbox)
+            self._inbox.put((link, {"type": "_connected"}, []))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.address)
+
+
+class Engine:
+    """The running patch: see the module note. `gpu` is a GLService or None; `bypass` maps node
+    ids to the reason they must not run."""
+
+    def __init__(
+        self,
+        patch: Patch,
+        *,
+        gpu: Any = None,
+        bypass: dict[str, str] | None = None,
+        frame_log: FrameLog | None = None,
+    ) -> None:
+        self.gpu = gpu
+        self.ctx = ExecutionContext(gpu)
+        self.ctx.bypassed.update(bypass or {})
+        self.patch = patch
+        self.evaluator = DualEvaluator(patch, context=self.ctx)
+        self.frame_log = frame_log
+        self.document_path: str | None = None  # the editor's file name for the patch, if any
+        self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.editor: EditorLink | None = None
+        self.frame = 0
+        self.paused = False
+        self.in_sync = True
+        self.frame_started: float | None = None  # monotonic time, while a frame runs
+        self.output_open = False
+        self.on_output_request: Callable[[dict[str, Any]], None] | None = None
+        self.on_quit: Callable[[], None] | None = None
+        self.presents_frames = False  # True while an output window logs presented frames
+        self._clock_start = time.perf_counter()
+        self._paused_at = 0.0
+        self._paused_total = 0.0
+        self._watched: list[str] = []
+        self._thumbnail_nodes: list[str] = []
+        self._thumbnail_queue: list[str] = []
+        self._thumbnail_round_at = 0.0
+        self._thumbnails: dict[str, bytes | None] = {}
+        self._previews: list[tuple[str, str]] = []
+        self._report_at = 0.0
+        self._fps_frames = 0
+        self._fps_since = time.perf_counter()
+        self.fps = 0.0
+
+    # ----------------------------------------------------------------- clock and frames
+    def clock(self) -> float:
+        """Seconds of patch time: wall time since start, minus the time spent paused."""
+        now = self._paused_at if self.paused else time.perf_counter()
+        return now - self._clock_start - self._paused_total
+
+    def set_paused(self, paused: bool) -> None:
+        if paused == self.paused:
+            return
+        now = time.perf_counter()
+        if paused:
+            self._paused_at = now
+        else:
+            self._paused_total += now - self._paused_at
+        self.paused = paused
+
+    def step(self, t: float | None = None) -> None:
+        """Apply what editors sent, run one frame (at clock `t`, default the engine's clock)
+        unless paused, and report when one is due."""
+        self.drain()
+        images: list[tuple[dict[str, Any], bytes]] = []
+        if not self.paused:
+            self.frame_started = time.monotonic()
+            gpu_frame = self.gpu.frame() if self.gpu is not None else contextlib.nullcontext()
+            with gpu_frame:
+                self.evaluator.run_frame(self.clock() if t is None else t, self.frame)
+                if self.editor is not None and self.gpu is not None:
+                    images = self._images()
+            self.frame_started = None
+            self.frame += 1
+            self._fps_frames += 1
+            if self.frame_log is not None and not self.presents_frames:
+                self.frame_log.presented(self.frame - 1)
+        elif self.editor is not None and self.gpu is not None and self._preview_due():
+            with self.gpu.frame():
+                images = self._images()
+        self._maybe_report(images)
+
+    # ----------------------------------------------------------------- messages
+    def drain(self) -> None:
+        """Handle every message that arrived since the last frame."""
+        while True:
+            try:
+                link, message, blobs = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._handle(link, message, blobs)
+
+    def _handle(self, link: EditorLink, message: dict[str, Any], blobs: list[bytes]) -> None:
+        kind = message.get("type")
+        if kind == "_connected":
+            if self.editor is not None:
+                self.editor.close()
+            self.editor = link
+            link.post(
+                {
+                    "type": "hello",
+                    "schema": SCHEMA_VERSION,
+                    "pid": os.getpid(),
+                    "rev": self.patch.revision,
+                    "vrev": self.patch.value_revision,
+                    "gl": self.gpu is not None,
+                    "gl_renderer": self.gpu.info.get("GL_RENDERER") if self.gpu else None,
+                }
+            )
+            return
+        if link is not self.editor:
+            return  # a replaced editor's last words
+        if kind == "_gone":
+            self.editor = None
+            return
+        try:
+            self._apply(link, kind, message, blobs)
+        except (PatchError, ProtocolError, ValueError, TypeError) as error:
+            link.post({"type": "error", "message": f"{kind}: {error}"[:300]})
+            if kind == "edit":
+                self._ask_resync(str(error))
+
+    def _apply(
+        self, link: EditorLink, kind: Any, message: dict[str, Any], blobs: list[bytes]
+    ) -> None:
+        if kind == "hello":
+            if message.get("schema") != SCHEMA_VERSION:
+                raise ProtocolError(f"schema {message.get('schema')!r}, expected {SCHEMA_VERSION}")
+        elif kind == "patch":
+            self.replace_patch(patch_from_message(message, blobs))
+            path = message.get("path")
+            self.document_path = path if isinstance(path, str) else None
+        elif kind == "edit":
+            if self.in_sync and not apply_edit(self.patch, message, blobs):
+                self._ask_resync("revisions disagree")
+            if message.get("op") == "set_value" and message.get("node") in self.ctx.bypassed:
+                # An edit of a node stopped by the watchdog gives it another chance.
+                del self.ctx.bypassed[message["node"]]
+                self.replace_patch(self.patch)
+        elif kind == "get_patch":
+            reply, reply_blobs = patch_message(self.patch)
+            link.post({**reply, "path": self.document_path}, reply_blobs)
+        elif kind == "watch":
+            self._watched = [str(n) for n in message.get("nodes", [])]
+            self.evaluator.watch(n for n in self._watched if n in self.patch.nodes)
+        elif kind == "images":
+            self._thumbnail_nodes = [str(n) for n in message.get("thumbnails", [])]
+            self._previews = [(str(node), str(pin)) for node, pin in message.get("previews", [])]
+        elif kind == "output":
+            self.output_open = bool(message.get("open"))
+            if self.on_output_request is not None:
+                self.on_output_request(message)
+        elif kind == "pause":
+            self.set_paused(bool(message.get("paused")))
+        elif kind == "quit":
+            if self.on_quit is not None:
+                self.on_quit()
+        else:
+            raise ProtocolError(f"unknown message type {kind!r}")
+
+    def _ask_resync(self, reason: str) -> None:
+        self.in_sync = False
+        if self.editor is not None:
+            self.editor.post({"type": "resync", "reason": reason})
+
+    def replace_patch(self, patch: Patch) -> None:
+        """Play `patch` from the next frame on, keeping node states (same ids go on playing)."""
+        self.evaluator.close()
+        self.ctx.keep_only(patch.nodes)
+        self.patch = patch
+        self.evaluator = DualEvaluator(patch, context=self.ctx)
+        self.evaluator.watch(n for n in self._watched if n in patch.nodes)
+        self.in_sync = True
+
+    # ----------------------------------------------------------------- reports
+    def _maybe_report(self, images: list[tuple[dict[str, Any], bytes]]) -> None:
+        editor = self.editor
+        now = time.perf_counter()
+        if editor is None or (now - self._report_at < 1.0 / REPORT_HZ and not images):
+            return
+        if now - self._fps_since >= 0.5:
+            self.fps = self._fps_frames / (now - self._fps_since)
+            self._fps_frames, self._fps_since = 0, now
+        self._report_at = now
+        editor.post_report(self.report([meta for meta, _ in images]), [b for _, b in images])
+
+    def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+        """The report message (without image blobs)."""
+        ev, patch = self.evaluator, self.patch
+        nodes = {
+            node_id: [str(ev.node_class(node_id)), str(ev.status(node_id)), ev.error(node_id)]
+            for node_id in patch.nodes
+        }
+        values = {
+            node_id: {
+                out.name: report_value(ev.output(node_id, out.name))
+                for out in patch.nodes[node_id].spec.outputs
+            }
+            for node_id in self._watched
+            if node_id in patch.nodes
+        }
+        return {
+            "type": "report",
+            "frame": self.frame,
+            "rev": patch.revision,
+            "fps": round(self.fps, 2),
+            "frame_ms": round(ev.last_frame_seconds * 1000, 3),
+            "mode": str(ev.mode),
+            "build_ms": round(ev.last_build_seconds * 1000, 1),
+            "paused": self.paused,
+            "output_open": self.output_open,
+            "bypassed": dict(self.ctx.bypassed),
+            "nodes": nodes,
+            "values": values,
+            "images": list(images),
+        }
+
+    def _preview_due(self) -> bool:
+        return time.perf_counter() - self._report_at >= 1.0 / REPORT_HZ
+
+    def _images(self) -> list[tuple[dict[str, Any], bytes]]:
+        """Small pictures of textures for the editor: the preview (with every report) and a few
+        node thumbnails per frame, each a GPU downscale and one small readback."""
+        if not self._preview_due():
+            return []
+        found: list[tuple[dict[str, Any], bytes]] = []
+        for node_id, pin in self._previews:
+            found += self._picture(node_id, pin, PREVIEW_SIZE, "preview")
+        now = time.perf_counter()
+        if not self._thumbnail_queue and now >= self._thumbnail_round_at:
+            self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
+            self._thumbnail_queue = list(self._thumbnail_nodes)
+        for node_id in self._thumbnail_queue[:THUMBNAILS_PER_FRAME]:
+            instance = self.patch.nodes.get(node_id)
+            pin = next((o.name for o in instance.spec.outputs if o.type == "texture"), None) \
+                if instance is not None else None  # fmt: skip
+            if pin is not None:
+                found += self._picture(node_id, pin, THUMBNAIL_SIZE, "thumbnail")
+        del self._thumbnail_queue[:THUMBNAILS_PER_FRAME]
+        return found
+
+    def _picture(
+        self, node_id: str, pin: str, box: tuple[int, int], role: str
+    ) -> list[tuple[dict[str, Any], bytes]]:
+        if node_id not in self.patch.nodes:
+            return []
+        texture = self.evaluator.output(node_id, pin)
+        size = getattr(texture, "size", None)
+        if self.gpu is None or not (isinstance(size, tuple) and len(size) == 2):
+            return []
+        width, height = size
+        scale = min(box[0] / width, box[1] / height)
+        fitted = (max(1, round(width * scale)), max(1, round(height * scale)))
+        pixels = self.gpu.readback_scaled(texture, fitted)
+        return [({"node": node_id, "pin": pin, "size": list(fitted), "role": role},
+                 pixels.tobytes())]  # fmt: skip
+
+    # ----------------------------------------------------------------- watchdog
+    def start_watchdog(self, limit_s: float, hang_file: Path) -> None:
+        """Stop the process (EXIT_HUNG) when a frame runs longer than `limit_s`, after writing
+        the node it was inside to `hang_file` (see the module note)."""
+        frame_thread = threading.get_ident()
+
+        def watch() -> None:
+            while True:
+                time.sleep(min(0.1, limit_s / 4))
+                started = self.frame_started
+                if started is None or time.monotonic() - started < limit_s:
+                    continue
+                node_id = node_running_in(frame_thread)
+                seconds = time.monotonic() - started
+                hang_file.write_text(json.dumps({"node": node_id, "seconds": seconds}), "utf-8")
+                if self.frame_log is not None:
+                    with contextlib.suppress(OSError, ValueError):
+                        self.frame_log.close()
+                os._exit(EXIT_HUNG)
+
+        threading.Thread(target=watch, name="engine-watchdog", daemon=True).start()
+
+    def close(self) -> None:
+        if self.editor is not None:
+            self.editor.close()
+        self.evaluator.close()
+        self.ctx.release_all()
+        if self.frame_log is not None:
+            self.frame_log.close()

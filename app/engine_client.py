@@ -1,0 +1,382 @@
+"""Starting, finding, supervising and talking to the engine process; the editor's view of it.
+
+- `EngineProcess` starts `python -m app.qt_engine` for a run folder (`state_dir/engine`) and finds
+  an engine already running there: the engine writes `engine.json` (pid and socket address) once
+  it listens, and the socket is authenticated with `engine.key` (random, readable by the user
+  only). The engine runs in its own session, so killing the editor leaves it playing.
+- `EngineClient` is the editor's end: it attaches to a running engine or starts one, sends
+  messages, and hands what comes back to the GUI thread through `poll()`. A reader thread
+  receives; when the engine dies (or sends no report for `watchdog_s` + a grace period: hung in a
+  way its own watchdog could not catch) a supervisor thread restarts it, with the node its
+  watchdog named in bypass, and `poll()` then says `restarted` so the editor resends the patch.
+- `RemoteEvaluator` answers the editor's evaluator questions (statuses, classes, errors, watched
+  values, mode, timings) from the newest report, so the editor's views need not know that the
+  patch runs elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Client
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.engine import WATCHDOG_S
+from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
+
+START_TIMEOUT_S = 30.0
+HANG_GRACE_S = 3.0
+
+
+def default_state_dir() -> Path:
+    """Where the editor keeps recent files and recovery, and the engine its run folder
+    (`engine/`): `PATCHBAY_STATE_DIR`, else the user's data folder."""
+    override = os.environ.get("PATCHBAY_STATE_DIR")
+    if override:
+        return Path(override)
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "patchbay" / "patchbay"
+
+
+def engine_address(run_dir: Path) -> str:
+    """The engine's socket for `run_dir`: short (AF_UNIX paths are limited to ~100 bytes), in a
+    folder only this user can enter."""
+    folder = Path(tempfile.gettempdir()) / f"patchbay-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:16]
+    return str(folder / f"{digest}.sock")
+
+
+def engine_key(run_dir: Path) -> bytes:
+    """The run folder's authentication key, made on first use (mode 0600)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "engine.key"
+    with contextlib.suppress(FileExistsError):
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class EngineProcess:
+    """One engine process for a run folder: start it, find it, stop it."""
+
+    def __init__(self, run_dir: Path, extra_args: Sequence[str] = (), env: Any = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.address = engine_address(self.run_dir)
+        self.key = engine_key(self.run_dir)
+        self.extra_args = list(extra_args)
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+        self.bypass: dict[str, str] = {}
+
+    @property
+    def hang_file(self) -> Path:
+        return self.run_dir / "hang.json"
+
+    def running_pid(self) -> int | None:
+        """The pid of the engine serving this folder, if one is alive."""
+        try:
+            info = json.loads((self.run_dir / "engine.json").read_text("utf-8"))
+            pid = int(info["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if self.process is not None and self.process.pid == pid:
+            return pid if self.process.poll() is None else None
+        return pid if pid_alive(pid) else None
+
+    def start(self) -> None:
+        """Start a new engine (bypassing the nodes in `bypass`) and wait until it listens."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.run_dir / "engine.json").unlink()
+        arguments = [
+            sys.executable, "-m", "app.qt_engine",
+            "--run-dir", str(self.run_dir),
+            "--bypass", json.dumps(self.bypass),
+            *self.extra_args,
+        ]  # fmt: skip
+        self.process = subprocess.Popen(arguments, env=self.env, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self.running_pid() != self.process.pid:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the engine exited at start ({self.process.returncode})")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError("the engine did not start within 30 s")
+            time.sleep(0.01)
+
+    def connect(self) -> Channel:
+        return Channel(Client(self.address, family="AF_UNIX", authkey=self.key))
+
+    def take_hang(self) -> str | None:
+        """After the engine's watchdog stopped it: the node to bypass from now on (recorded in
+        `bypass` with its reason), or None."""
+        try:
+            info = json.loads(self.hang_file.read_text("utf-8"))
+            self.hang_file.unlink()
+        except (OSError, ValueError):
+            return None
+        node = info.get("node") if isinstance(info, dict) else None
+        if not isinstance(node, str):
+            return None
+        self.bypass[node] = f"stopped: took longer than {WATCHDOG_S:g} s"
+        return node
+
+    def kill(self) -> None:
+        pid = self.running_pid() or (self.process.pid if self.process is not None else None)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+
+    def exit_code(self) -> int | None:
+        return self.process.poll() if self.process is not None else None
+
+
+class EngineClient:
+    """The editor's connection to its engine: see the module note."""
+
+    def __init__(self, engine: EngineProcess, *, watchdog_s: float = WATCHDOG_S) -> None:
+        self.engine = engine
+        self.watchdog_s = watchdog_s
+        self.evaluator = RemoteEvaluator()
+        self.hello: dict[str, Any] = {}
+        self.restarts = 0
+        self.attached = False
+        self._channel: Channel | None = None
+        self._send_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._messages: list[tuple[dict[str, Any], list[bytes]]] = []
+        self._last_report = time.monotonic()
+        self._closing = False
+        self._restarting = False
+
+    # ----------------------------------------------------------------- connecting
+    def start(self, *, attach: bool = True) -> bool:
+        """Connect to the engine running for this folder (True: attached to a running one), or
+        start one."""
+        if attach and self.engine.running_pid() is not None:
+            with contextlib.suppress(OSError, EOFError, ProtocolError):
+                self._open(self.engine.connect())
+                self.attached = True
+                return True
+        self.engine.start()
+        self._open(self.engine.connect())
+        return False
+
+    def _open(self, channel: Channel) -> None:
+        channel.send({"type": "hello", "schema": SCHEMA_VERSION, "role": "editor"})
+        message, _ = channel.receive()
+        if message.get("type") != "hello" or message.get("schema") != SCHEMA_VERSION:
+            channel.close()
+            raise ProtocolError(f"unexpected answer {message.get('type')!r}")
+        self.hello = message
+        self._channel = channel
+        self._last_report = time.monotonic()
+        threading.Thread(target=self._read, args=(channel,), daemon=True).start()
+
+    def _read(self, channel: Channel) -> None:
+        try:
+            while True:
+                message, blobs = channel.receive()
+                if message.get("type") == "report":
+                    self._last_report = time.monotonic()
+                    self.evaluator.update(message, blobs)
+                    self.engine.bypass = dict(self.evaluator.bypassed)
+                    continue
+                with self._lock:
+                    self._messages.append((message, blobs))
+        except (EOFError, OSError, TypeError, ProtocolError):
+            pass  # (TypeError: the connection was closed under this thread)
+        if channel is self._channel and not self._closing:
+            self._restart("the engine stopped")
+
+    def _restart(self, why: str) -> None:
+        with self._lock:
+            if self._restarting or self._closing:
+                return
+            self._restarting = True
+        self._channel = None
+        self.evaluator.disconnected(why)
+        threading.Thread(target=self._restart_engine, args=(why,), daemon=True).start()
+
+    def _restart_engine(self, why: str) -> None:
+        try:
+            self.engine.kill()
+            node = self.engine.take_hang()
+            if self._closing:
+                return
+            self.engine.start()
+            self._open(self.engine.connect())
+            self.restarts += 1
+            with self._lock:
+                self._messages.append(({"type": "restarted", "why": why, "bypassed": node}, []))
+        except (RuntimeError, OSError, EOFError, ProtocolError) as error:
+            with self._lock:
+                self._messages.append(({"type": "engine_failed", "message": str(error)}, []))
+        finally:
+            self._restarting = False
+
+    # ----------------------------------------------------------------- talking
+    @property
+    def connected(self) -> bool:
+        return self._channel is not None
+
+    def send(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> bool:
+        """Send now; False when there is no engine (a restart resends the whole patch)."""
+        channel = self._channel
+        if channel is None:
+            return False
+        try:
+            with self._send_lock:
+                channel.send(message, blobs)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
+        """Messages other than reports that arrived since the last call (GUI thread), after
+        checking that the engine still answers."""
+        silent = time.monotonic() - self._last_report
+        if self.connected and silent > self.watchdog_s + HANG_GRACE_S:
+            self._restart(f"the engine sent nothing for {silent:.1f} s")
+        with self._lock:
+            messages, self._messages = self._messages, []
+        return messages
+
+    def close(self, *, stop_engine: bool = True) -> None:
+        """Disconnect; with `stop_engine`, ask the engine to quit (the editor closed normally)."""
+        self._closing = True
+        channel, self._channel = self._channel, None
+        if channel is None:
+            return
+        if stop_engine:
+            with contextlib.suppress(OSError, ValueError), self._send_lock:
+                channel.send({"type": "quit"})
+        channel.close()
+        if stop_engine and self.engine.process is not None:
+            try:
+                self.engine.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.engine.kill()
+
+
+@dataclass(frozen=True)
+class RemoteTexture:
+    """A texture output of a node running in the engine: its size (pixels come as pictures)."""
+
+    size: tuple[int, ...]
+
+    def __repr__(self) -> str:
+        return "texture " + "x".join(str(v) for v in self.size)
+
+
+class RemoteEvaluator:
+    """The newest report of the engine, read like an evaluator (see the module note)."""
+
+    def __init__(self) -> None:
+        self.mode = "lazy"
+        self.last_frame_seconds = 0.0
+        self.last_build_seconds = 0.0
+        self.fps = 0.0
+        self.frame = 0
+        self.reports = 0
+        self.paused = False
+        self.output_open = False
+        self.problem: str | None = None
+        self.images: dict[tuple[str, str, str], tuple[tuple[int, int], bytes]] = {}
+        self.bypassed: dict[str, str] = {}
+        self._nodes: dict[str, list[Any]] = {}
+        self._values: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def update(self, report: dict[str, Any], blobs: list[bytes]) -> None:
+        """Take a report (reader thread)."""
+        with self._lock:
+            self.mode = str(report.get("mode", "lazy"))
+            self.last_frame_seconds = float(report.get("frame_ms", 0.0)) / 1000
+            self.last_build_seconds = float(report.get("build_ms", 0.0)) / 1000
+            self.fps = float(report.get("fps", 0.0))
+            self.frame = int(report.get("frame", 0))
+            self.paused = bool(report.get("paused"))
+            self.output_open = bool(report.get("output_open"))
+            self._nodes = report.get("nodes") or {}
+            self._values = report.get("values") or {}
+            self.bypassed = dict(report.get("bypassed") or {})
+            for meta, blob in zip(report.get("images") or [], blobs, strict=False):
+                size = (int(meta["size"][0]), int(meta["size"][1]))
+                key = (str(meta["node"]), str(meta["pin"]), str(meta.get("role", "thumbnail")))
+                self.images[key] = (size, blob)
+            self.problem = None
+            self.reports += 1
+
+    def disconnected(self, why: str) -> None:
+        with self._lock:
+            self.problem = why
+            self.mode = "restarting"
+
+    def take_image(self, node_id: str, pin: str, role: str) -> tuple[tuple[int, int], bytes] | None:
+        """The newest picture of a node's texture output (`thumbnail` or `preview`), once."""
+        with self._lock:
+            return self.images.pop((node_id, pin, role), None)
+
+    def status(self, node_id: str) -> str:
+        entry = self._nodes.get(node_id)
+        return str(entry[1]) if entry else "idle"
+
+    def node_class(self, node_id: str) -> str:
+        entry = self._nodes.get(node_id)
+        return str(entry[0]) if entry else "CONST"
+
+    def error(self, node_id: str) -> str | None:
+        entry = self._nodes.get(node_id)
+        return entry[2] if entry and entry[2] else None
+
+    def output(self, node_id: str, pin: str = "out") -> Any:
+        """The watched value (see `report_value`): arrays come back as their first elements."""
+        value = self._values.get(node_id, {}).get(pin)
+        if isinstance(value, dict) and "$array" in value:
+            spec = value["$array"]
+            return np.asarray(spec["head"], dtype=np.dtype(spec["dtype"]))
+        if isinstance(value, dict) and "$texture" in value:
+            return RemoteTexture(tuple(value["$texture"]["size"]))
+        return value
+
+    def watch(self, node_ids: Iterable[str]) -> None:
+        """Watching is the editor's message to the engine; nothing to do here."""
+
+    def run_frame(self, t: float, frame: int) -> None:
+        """Frames run in the engine."""
+
+    def close(self) -> None:
+        """Nothing is held here."""
+
+    def __repr__(self) -> str:
+        return f"RemoteEvaluator(mode={self.mode}, frame={self.frame})"

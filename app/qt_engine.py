@@ -1,0 +1,205 @@
+"""The engine process: `python -m app.qt_engine --run-dir DIR [--file FILE] [--output ...]`.
+
+It owns the GL service, the output window and the frame clock around an `app.engine.Engine`: a
+precise Qt timer calls `engine.step()` about 60 times a second, and the output window (when open)
+repaints after each frame. Nothing here waits for an editor: editors talk to the engine through
+its socket (`EngineServer`), and their messages are applied between frames.
+
+GL: with a display, the GL service lives on a Qt context shared with the output window, so the
+window can be opened at any time; without one (Qt's offscreen platform) a standalone EGL context
+runs GPU nodes and no window can open; without either, GPU nodes fail with "no GPU context".
+
+Frames presented: with the output window open, one `PATCHBAY_FRAME_LOG` line per buffer swap;
+without it, one per frame run.
+
+Once it listens, the engine writes `engine.json` (pid, address) in its run folder so that editors
+find it; it removes it when it quits. SIGTERM and SIGINT quit cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+
+from app.engine import WATCHDOG_S, Engine, EngineServer, FrameLog
+from app.engine_client import engine_address, engine_key
+from app.qt_output import (
+    QtOutputWindow,
+    close_output_window,
+    configure_qt_gl,
+    create_gl_service,
+    qt_gl_available,
+)
+from nodes import Patch, PatchError, load_patch
+
+NO_WINDOW_PLATFORMS = ("offscreen", "minimal")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="patchbay-engine")
+    parser.add_argument("--run-dir", required=True, type=Path)
+    parser.add_argument("--file", default=None, help="the patch to play at start")
+    parser.add_argument("--bypass", default="{}", help="JSON: node id -> reason")
+    parser.add_argument("--fps", type=float, default=60.0)
+    parser.add_argument("--frames", type=int, default=None, help="quit after N frames")
+    parser.add_argument("--output", action="store_true", help="open the output window")
+    parser.add_argument("--screen", type=int, default=None)
+    parser.add_argument("--fullscreen", action="store_true")
+    parser.add_argument("--watchdog", type=float, default=WATCHDOG_S)
+    return parser
+
+
+class QtEngineHost:
+    """The Qt side of the engine process: timer, GL service, output window."""
+
+    def __init__(self, app: QApplication, engine: Engine, fps: float) -> None:
+        self.app = app
+        self.engine = engine
+        self.window: QtOutputWindow | None = None
+        self.frames_limit: int | None = None
+        self._output_node: tuple[int, str | None] = (-1, None)
+        engine.on_output_request = self.on_output_request
+        engine.on_quit = app.quit
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(max(1, round(1000 / fps)))
+        self.timer.timeout.connect(self.tick)
+
+    def tick(self) -> None:
+        if self.frames_limit is not None and self.engine.frame >= self.frames_limit:
+            self.app.quit()
+            return
+        self.engine.step()
+        if self.window is not None:
+            self.window.update()
+
+    def output_texture(self) -> Any:
+        """The texture of the running patch's `gpu.output` node (the first by id)."""
+        from app.player import output_node
+
+        patch = self.engine.patch
+        revision, node_id = self._output_node
+        if revision != patch.revision:
+            node_id = output_node(patch)
+            self._output_node = (patch.revision, node_id)
+        if node_id is None or node_id not in patch.nodes:
+            return None
+        return self.engine.evaluator.output(node_id)
+
+    def on_output_request(self, message: dict[str, Any]) -> None:
+        if message.get("open"):
+            screen = message.get("screen")
+            self.open_window(
+                screen if isinstance(screen, int) else None, bool(message.get("fullscreen"))
+            )
+        else:
+            self.close_window()
+
+    def open_window(self, screen: int | None, fullscreen: bool) -> bool:
+        """Show the output window (False when this process cannot show windows)."""
+        if self.engine.gpu is None or QGuiApplication.platformName() in NO_WINDOW_PLATFORMS:
+            self.engine.output_open = False
+            return False
+        if self.window is None:
+            self.window = QtOutputWindow(self.output_texture)
+            log = self.engine.frame_log
+            if log is not None:
+                self.window.frameSwapped.connect(lambda: log.presented(self.engine.frame - 1))
+                self.engine.presents_frames = True
+        screens = QGuiApplication.screens()
+        if screen is not None and not 0 <= screen < len(screens):
+            screen = None
+        if fullscreen:
+            self.window.show_fullscreen(screen)
+        else:
+            if screen is not None:
+                target = screens[screen]
+                self.window.setScreen(target)
+                self.window.setPosition(target.geometry().topLeft())
+            self.window.show()
+        self.engine.output_open = True
+        return True
+
+    def close_window(self) -> None:
+        window, self.window = self.window, None
+        self.engine.output_open = False
+        self.engine.presents_frames = False
+        if window is not None:
+            close_output_window(window)
+
+
+def create_engine_gl(size: tuple[int, int]) -> Any:
+    """A GL service the output window can share (with a display), else standalone EGL, else
+    None (GPU nodes then fail with "no GPU context")."""
+    if QGuiApplication.platformName() not in NO_WINDOW_PLATFORMS and qt_gl_available():
+        with contextlib.suppress(RuntimeError):
+            return create_gl_service(size)
+    try:
+        from evaluators.gl_service import GLService
+
+        return GLService.standalone(size)
+    except Exception as error:  # no EGL either: the patch still plays its CPU nodes
+        print(f"patchbay engine: no OpenGL ({error}); GPU nodes will fail", file=sys.stderr)
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = _parser().parse_args(argv)
+    run_dir: Path = options.run_dir
+    try:
+        patch = load_patch(options.file) if options.file else Patch()
+        bypass = json.loads(options.bypass)
+        if not isinstance(bypass, dict):
+            raise ValueError("--bypass takes a JSON object")
+    except (PatchError, ValueError) as error:
+        print(f"patchbay engine: {error}", file=sys.stderr)
+        return 2
+    configure_qt_gl()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    size = patch.settings.get("resolution", (1280, 720))
+    gl = create_engine_gl((int(size[0]), int(size[1])))
+    engine = Engine(
+        patch,
+        gpu=gl,
+        bypass={str(k): str(v) for k, v in bypass.items()},
+        frame_log=FrameLog.from_environment(),
+    )
+    host = QtEngineHost(app, engine, options.fps)
+    host.frames_limit = options.frames
+    server = EngineServer(engine_address(run_dir), engine_key(run_dir), engine.inbox)
+    info_path = run_dir / "engine.json"
+    info_path.write_text(json.dumps({"pid": os.getpid(), "address": server.address}), "utf-8")
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: app.quit())
+    engine.start_watchdog(options.watchdog, run_dir / "hang.json")
+    if options.output:
+        host.open_window(options.screen, options.fullscreen)
+    host.timer.start()
+    try:
+        app.exec()
+    finally:
+        host.timer.stop()
+        server.close()
+        with contextlib.suppress(OSError):
+            if json.loads(info_path.read_text("utf-8")).get("pid") == os.getpid():
+                info_path.unlink()
+        host.close_window()
+        engine.close()
+        if gl is not None:
+            gl.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Which node a thread is computing right now, read from the thread's Python stack.
+
+For a watchdog: when a frame runs far past its limit, another thread asks which node the frame
+thread is inside, so that node can be bypassed when the engine restarts. Reading the stack costs
+the evaluators nothing per node (no "current node" bookkeeping in the hot loops); the price is that
+this module knows the names of the evaluators' run methods and their locals, so it lives beside
+them and its test runs a hanging node in each evaluator.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+
+from evaluators._flat import FlatProgram
+from evaluators._lazy import LazyEvaluator
+
+_LAZY_RUN = LazyEvaluator._run_node.__code__
+_FLAT_LIST = FlatProgram._run_list.__code__
+_FLAT_SINGLE = (FlatProgram._run_cold.__code__, FlatProgram.pull.__code__)
+
+
+def node_running_in(thread_id: int) -> str | None:
+    """The id of the node whose compute the thread is inside (the innermost one), or None."""
+    frame: FrameType | None = sys._current_frames().get(thread_id)
+    while frame is not None:
+        code, local = frame.f_code, frame.f_locals
+        if code is _LAZY_RUN:
+            return str(local.get("node_id"))
+        program = local.get("self")
+        if code is _FLAT_LIST and isinstance(program, FlatProgram) and "out" in local:
+            return program.ir.ids[program.owner[local["out"]]]
+        if code in _FLAT_SINGLE and isinstance(program, FlatProgram) and "i" in local:
+            return program.ir.ids[local["i"]]
+        frame = frame.f_back
+    return None
