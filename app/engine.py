@@ -37,7 +37,7 @@ from app.engine_protocol import (
     SCHEMA_VERSION,
     Channel,
     ProtocolError,
-    apply_edit,
+    apply_edits,
     patch_from_message,
     patch_message,
     report_value,
@@ -290,7 +290,7 @@ class Engine:
             self._apply(link, kind, message, blobs)
         except (PatchError, ProtocolError, ValueError, TypeError) as error:
             link.post({"type": "error", "message": f"{kind}: {error}"[:300]})
-            if kind == "edit":
+            if kind == "edits":
                 self._ask_resync(str(error))
 
     def _apply(
@@ -303,12 +303,14 @@ class Engine:
             self.replace_patch(patch_from_message(message, blobs))
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None
-        elif kind == "edit":
-            if self.in_sync and not apply_edit(self.patch, message, blobs):
+        elif kind == "edits":
+            if self.in_sync and not apply_edits(self.patch, message, blobs):
                 self._ask_resync("revisions disagree")
-            if message.get("op") == "set_value" and message.get("node") in self.ctx.bypassed:
+            edited = {op.get("node") for op in message["ops"] if op.get("op") == "set_value"}
+            if edited & self.ctx.bypassed.keys():
                 # An edit of a node stopped by the watchdog gives it another chance.
-                del self.ctx.bypassed[message["node"]]
+                for node_id in edited & self.ctx.bypassed.keys():
+                    del self.ctx.bypassed[node_id]
                 self.replace_patch(self.patch)
         elif kind == "get_patch":
             reply, reply_blobs = patch_message(self.patch)

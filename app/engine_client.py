@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from app.engine import WATCHDOG_S
+from app.engine import EXIT_HUNG, WATCHDOG_S
 from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
 
 START_TIMEOUT_S = 30.0
@@ -158,6 +158,50 @@ class EngineProcess:
 
     def exit_code(self) -> int | None:
         return self.process.poll() if self.process is not None else None
+
+
+MAX_RESTARTS = 5
+RESTART_WINDOW_S = 10.0
+
+
+def supervise(engine: EngineProcess) -> int:
+    """`patchbay run FILE`: start the engine and restart it whenever it dies or its watchdog
+    stops it (with the hung node bypassed), until it quits by itself. Returns its exit code; a
+    bad start (exit 2: bad input) is not retried, nor an engine that dies `MAX_RESTARTS` times
+    within `RESTART_WINDOW_S`."""
+    restarts: list[float] = []
+    if engine.running_pid() is not None:
+        print(
+            f"patchbay run: an engine is already playing (pid {engine.running_pid()}); "
+            "attach an editor with: patchbay edit --attach",
+            file=sys.stderr,
+        )
+        return 2
+    while True:
+        try:
+            engine.start()
+        except RuntimeError as error:
+            code = engine.exit_code()
+            if code is not None and code != EXIT_HUNG:
+                return code  # it explained itself on stderr
+            print(f"patchbay run: {error}", file=sys.stderr)
+            return 1
+        assert engine.process is not None
+        try:
+            code = engine.process.wait()
+        except KeyboardInterrupt:
+            engine.process.send_signal(signal.SIGINT)
+            return engine.process.wait()
+        if code in (0, 2, -signal.SIGTERM, -signal.SIGINT):
+            return code if code >= 0 else 128 - code
+        node = engine.take_hang()
+        now = time.monotonic()
+        restarts = [t for t in restarts if now - t < RESTART_WINDOW_S] + [now]
+        if len(restarts) > MAX_RESTARTS:
+            print(f"patchbay run: the engine keeps stopping (exit {code})", file=sys.stderr)
+            return 1
+        why = f"{node} hung, bypassed" if node else f"exit {code}"
+        print(f"patchbay run: restarting the engine ({why})", file=sys.stderr)
 
 
 class EngineClient:

@@ -11,8 +11,9 @@ Editor -> engine
     hello     {schema, role: "editor"}: first message; the engine answers `hello`
     patch     {rev, vrev, document, arrays, folder, path}: the whole patch (resync); large
               arrays as blobs described in `arrays`; `path` is the editor's file name for it
-    edit      {rev, vrev, op, ...}: one change event of the editor's Patch (see `event_message`),
-              tagged with the document's revisions *after* the change
+    edits     {rev, vrev, ops}: the change events of the editor's Patch since the last message
+              (one op each, see `event_op`), sent once per turn of the editor's loop and tagged
+              with the document's revisions after them
     get_patch {}: send the running patch (an editor attaching to a running engine)
     watch     {nodes}: nodes whose output values come back in reports (inspector, preview)
     images    {thumbnails: [node ids], previews: [[node, pin], ...]}: textures to send back small
@@ -31,10 +32,12 @@ Engine -> editor
               (role: thumbnail or preview) whose RGBA pixels follow as blobs
     error     {message}: a message that could not be applied (one line)
 
-The engine checks revisions after every edit: its copy of the patch counts structural and value
-edits like the editor's, so equal counters mean equal documents. Edits that are consequences of
-others (the pins a shader file derives, the links that go with them) are applied by the engine
-itself; their echoes from the editor are no-ops, and the counters still agree.
+The engine checks revisions after every `edits` message: its copy of the patch counts structural
+and value edits like the editor's, so equal counters mean equal documents. Edits that are
+consequences of others (the pins a shader file derives, the links that go with them) are made by
+the engine's own copy; their echoes in the batch are no-ops, and at the end of the batch the
+counters agree again. (Checking after each single op could not work: a consequence is counted
+before the op that caused it has reached the engine.)
 """
 
 from __future__ import annotations
@@ -183,66 +186,99 @@ def _revision(message: Mapping[str, Any], key: str) -> int:
     return value
 
 
-def event_message(patch: Patch, event: PatchEvent) -> tuple[dict[str, Any], list[bytes]] | None:
-    """The `edit` message for a change event of `patch` (just applied), or None for edits the
-    engine does not need (positions)."""
+def event_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, Any] | None:
+    """One change event of `patch` (just applied) as an op of an `edits` message (array values
+    appended to `blobs`), or None for edits the engine does not need (positions)."""
     if event.kind == "ui":
         return None
-    blobs: list[bytes] = []
-    message: dict[str, Any] = {
-        "type": "edit",
-        "rev": patch.revision,
-        "vrev": patch.value_revision,
-        "op": event.op,
-    }
+    op: dict[str, Any] = {"op": event.op}
     if event.op == "add_node":
         instance = patch.nodes[event.node_id or ""]
-        message["node"] = instance.id
-        message["node_type"] = instance.type_id
-        message["values"] = {k: encode_value(v, blobs) for k, v in instance.values.items()}
+        op["node"] = instance.id
+        op["node_type"] = instance.type_id
+        op["values"] = {k: encode_value(v, blobs) for k, v in instance.values.items()}
     elif event.op in ("remove_node", "pins"):
-        message["node"] = event.node_id
+        op["node"] = event.node_id
     elif event.op in ("connect", "disconnect"):
-        message["link"] = list(event.link or ())
+        op["link"] = list(event.link or ())
     elif event.op == "set_value":
-        message["node"] = event.node_id
-        message["pin"] = event.pin
-        message["value"] = encode_value(event.value, blobs)
+        op["node"] = event.node_id
+        op["pin"] = event.pin
+        op["value"] = encode_value(event.value, blobs)
     elif event.op == "settings":
-        message["settings"] = {k: encode_value(v, blobs) for k, v in event.value.items()}
+        op["settings"] = {k: encode_value(v, blobs) for k, v in event.value.items()}
     else:
         return None
-    return message, blobs
+    return op
 
 
-def apply_edit(patch: Patch, message: Mapping[str, Any], blobs: list[bytes]) -> bool:
-    """Apply an `edit` message to the engine's copy; True when the revisions then agree.
+class EditBatch:
+    """The change events of a Patch since the last `take()`, as one `edits` message tagged with
+    the document's revisions after them (subscribe `add` to the patch)."""
+
+    def __init__(self, patch: Patch) -> None:
+        self.patch = patch
+        self._ops: list[dict[str, Any]] = []
+        self._blobs: list[bytes] = []
+
+    def add(self, event: PatchEvent) -> None:
+        op = event_op(self.patch, event, self._blobs)
+        if op is not None:
+            self._ops.append(op)
+
+    def take(self) -> tuple[dict[str, Any], list[bytes]] | None:
+        """The `edits` message of what was added, or None if nothing was; starts a new batch."""
+        if not self._ops:
+            return None
+        message = {
+            "type": "edits",
+            "rev": self.patch.revision,
+            "vrev": self.patch.value_revision,
+            "ops": self._ops,
+        }
+        blobs, self._ops, self._blobs = self._blobs, [], []
+        return message, blobs
+
+    def clear(self) -> None:
+        self._ops, self._blobs = [], []
+
+
+def apply_edits(patch: Patch, message: Mapping[str, Any], blobs: list[bytes]) -> bool:
+    """Apply an `edits` message to the engine's copy; True when the revisions then agree.
 
     Raises PatchError for an edit the patch refuses and ProtocolError for a malformed one."""
-    op = message.get("op")
+    ops = message.get("ops")
+    if not isinstance(ops, list):
+        raise ProtocolError("edits: 'ops' must be a list")
+    for op in ops:
+        _apply_op(patch, op, blobs)
+    return patch.revision == message.get("rev") and patch.value_revision == message.get("vrev")
+
+
+def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
+    kind = op.get("op") if isinstance(op, dict) else None
     try:
-        if op == "add_node":
-            values = {k: decode_value(v, blobs) for k, v in dict(message["values"]).items()}
-            patch.add_node(str(message["node_type"]), values, node_id=str(message["node"]))
-        elif op == "remove_node":
-            patch.remove_node(str(message["node"]))
-        elif op == "connect":
-            patch.connect(*(str(part) for part in message["link"]))
-        elif op == "disconnect":
-            link = tuple(str(part) for part in message["link"])
+        if kind == "add_node":
+            values = {k: decode_value(v, blobs) for k, v in dict(op["values"]).items()}
+            patch.add_node(str(op["node_type"]), values, node_id=str(op["node"]))
+        elif kind == "remove_node":
+            patch.remove_node(str(op["node"]))
+        elif kind == "connect":
+            patch.connect(*(str(part) for part in op["link"]))
+        elif kind == "disconnect":
+            link = tuple(str(part) for part in op["link"])
             if link in patch.links:  # else removed already, as a consequence of another edit
                 patch.disconnect(*link)
-        elif op == "set_value":
-            value = decode_value(message["value"], blobs)
-            patch.set_value(str(message["node"]), str(message["pin"]), value)
-        elif op == "settings":
-            settings = {k: decode_value(v, blobs) for k, v in dict(message["settings"]).items()}
+        elif kind == "set_value":
+            value = decode_value(op["value"], blobs)
+            patch.set_value(str(op["node"]), str(op["pin"]), value)
+        elif kind == "settings":
+            settings = {k: decode_value(v, blobs) for k, v in dict(op["settings"]).items()}
             patch.update_settings(**settings)
-        elif op != "pins":  # pins are derived by the engine's own set_value
-            raise ProtocolError(f"edit: unknown op {op!r}")
+        elif kind != "pins":  # pins are derived by the engine's own set_value
+            raise ProtocolError(f"edits: unknown op {kind!r}")
     except (KeyError, TypeError) as error:
-        raise ProtocolError(f"edit {op}: malformed ({error})") from None
-    return patch.revision == message.get("rev") and patch.value_revision == message.get("vrev")
+        raise ProtocolError(f"edits {kind}: malformed ({error})") from None
 
 
 # ----------------------------------------------------------------------------- reports

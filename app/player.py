@@ -7,8 +7,9 @@ from the GL service; `--out DIR` reads the `gpu.output` texture back every frame
 PNG files on a worker thread (`GLFrameWriter`), so encoding overlaps the next frames. An `--out`
 folder or frame file that cannot be written is reported in one line (exit status 2).
 
-Without `--headless` only the output window opens (`app.qt_output`), and its frame swaps drive
-the clock in real time.
+Without `--headless` the patch plays in the engine process (app.qt_engine) with its output window
+open and no editor, on a real-time clock, supervised from this process: an engine that dies or
+hangs is restarted (a hung node bypassed). An editor can attach to it (`patchbay edit --attach`).
 """
 
 from __future__ import annotations
@@ -137,15 +138,18 @@ def run_command(options: argparse.Namespace) -> int:
     except PatchError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
-    from app.qt_output import run_output_window
+    from app.engine_client import EngineProcess, default_state_dir, supervise
 
-    return run_output_window(
-        patch,
-        fps=options.fps,
-        frames=options.frames,
-        fullscreen=options.fullscreen,
-        screen=options.screen,
-    )
+    arguments = ["--file", str(options.file), "--output", "--fps", str(options.fps)]
+    if options.frames is not None:
+        arguments += ["--frames", str(options.frames)]
+    if options.size:
+        arguments += ["--size", options.size]
+    if options.screen is not None:
+        arguments += ["--screen", str(options.screen)]
+    if options.fullscreen:
+        arguments.append("--fullscreen")
+    return supervise(EngineProcess(default_state_dir() / "engine", arguments))
 
 
 def _run_headless(patch: Patch, options: argparse.Namespace) -> int:

@@ -76,7 +76,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
-from app.engine_protocol import event_message, patch_from_message, patch_message
+from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import AddNodesCommand, NodeRecord, RemoveNodesCommand, SetValueCommand
 from app.qt_export import export_frozen_dialog
@@ -164,6 +164,7 @@ class QtEditorWindow(QMainWindow):
         self.output_window: QtOutputWindow | None = None
         self._output_node: str | None = None  # the gpu.output node the Output panel shows
         self._image_request: dict[str, Any] = {}
+        self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
         self.library = QtLibraryPanel()
         self.patch = Patch()
         self.path: Path | None = None
@@ -354,7 +355,8 @@ class QtEditorWindow(QMainWindow):
         self.canvas.set_patch(patch)
         if self.engine is not None:
             self.evaluator = self.engine.evaluator
-            unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._forward)]
+            self._edits = EditBatch(patch)
+            unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._edits.add)]
             self._unsubscribe = lambda: [stop() for stop in unsubscribe]
             self._image_request = {}
             if send:
@@ -408,6 +410,7 @@ class QtEditorWindow(QMainWindow):
         a resync)."""
         if self.engine is None:
             return
+        self._edits.clear()  # the whole patch supersedes them
         message, blobs = patch_message(self.patch)
         message["path"] = str(self.path) if self.path else None
         self.engine.send(message, blobs)
@@ -417,13 +420,15 @@ class QtEditorWindow(QMainWindow):
         if self._paused:
             self.engine.send({"type": "pause", "paused": True})
 
-    def _forward(self, event: PatchEvent) -> None:
-        """Send a change of the document to the engine as it happens."""
-        message = event_message(self.patch, event) if self.engine is not None else None
-        if message is not None and self.engine is not None:
-            self.engine.send(*message)
+    def send_edits(self) -> None:
+        """Send the document's changes since the last call (each turn of the loop, and before
+        any other message, which may refer to them)."""
+        batch = self._edits.take() if self.engine is not None else None
+        if batch is not None and self.engine is not None:
+            self.engine.send(*batch)
 
     def _send_watch(self) -> None:
+        self.send_edits()
         if self.engine is not None:
             node_id = self.preview.node_id
             self.engine.send({"type": "watch", "nodes": [node_id] if node_id else []})
@@ -446,11 +451,13 @@ class QtEditorWindow(QMainWindow):
         request = {"type": "images", "thumbnails": thumbnails, "previews": previews}
         if request != self._image_request:
             self._image_request = request
+            self.send_edits()
             self.engine.send(request)
 
     def _tick_remote(self) -> None:
         """One turn of the window's loop with an engine: its messages, then the views."""
         assert self.engine is not None
+        self.send_edits()
         for message, _ in self.engine.poll():
             kind = message.get("type")
             if kind == "restarted":
@@ -793,6 +800,7 @@ class QtEditorWindow(QMainWindow):
     # ------------------------------------------------------------------ frame loop
     def toggle_pause(self) -> None:
         if self.engine is not None:
+            self.send_edits()
             self.engine.send({"type": "pause", "paused": not self._paused})
         now = time.perf_counter()
         if self._paused:
@@ -1015,6 +1023,7 @@ class QtEditorWindow(QMainWindow):
         self._timer.stop()
         self._autosave.stop()
         if self.engine is not None:  # perform mode: an open output window plays on
+            self.send_edits()
             self.engine.close(stop_engine=not self.engine.evaluator.output_open)
             self._discard_recovery()
             event.accept()

@@ -40,6 +40,7 @@ from app.qt_output import (
     configure_qt_gl,
     create_gl_service,
     qt_gl_available,
+    screen_choices,
 )
 from nodes import Patch, PatchError, load_patch
 
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", action="store_true", help="open the output window")
     parser.add_argument("--screen", type=int, default=None)
     parser.add_argument("--fullscreen", action="store_true")
+    parser.add_argument("--size", default=None, help="render size WxH (default: the patch's)")
     parser.add_argument("--watchdog", type=float, default=WATCHDOG_S)
     return parser
 
@@ -159,6 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_dir: Path = options.run_dir
     try:
         patch = load_patch(options.file) if options.file else Patch()
+        if options.size:
+            from app.player import parse_size
+
+            patch.update_settings(resolution=list(parse_size(options.size)))
         bypass = json.loads(options.bypass)
         if not isinstance(bypass, dict):
             raise ValueError("--bypass takes a JSON object")
@@ -167,6 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_qt_gl()
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    screens = QGuiApplication.screens()
+    if options.screen is not None and not 0 <= options.screen < len(screens):
+        choices = ", ".join(label for _, label in screen_choices())
+        print(f"--screen {options.screen}: no such screen ({choices})", file=sys.stderr)
+        return 2
     size = patch.settings.get("resolution", (1280, 720))
     gl = create_engine_gl((int(size[0]), int(size[1])))
     engine = Engine(

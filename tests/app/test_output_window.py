@@ -92,14 +92,23 @@ def test_texture_preview_widget_shows_the_same_texture(report: dict) -> None:
     assert report["pool"]["in_use"] == 1
 
 
-def test_patchbay_run_opens_only_the_output_window(two_screens: dict[str, str]) -> None:
+def test_patchbay_run_opens_only_the_output_window(
+    two_screens: dict[str, str], tmp_path: Path
+) -> None:
+    """`patchbay run` plays in the engine process, its output window presenting frames."""
     example = ROOT / "resources" / "examples" / "feedback_trail.patchbay"
+    frame_log = tmp_path / "frames.log"
+    env = {**two_screens, "PATCHBAY_STATE_DIR": str(tmp_path), "PATCHBAY_FRAME_LOG": str(frame_log)}
     command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
                "run", str(example), "--frames", "10", "--size", "64x36",
                "--fullscreen", "--screen", "1"]  # fmt: skip
-    done = subprocess.run(command, env=two_screens, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    presented = [line.split() for line in frame_log.read_text().splitlines()]
+    assert len(presented) >= 5  # swaps of the output window, each logged with its time
+    times = [float(seconds) for seconds, _ in presented]
+    assert times == sorted(times)
     bad = [*command[:-1], "7"]
-    done = subprocess.run(bad, env=two_screens, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(bad, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert "--screen 7: no such screen (0: screen (800x600), 1: screen (640x480))" in (done.stderr)

@@ -1,0 +1,247 @@
+"""The engine without its process: the message channel, applying edits to the engine's copy of a
+patch, reports, resync, bypass, the frame log, and naming the node a thread is stuck in.
+
+An editor is played by the test through a pipe: it sends what `QtEditorWindow` sends (the patch,
+then each change event as it happens) and reads what the engine reports.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import threading
+import time
+from multiprocessing import Pipe
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.engine import Engine, FrameLog
+from app.engine_protocol import (
+    Channel,
+    EditBatch,
+    ProtocolError,
+    patch_from_message,
+    patch_message,
+)
+from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
+from nodes import Patch, PatchFileError
+from tests.waiting import TIMEOUT_S
+
+
+def chain_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("time.frame", None, node_id="frame")
+    patch.add_node("math.add", {"b": 10.0}, node_id="add")
+    patch.add_node("output.value", None, node_id="out")
+    patch.connect("frame", "out", "add", "a")
+    patch.connect("add", "out", "out", "in")
+    return patch
+
+
+class EditorEnd:
+    """The editor's side of a pipe to an Engine: sends the patch and its change events."""
+
+    def __init__(self, engine: Engine, patch: Patch) -> None:
+        editor_conn, engine_conn = Pipe()
+        self.channel = Channel(editor_conn)
+        self.engine = engine
+        from app.engine import EditorLink
+
+        engine.inbox.put(
+            (EditorLink(Channel(engine_conn), engine.inbox), {"type": "_connected"}, [])
+        )
+        self.patch = patch
+        self.received: list[dict] = []
+        self.channel.send(*patch_message(patch))
+        self.edits = EditBatch(patch)
+        patch.subscribe(self.edits.add)
+
+    def send_edits(self) -> None:
+        batch = self.edits.take()
+        if batch is not None:
+            self.channel.send(*batch)
+
+    def read_until(self, kind: str, condition=lambda message: True) -> dict:
+        self.send_edits()
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            self.engine.step()
+            while self.channel.connection.poll():
+                message, _ = self.channel.receive()
+                self.received.append(message)
+                if message["type"] == kind and condition(message):
+                    return message
+            time.sleep(0.005)
+        raise AssertionError(f"no {kind} message came")
+
+
+def test_a_patch_message_round_trips_with_large_arrays_as_blobs() -> None:
+    patch = chain_patch()
+    big = np.arange(100_000, dtype=np.float32)
+    patch.add_node("value.array", {"value": big}, node_id="big")
+    patch.add_node("value.array", {"value": np.array([1.5, 2.5])}, node_id="small")
+    message, blobs = patch_message(patch)
+    assert len(blobs) == 1 and len(blobs[0]) == big.nbytes  # raw bytes, not JSON numbers
+    copy = patch_from_message(json.loads(json.dumps(message)), blobs)
+    assert copy.links == patch.links
+    assert np.array_equal(copy.value("big", "value"), big)
+    assert copy.value("big", "value").dtype == np.float32
+    assert (copy.revision, copy.value_revision) == (patch.revision, patch.value_revision)
+
+
+def test_the_channel_never_unpickles() -> None:
+    left, right = Pipe()
+    left.send_bytes(pickle.dumps({"type": "hello"}))
+    with pytest.raises(ProtocolError, match="not JSON"):
+        Channel(right).receive()
+    left.send_bytes(b'["type", "hello"]')
+    with pytest.raises(ProtocolError, match="JSON object"):
+        Channel(right).receive()
+
+
+def test_a_blob_that_does_not_match_its_description_is_refused() -> None:
+    patch = Patch()
+    patch.add_node("value.array", {"value": np.zeros(20_000)}, node_id="big")
+    message, blobs = patch_message(patch)
+    with pytest.raises(ProtocolError, match="does not match"):
+        patch_from_message(message, [blobs[0][:-8]])
+    message["document"]["nodes"][0]["type"] = "no.such"
+    with pytest.raises(PatchFileError, match="unknown node type"):
+        patch_from_message(message, blobs)
+
+
+def test_edits_reach_the_engine_and_reports_carry_values_and_statuses() -> None:
+    patch = chain_patch()
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    editor.channel.send({"type": "watch", "nodes": ["out"]})
+    report = editor.read_until("report", lambda m: "out" in m["values"])
+    assert report["nodes"]["add"][0] == "HOT"
+    # structural and value edits as the editor makes them
+    patch.add_node("value.float", {"value": 5.0}, node_id="five")
+    patch.disconnect("add", "out", "out", "in")
+    patch.connect("five", "out", "out", "in")
+    report = editor.read_until("report", lambda m: m["values"].get("out", {}).get("out") == 5.0)
+    assert report["nodes"]["out"][0] == "CONST"
+    patch.set_value("five", "value", 7.0)
+    editor.read_until("report", lambda m: m["values"]["out"]["out"] == 7.0)
+    patch.remove_node("add")
+    editor.read_until("report", lambda m: "add" not in m["nodes"])
+    assert sorted(engine.patch.nodes) == sorted(patch.nodes)
+    assert engine.patch.links == patch.links
+    assert not any(m["type"] == "resync" for m in editor.received)
+    engine.close()
+
+
+def test_derived_pins_are_made_by_the_engine_and_their_echoes_are_harmless(tmp_path: Path) -> None:
+    (tmp_path / "a.glsl").write_text("uniform float gain;\nuniform float bias;\nvoid main() {}\n")
+    (tmp_path / "b.glsl").write_text("uniform float bias;\nvoid main() {}\n")
+    patch = Patch()
+    patch.folder = tmp_path
+    patch.add_node("value.float", {"value": 1.0}, node_id="one")
+    patch.add_node("gpu.shader", {"source": ""}, node_id="shader")
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    patch.set_value("shader", "file", "a.glsl")  # derives pins gain and bias
+    patch.connect("one", "out", "shader", "gain")
+    patch.set_value("shader", "file", "b.glsl")  # re-derived: gain and its link go
+    assert patch.links == []
+    editor.read_until("report", lambda m: m["rev"] == patch.revision)
+    assert [pin.name for pin in engine.patch.node("shader").inputs] == [
+        pin.name for pin in patch.node("shader").inputs
+    ]
+    assert engine.patch.links == patch.links
+    assert not any(m["type"] == "resync" for m in editor.received)
+    engine.close()
+
+
+def test_revisions_that_disagree_ask_for_the_whole_patch_and_state_goes_on() -> None:
+    patch = chain_patch()
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    editor.channel.send({"type": "watch", "nodes": ["frame"]})
+    editor.read_until("report", lambda m: (m["values"].get("frame", {}).get("out") or 0) > 3)
+    add = {"op": "add_node", "node": "x", "node_type": "math.add", "values": {}}
+    editor.channel.send({"type": "edits", "rev": 999, "vrev": 0, "ops": [add]})
+    editor.read_until("resync")
+    patch.add_node("math.mul", None, node_id="ignored")  # ignored until the resync
+    editor.read_until("report")
+    assert "ignored" not in engine.patch.nodes
+    frames_before = engine.ctx.frame
+    editor.channel.send(*patch_message(patch))
+    editor.read_until("report", lambda m: "ignored" in m["nodes"])
+    assert "x" not in engine.patch.nodes
+    assert engine.ctx.frame >= frames_before  # the same context: the clock went on
+    engine.close()
+
+
+def test_a_bypassed_node_fails_with_its_reason_until_it_is_edited() -> None:
+    patch = chain_patch()
+    engine = Engine(Patch(), bypass={"add": "stopped: took longer than 2 s"})
+    editor = EditorEnd(engine, patch)
+    report = editor.read_until("report", lambda m: m["nodes"].get("add", [0, 0])[1] == "failed")
+    assert report["nodes"]["add"][2] == "stopped: took longer than 2 s"
+    assert report["bypassed"] == {"add": "stopped: took longer than 2 s"}
+    patch.set_value("add", "b", 1.0)
+    report = editor.read_until("report", lambda m: m["nodes"]["add"][1] == "ok")
+    assert report["bypassed"] == {}
+    engine.close()
+
+
+def test_reports_never_hold_a_frame_back_when_the_editor_reads_nothing() -> None:
+    patch = Patch()
+    for index in range(300):  # reports of a few dozen kB each, more than a pipe holds
+        patch.add_node("debug.fail", {"message": "x" * 200}, node_id=f"n{index}")
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    editor.send_edits()
+    deadline = time.monotonic() + TIMEOUT_S
+    while engine.patch.nodes.keys() != patch.nodes.keys() and time.monotonic() < deadline:
+        engine.step()
+        time.sleep(0.001)
+    frames = engine.frame
+    for _ in range(100):  # nobody reads: the sender thread blocks, the frame loop does not
+        engine.step()
+        time.sleep(0.035)
+    assert engine.frame == frames + 100
+    editor.channel.close()
+    engine.close()
+
+
+def test_the_frame_log_has_one_line_per_frame_with_its_monotonic_time(tmp_path: Path) -> None:
+    path = tmp_path / "frames.log"
+    engine = Engine(chain_patch(), frame_log=FrameLog(path))
+    for _ in range(5):
+        engine.step()
+    engine.close()
+    lines = [line.split() for line in path.read_text().splitlines()]
+    assert [int(frame) for _, frame in lines] == [0, 1, 2, 3, 4]
+    times = [float(t) for t, _ in lines]
+    assert times == sorted(times) and times[-1] <= time.monotonic()
+
+
+@pytest.mark.parametrize("kind", [LazyEvaluator, FlatEvaluator, DualEvaluator])
+def test_the_node_a_thread_is_stuck_in_is_named(kind) -> None:
+    patch = chain_patch()
+    patch.add_node("debug.sleep", {"seconds": 0.0}, node_id="slow")
+    patch.disconnect("add", "out", "out", "in")
+    patch.connect("add", "out", "slow", "x")
+    patch.connect("slow", "out", "out", "in")
+    evaluator = kind(patch)
+    evaluator.run_frame(0.0, 0)
+    if isinstance(evaluator, DualEvaluator):
+        evaluator.wait_for_flat()
+    patch.set_value("slow", "seconds", 1.0)
+    worker = threading.Thread(target=evaluator.run_frame, args=(1.0, 1))
+    worker.start()
+    named = None
+    deadline = time.monotonic() + TIMEOUT_S
+    while named is None and time.monotonic() < deadline:
+        named = node_running_in(worker.ident or 0)
+        time.sleep(0.005)
+    worker.join()
+    evaluator.close()
+    assert named == "slow"
+    assert node_running_in(threading.get_ident()) is None
