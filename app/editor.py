@@ -63,6 +63,36 @@ def no_display_reason() -> str | None:
     )
 
 
+def launch_editor(
+    path: str | None,
+    *,
+    attach: bool = False,
+    output: bool = False,
+    screen: int | None = None,
+    fullscreen: bool = False,
+    state_dir: Path | None = None,
+) -> QtEditorWindow:
+    """Show the editor with its engine (see the module note). `attach` takes the running engine's
+    patch even when `path` is given; `output` opens the output window (on `screen`, fullscreen or
+    not). A QApplication must exist. Raises RuntimeError when no engine can be started."""
+    state_dir = state_dir or default_state_dir()
+    client = EngineClient(EngineProcess(state_dir / "engine"))
+    try:
+        attached = client.start(attach=attach or path is None)
+    except (OSError, EOFError, ProtocolError) as error:
+        raise RuntimeError(str(error)) from None
+    if attached:
+        window = QtEditorWindow(state_dir, engine=client)
+        window.show()
+        if not window.attach():
+            window.report_error("The running engine did not send its patch.")
+    else:
+        window = open_editor(path, state_dir, engine=client)
+    if output:
+        window.show_output_on(screen, fullscreen=fullscreen)
+    return window
+
+
 def run_editor(
     path: str | None,
     *,
@@ -71,9 +101,8 @@ def run_editor(
     screen: int | None = None,
     fullscreen: bool = False,
 ) -> int:
-    """Run the editor until its window closes; returns the process exit code. `attach` takes
-    the running engine's patch even when `path` is given; `output` opens the output window (on
-    `screen`, fullscreen or not) once the patch runs."""
+    """Run the editor until its window closes; returns the process exit code (see
+    `launch_editor` for the options)."""
     reason = no_display_reason()
     if reason is not None and QApplication.instance() is None:
         print(reason, file=sys.stderr)
@@ -85,22 +114,13 @@ def run_editor(
     app.setApplicationName("patchbay")
     app.setOrganizationName("patchbay")
     collect_on_gui_thread(app)
-    state_dir = default_state_dir()
-    client = EngineClient(EngineProcess(state_dir / "engine"))
-    try:
-        attached = client.start(attach=attach or path is None)
-    except (RuntimeError, OSError, EOFError, ProtocolError) as error:
+    try:  # the window is held here: it lives as long as the event loop
+        window = launch_editor(
+            path, attach=attach, output=output, screen=screen, fullscreen=fullscreen
+        )
+    except RuntimeError as error:
         print(f"patchbay: cannot start the engine: {error}", file=sys.stderr)
         return 2
-    if attached:
-        window = QtEditorWindow(state_dir, engine=client)
-        window.show()
-        if not window.attach():
-            window.report_error("The running engine did not send its patch.")
-    else:  # held here: the window lives as long as the event loop
-        window = open_editor(path, state_dir, engine=client)
-    if output:
-        window.show_output_on(screen, fullscreen=fullscreen)
     code = app.exec()
     window.deleteLater()
     return code

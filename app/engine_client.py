@@ -39,6 +39,7 @@ from app.engine import EXIT_HUNG, WATCHDOG_S
 from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
 
 START_TIMEOUT_S = 30.0
+LOG_KEEP_BYTES = 1 << 20
 HANG_GRACE_S = 3.0
 
 
@@ -85,8 +86,16 @@ def pid_alive(pid: int) -> bool:
 class EngineProcess:
     """One engine process for a run folder: start it, find it, stop it."""
 
-    def __init__(self, run_dir: Path, extra_args: Sequence[str] = (), env: Any = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        extra_args: Sequence[str] = (),
+        env: Any = None,
+        *,
+        log_to_terminal: bool = False,
+    ) -> None:
         self.run_dir = Path(run_dir)
+        self.log_to_terminal = log_to_terminal
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.address = engine_address(self.run_dir)
         self.key = engine_key(self.run_dir)
@@ -120,7 +129,27 @@ class EngineProcess:
             "--bypass", json.dumps(self.bypass),
             *self.extra_args,
         ]  # fmt: skip
-        self.process = subprocess.Popen(arguments, env=self.env, start_new_session=True)
+        # The engine outlives its editor: it must not hold the editor's terminal or pipes, so it
+        # writes to engine.log in its folder (`patchbay run` keeps the terminal).
+        output: Any = None
+        if not self.log_to_terminal:
+            log = self.run_dir / "engine.log"
+            with contextlib.suppress(OSError):
+                if log.stat().st_size > LOG_KEEP_BYTES:
+                    log.replace(log.with_suffix(".log.1"))  # one older log is kept
+            output = open(log, "ab")  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(
+                arguments,
+                env=self.env,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+            )
+        finally:
+            if output is not None:
+                output.close()
         deadline = time.monotonic() + START_TIMEOUT_S
         while self.running_pid() != self.process.pid:
             if self.process.poll() is not None:
@@ -390,6 +419,10 @@ class RemoteEvaluator:
         """The newest picture of a node's texture output (`thumbnail` or `preview`), once."""
         with self._lock:
             return self.images.pop((node_id, pin, role), None)
+
+    def nodes(self) -> set[str]:
+        """The ids of the nodes the engine is playing (as of the newest report)."""
+        return set(self._nodes)
 
     def status(self, node_id: str) -> str:
         entry = self._nodes.get(node_id)

@@ -149,7 +149,8 @@ def run_command(options: argparse.Namespace) -> int:
         arguments += ["--screen", str(options.screen)]
     if options.fullscreen:
         arguments.append("--fullscreen")
-    return supervise(EngineProcess(default_state_dir() / "engine", arguments))
+    engine = EngineProcess(default_state_dir() / "engine", arguments, log_to_terminal=True)
+    return supervise(engine)
 
 
 def _run_headless(patch: Patch, options: argparse.Namespace) -> int:

@@ -200,7 +200,7 @@ class QtEditorWindow(QMainWindow):
         self._autosave = QTimer(self)
         self._autosave.setInterval(AUTOSAVE_MS)
         self._autosave.timeout.connect(self.autosave)
-        self.set_patch(Patch(), None)
+        self.set_patch(Patch(), None, send=False)  # an attached engine plays on meanwhile
         self._timer.start()
         self._autosave.start()
 

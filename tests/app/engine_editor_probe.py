@@ -1,0 +1,151 @@
+"""Run by test_engine_editor.py on a private X display: the real editor window with its engine in
+another process, started as `patchbay edit` starts it (`launch_editor`). Prints one JSON report
+line (`REPORT {...}`), then keeps running until it is killed (mode `show`) or closes (`attach`).
+
+    engine_editor_probe.py show STATE_DIR PATCH SCREENSHOT
+        the editor on PATCH with the output window open; checks that statuses, pictures and
+        thumbnails come back, and that edits, a paste of 1,000 nodes, zoom steps and 500 undo
+        steps reach the engine while it plays
+    engine_editor_probe.py attach STATE_DIR
+        an editor attaching to the running engine; then kills the engine (SIGKILL) and reports
+        how the editor brought it back
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import QApplication, QLabel
+
+from app.editor import launch_editor
+from app.engine_client import RemoteEvaluator
+from app.qt_output import configure_qt_gl
+from nodes import Patch, patch_to_dict
+from tests.waiting import run_for, wait_until
+
+
+def report(values: dict[str, Any]) -> None:
+    print("REPORT " + json.dumps(values), flush=True)
+
+
+def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) -> None:
+    editor = launch_editor(patch_path, output=True, state_dir=state_dir)
+    editor.resize(1400, 850)
+    editor.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    remote = editor.evaluator
+    assert isinstance(remote, RemoteEvaluator) and editor.engine is not None
+    values: dict[str, Any] = {"editor_pid": os.getpid()}
+    values["engine_pid"] = editor.engine.engine.running_pid()
+    values["playing"] = wait_until(app, lambda: remote.frame > 30 and remote.output_open)
+    values["statuses"] = {node: remote.status(node) for node in editor.patch.nodes}
+    values["classes"] = {node: remote.node_class(node) for node in editor.patch.nodes}
+    values["thumbnail"] = wait_until(app, lambda: editor.canvas.thumbnail_item("noise") is not None)
+    editor.canvas.select(["noise"])
+
+    def preview_picture() -> bool:
+        row = editor.preview.row_widget("out")
+        return isinstance(row, QLabel) and not row.pixmap().isNull()
+
+    values["preview_picture"] = wait_until(app, preview_picture)
+    picture = editor.output_picture
+    values["output_picture"] = wait_until(
+        app, lambda: picture is not None and not picture.pixmap().isNull()
+    )
+
+    # an edit on the canvas reaches the engine, and so does its undo
+    added = editor.canvas.create_node("time.frame", (0.0, 300.0))
+    values["added_arrives"] = wait_until(app, lambda: added in remote.nodes())
+    editor.undo_stack.undo()
+    values["undo_arrives"] = wait_until(app, lambda: added not in remote.nodes())
+
+    # a paste of 1,000 nodes (through the system clipboard, as between windows)
+    piece = Patch()
+    for index in range(1000):
+        piece.add_node("value.float", {"value": float(index)}, (index % 40 * 200, index // 40 * 90))
+    QApplication.clipboard().setText(json.dumps(patch_to_dict(piece)))
+    frame = remote.frame
+    editor.select_all()
+    editor.paste()
+    values["pasted_in_editor"] = len(editor.patch.nodes)
+    values["paste_arrives"] = wait_until(
+        app, lambda: len(remote.nodes()) == len(editor.patch.nodes)
+    )
+    values["frames_during_paste"] = remote.frame - frame
+
+    # zoom steps on the big canvas while the engine plays
+    viewer = editor.canvas.viewer()
+    frame = remote.frame
+    for step in range(20):
+        factor = 0.8 if step < 10 else 1.25
+        viewer.scale(factor, factor)
+        app.processEvents()
+    values["frames_during_zoom"] = (
+        wait_until(app, lambda: remote.frame > frame + 10) and remote.frame - frame
+    )
+
+    # 500 undo steps: 250 value edits and their undos; the engine ends where the editor does
+    editor.canvas.select(["contrast"])
+    editor.undo_stack.clear()
+    for step in range(250):
+        editor._on_value_edited("contrast", "value", 1.0 + step / 100, None)
+    for _ in range(250):
+        editor.undo_stack.undo()
+    expected = editor.patch.value("contrast", "value")
+    values["undo_steps_arrive"] = wait_until(app, lambda: remote.output("contrast") == expected)
+    values["resyncs_or_errors"] = editor.statusBar().currentMessage()
+
+    run_for(app, 0.5)
+    editor.grab().save(str(screenshot))
+    report(values)
+    app.exec()  # until killed
+
+
+def attach(app: QApplication, state_dir: Path) -> None:
+    started = time.monotonic()
+    editor = launch_editor(None, attach=True, state_dir=state_dir)
+    editor.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    remote = editor.evaluator
+    assert isinstance(remote, RemoteEvaluator) and editor.engine is not None
+    values: dict[str, Any] = {"attached": editor.engine.attached}
+    values["attach_seconds"] = time.monotonic() - started
+    values["nodes"] = len(editor.patch.nodes)
+    values["title"] = editor.windowTitle()
+    values["playing"] = wait_until(app, lambda: remote.frame > 0 and len(remote.nodes()) > 0)
+    values["same_nodes"] = remote.nodes() == set(editor.patch.nodes)
+    first = editor.engine.engine.running_pid()
+    values["engine_pid"] = first
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    killed = time.monotonic()
+    values["restarted"] = wait_until(
+        app, lambda: editor.engine.engine.running_pid() not in (None, first) and remote.frame > 5
+    )
+    values["restart_seconds"] = time.monotonic() - killed
+    values["nodes_after_restart"] = wait_until(
+        app, lambda: remote.nodes() == set(editor.patch.nodes)
+    )
+    values["new_engine_pid"] = editor.engine.engine.running_pid()
+    values["output_open_after_restart"] = wait_until(app, lambda: remote.output_open)
+    report(values)
+    editor.close()
+
+
+def main() -> int:
+    mode, state_dir = sys.argv[1], Path(sys.argv[2])
+    configure_qt_gl(swap_interval=0)
+    app = QApplication(sys.argv[:1])
+    if mode == "show":
+        show(app, state_dir, sys.argv[3], Path(sys.argv[4]))
+    else:
+        attach(app, state_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The editor and its engine as two real processes on a private X display (Xvfb): the output
+window plays in the engine while the editor edits, pastes, zooms and undoes; the show survives a
+kill -9 of the editor; a new editor attaches and survives a kill -9 of the engine.
+
+Frames are read from the engine's frame log (`PATCHBAY_FRAME_LOG`). Tests assert that frames keep
+coming and edits arrive, never how fast: intervals are the benchmark's (`patchbay bench --only
+show`). Without Xvfb the tests skip, except with PATCHBAY_REQUIRE_GL=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.engine_client import EngineProcess
+from tests.waiting import TIMEOUT_S
+from tests.xvfb import private_display
+
+pytestmark = pytest.mark.xvfb
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = Path(__file__).with_name("engine_editor_probe.py")
+EXAMPLE = ROOT / "resources" / "examples" / "noise_color.patchbay"
+ARTIFACT = ROOT / "tests" / "artifacts" / "engine_editor.png"
+
+
+def logged_frames(path: Path) -> list[tuple[float, int]]:
+    if not path.exists():
+        return []
+    lines = [line.split() for line in path.read_text().splitlines()]
+    return [(float(t), int(frame)) for t, frame in lines if len(lines) and frame]
+
+
+def wait_for_frames(path: Path, count: int) -> bool:
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(logged_frames(path)) < count:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def read_report(process: subprocess.Popen[str]) -> dict:
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("REPORT "):
+            return json.loads(line.removeprefix("REPORT "))
+    process.wait(timeout=60)
+    pytest.fail(f"the editor probe ended without a report ({process.returncode})")
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """One show: the editor probe (then killed) and an attaching editor, with their reports."""
+    folder = tmp_path_factory.mktemp("engine_editor")
+    state_dir, log = folder / "state", folder / "frames.log"
+    with private_display("1280x800x24") as display:
+        env = {**display, "PATCHBAY_FRAME_LOG": str(log)}
+        ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+        editor = subprocess.Popen(
+            [sys.executable, str(PROBE), "show", str(state_dir), str(EXAMPLE), str(ARTIFACT)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        result: dict = {"log": log}
+        try:
+            result["show"] = read_report(editor)
+            result["frames_before_kill"] = len(logged_frames(log))
+        finally:
+            editor.kill()  # SIGKILL while the output plays
+            editor.wait()
+            result["editor_stderr"] = editor.stderr.read()[-3000:] if editor.stderr else ""
+        result["killed_at"] = len(logged_frames(log))
+        result["plays_on"] = wait_for_frames(log, result["killed_at"] + 60)
+        engine = EngineProcess(state_dir / "engine")
+        result["engine_after_editor_kill"] = engine.running_pid()
+        attach = subprocess.run(
+            [sys.executable, str(PROBE), "attach", str(state_dir)],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        lines = [ln for ln in attach.stdout.splitlines() if ln.startswith("REPORT ")]
+        assert lines, f"attach probe failed ({attach.returncode}):\n{attach.stderr[-3000:]}"
+        result["attach"] = json.loads(lines[0].removeprefix("REPORT "))
+        result["frames_at_end"] = len(logged_frames(log))
+        pid = engine.running_pid()
+        if pid is not None:  # perform mode: the engine outlived the attached editor too
+            result["engine_after_attach_closed"] = pid
+            os.kill(pid, signal.SIGTERM)
+        yield result
+
+
+def test_the_editor_and_the_engine_are_separate_processes(session: dict) -> None:
+    show = session["show"]
+    assert show["engine_pid"] not in (None, show["editor_pid"])
+    assert show["playing"], session["editor_stderr"]
+
+
+def test_statuses_pictures_and_thumbnails_come_back_from_the_engine(session: dict) -> None:
+    show = session["show"]
+    assert show["classes"] == {"time": "HOT", "noise": "HOT", "contrast": "USER",
+                               "colorize": "HOT", "output": "HOT"}  # fmt: skip
+    assert set(show["statuses"].values()) <= {"ok", "cached"}
+    assert show["thumbnail"] and show["preview_picture"] and show["output_picture"]
+
+
+def test_edits_reach_the_engine_while_it_plays(session: dict) -> None:
+    show = session["show"]
+    assert show["added_arrives"] and show["undo_arrives"]
+    assert show["pasted_in_editor"] == 1005 and show["paste_arrives"]
+    assert show["frames_during_paste"] > 0 and show["frames_during_zoom"]
+    assert show["undo_steps_arrive"]
+    assert "Engine" not in show["resyncs_or_errors"]
+
+
+def test_the_output_window_presents_frames_and_survives_a_killed_editor(session: dict) -> None:
+    assert session["frames_before_kill"] > 30
+    assert session["plays_on"]  # 60 more frames presented after the editor's SIGKILL
+    assert session["engine_after_editor_kill"] == session["show"]["engine_pid"]
+    frames = logged_frames(session["log"])
+    times = [t for t, _ in frames]
+    assert times == sorted(times)
+
+
+def test_a_new_editor_attaches_and_brings_a_killed_engine_back(session: dict) -> None:
+    attach = session["attach"]
+    assert attach["attached"] and attach["engine_pid"] == session["show"]["engine_pid"]
+    assert attach["nodes"] == 1005 and attach["same_nodes"]
+    # the file name came with the patch; what plays may not be saved
+    assert attach["title"].startswith("noise_color.patchbay *")
+    assert attach["restarted"] and attach["new_engine_pid"] != attach["engine_pid"]
+    assert attach["nodes_after_restart"] and attach["output_open_after_restart"]
+    assert session["frames_at_end"] > session["killed_at"] + 60
