@@ -93,7 +93,7 @@ from app.qt_output import (
     screen_choices,
 )
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
-from evaluators import DualEvaluator
+from evaluators import DualEvaluator, Evaluator, ExecutionContext
 from evaluators.gl_service import GLService
 from nodes import (
     Link,
@@ -168,7 +168,10 @@ class QtEditorWindow(QMainWindow):
         self.library = QtLibraryPanel()
         self.patch = Patch()
         self.path: Path | None = None
-        self.evaluator: Any = None
+        self.context = ExecutionContext(self.gl)  # the local evaluator's: node states, folder
+        self.evaluator: Evaluator = (
+            engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
+        )
         self._unsubscribe: Any = None
         self._restored_unsaved = False
         self._clipboard: Patch | None = None
@@ -343,9 +346,9 @@ class QtEditorWindow(QMainWindow):
     def set_patch(self, patch: Patch, path: Path | None, *, send: bool = True) -> None:
         """Edit `patch` from now on (the undo history starts over). With an engine, the patch
         is sent to it unless `send` is False (it came from the engine)."""
-        if self.evaluator is not None and self.engine is None:
+        if self.engine is None:
             self.evaluator.close()
-            self.evaluator.ctx.release_all()  # GPU nodes give their textures back to the pool
+            self.context.release_all()  # GPU nodes give their textures back to the pool
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.undo_stack.clear()
@@ -362,7 +365,8 @@ class QtEditorWindow(QMainWindow):
             if send:
                 self.send_patch()
         else:
-            self.evaluator = DualEvaluator(patch, gpu=self.gl)
+            self.context = ExecutionContext(self.gl)
+            self.evaluator = DualEvaluator(patch, self.context)
             self._unsubscribe = patch.subscribe(self._on_patch_event)
         if self.output_preview is not None:
             self.output_preview.set_source(output_source(self.evaluator))
@@ -580,7 +584,7 @@ class QtEditorWindow(QMainWindow):
         moved = self.patch.folder != folder
         self.patch.folder = folder
         if self.engine is None:
-            self.evaluator.ctx.folder = folder
+            self.context.folder = folder
         elif moved:
             self.send_patch()  # the engine's copy resolves file names in the new folder too
         self._restored_unsaved = False
@@ -1033,7 +1037,7 @@ class QtEditorWindow(QMainWindow):
         if self.output_preview is not None:
             self.output_preview.set_source(None)
         self.preview.set_outputs(None, [])
-        self.evaluator.ctx.release_all()
+        self.context.release_all()
         if self.gl is not None:
             self.gl.close()
         self._discard_recovery()
