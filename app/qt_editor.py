@@ -77,6 +77,7 @@ from PySide6.QtWidgets import (
 
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
+from app.patch_info import output_node
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import AddNodesCommand, NodeRecord, RemoveNodesCommand, SetValueCommand
 from app.qt_export import export_frozen_dialog
@@ -442,8 +443,6 @@ class QtEditorWindow(QMainWindow):
         for the Output panel, and thumbnails of the textured nodes in view."""
         if self.engine is None:
             return
-        from app.player import output_node
-
         self._output_node = output_node(self.patch)
         previews = [[self._output_node, "out"]] if self._output_node else []
         node_id = self.preview.node_id
