@@ -19,7 +19,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-EXIT_BAD_INPUT = 2
+from app.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return bench_command(options)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     return 0
 
 

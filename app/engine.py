@@ -42,6 +42,7 @@ from app.engine_protocol import (
     patch_message,
     report_value,
 )
+from app.exit_codes import EXIT_HUNG
 from evaluators import DualEvaluator, ExecutionContext, node_running_in
 from nodes import Patch, PatchError
 
@@ -51,8 +52,6 @@ THUMBNAIL_ROUND_S = 0.25
 THUMBNAIL_SIZE = (96, 54)
 PREVIEW_SIZE = (320, 180)
 WATCHDOG_S = 2.0
-EXIT_HUNG = 70
-"""Exit status of an engine whose watchdog stopped it (a frame ran past the limit)."""
 FRAME_LOG_ENV = "PATCHBAY_FRAME_LOG"
 FRAME_LOG_FLUSH_S = 0.5
 

@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from app.engine import EXIT_HUNG, WATCHDOG_S
+from app.engine import WATCHDOG_S
 from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
+from app.exit_codes import EXIT_HUNG
 
 START_TIMEOUT_S = 30.0
 LOG_KEEP_BYTES = 1 << 20

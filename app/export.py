@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli import EXIT_BAD_INPUT
+from app.exit_codes import EXIT_BAD_INPUT
 from evaluators import Progress, freeze
 from nodes import Patch, PatchError, load_patch, save_patch
 

@@ -22,11 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from app.cli import EXIT_BAD_INPUT
+from app.exit_codes import EXIT_BAD_INPUT, EXIT_NO_GL
+from app.patch_info import output_node, parse_size, uses_gpu
 from evaluators import FlatEvaluator
 from nodes import Patch, PatchError, load_patch
-
-EXIT_NO_GL = 3
 
 
 def _format(value: Any) -> str:
@@ -49,25 +48,6 @@ def _parse_prints(patch: Patch, prints: list[str]) -> list[tuple[str, str]]:
             raise PatchError(f"--print {item}: node {node_id!r} has no output {pin!r}")
         targets.append((node_id, pin))
     return targets
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1920x1080" into (1920, 1080); PatchError on anything else."""
-    width, sep, height = text.lower().partition("x")
-    if not sep or not width.isdigit() or not height.isdigit() or int(width) * int(height) == 0:
-        raise PatchError(f"--size {text}: expected WIDTHxHEIGHT, e.g. 1280x720")
-    return (int(width), int(height))
-
-
-def uses_gpu(patch: Patch) -> bool:
-    """True if the patch has GPU nodes."""
-    return any(node.spec.category == "gpu" for node in patch.nodes.values())
-
-
-def output_node(patch: Patch) -> str | None:
-    """The id of the patch's `gpu.output` node (the first one by id), or None."""
-    found = sorted(node.id for node in patch.nodes.values() if node.type_id == "gpu.output")
-    return found[0] if found else None
 
 
 def play_headless(

@@ -77,6 +77,7 @@ from PySide6.QtWidgets import (
 
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
+from app.patch_info import output_node
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import AddNodesCommand, NodeRecord, RemoveNodesCommand, SetValueCommand
 from app.qt_export import export_frozen_dialog
@@ -93,7 +94,7 @@ from app.qt_output import (
     screen_choices,
 )
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
-from evaluators import DualEvaluator
+from evaluators import DualEvaluator, Evaluator, ExecutionContext
 from evaluators.gl_service import GLService
 from nodes import (
     Link,
@@ -168,7 +169,10 @@ class QtEditorWindow(QMainWindow):
         self.library = QtLibraryPanel()
         self.patch = Patch()
         self.path: Path | None = None
-        self.evaluator: Any = None
+        self.context = ExecutionContext(self.gl)  # the local evaluator's: node states, folder
+        self.evaluator: Evaluator = (
+            engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
+        )
         self._unsubscribe: Any = None
         self._restored_unsaved = False
         self._clipboard: Patch | None = None
@@ -343,9 +347,9 @@ class QtEditorWindow(QMainWindow):
     def set_patch(self, patch: Patch, path: Path | None, *, send: bool = True) -> None:
         """Edit `patch` from now on (the undo history starts over). With an engine, the patch
         is sent to it unless `send` is False (it came from the engine)."""
-        if self.evaluator is not None and self.engine is None:
+        if self.engine is None:
             self.evaluator.close()
-            self.evaluator.ctx.release_all()  # GPU nodes give their textures back to the pool
+            self.context.release_all()  # GPU nodes give their textures back to the pool
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.undo_stack.clear()
@@ -362,7 +366,8 @@ class QtEditorWindow(QMainWindow):
             if send:
                 self.send_patch()
         else:
-            self.evaluator = DualEvaluator(patch, gpu=self.gl)
+            self.context = ExecutionContext(self.gl)
+            self.evaluator = DualEvaluator(patch, self.context)
             self._unsubscribe = patch.subscribe(self._on_patch_event)
         if self.output_preview is not None:
             self.output_preview.set_source(output_source(self.evaluator))
@@ -438,8 +443,6 @@ class QtEditorWindow(QMainWindow):
         for the Output panel, and thumbnails of the textured nodes in view."""
         if self.engine is None:
             return
-        from app.player import output_node
-
         self._output_node = output_node(self.patch)
         previews = [[self._output_node, "out"]] if self._output_node else []
         node_id = self.preview.node_id
@@ -580,7 +583,7 @@ class QtEditorWindow(QMainWindow):
         moved = self.patch.folder != folder
         self.patch.folder = folder
         if self.engine is None:
-            self.evaluator.ctx.folder = folder
+            self.context.folder = folder
         elif moved:
             self.send_patch()  # the engine's copy resolves file names in the new folder too
         self._restored_unsaved = False
@@ -1033,7 +1036,7 @@ class QtEditorWindow(QMainWindow):
         if self.output_preview is not None:
             self.output_preview.set_source(None)
         self.preview.set_outputs(None, [])
-        self.evaluator.ctx.release_all()
+        self.context.release_all()
         if self.gl is not None:
             self.gl.close()
         self._discard_recovery()

@@ -34,6 +34,8 @@ from PySide6.QtWidgets import QApplication
 
 from app.engine import WATCHDOG_S, Engine, EngineServer, FrameLog
 from app.engine_client import engine_address, engine_key
+from app.exit_codes import EXIT_BAD_INPUT
+from app.patch_info import output_node, parse_size
 from app.qt_output import (
     QtOutputWindow,
     close_output_window,
@@ -88,8 +90,6 @@ class QtEngineHost:
 
     def output_texture(self) -> Any:
         """The texture of the running patch's `gpu.output` node (the first by id)."""
-        from app.player import output_node
-
         patch = self.engine.patch
         revision, node_id = self._output_node
         if revision != patch.revision:
@@ -162,22 +162,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         patch = load_patch(options.file) if options.file else Patch()
         if options.size:
-            from app.player import parse_size
-
             patch.update_settings(resolution=list(parse_size(options.size)))
         bypass = json.loads(options.bypass)
         if not isinstance(bypass, dict):
             raise ValueError("--bypass takes a JSON object")
     except (PatchError, ValueError) as error:
         print(f"patchbay engine: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     configure_qt_gl()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     screens = QGuiApplication.screens()
     if options.screen is not None and not 0 <= options.screen < len(screens):
         choices = ", ".join(label for _, label in screen_choices())
         print(f"--screen {options.screen}: no such screen ({choices})", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     size = patch.settings.get("resolution", (1280, 720))
     gl = create_engine_gl((int(size[0]), int(size[1])))
     engine = Engine(

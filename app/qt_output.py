@@ -13,7 +13,10 @@ Pieces:
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
 - `QtFrameDriver`: runs the patch's frames from the window's `frameSwapped` (vsync paced), with a
   timer while the window is hidden. `open_output_window()` opens a window with a driver, or
-  without one for the editor, which runs its own frame loop.
+  without one for a process that runs its own frame loop (the editor, the engine).
+
+Playing a patch (`patchbay run`) is not here: the engine process (app.qt_engine) and the player
+(app.player) use these windows.
 - `QtTexturePreview`: a `QOpenGLWidget` showing any texture of the patch (node previews).
 
 Rules from the GL notes that this module follows:
@@ -47,8 +50,9 @@ from PySide6.QtGui import (
 )
 from PySide6.QtOpenGL import QOpenGLWindow
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
-from PySide6.QtWidgets import QApplication, QMenu
+from PySide6.QtWidgets import QMenu
 
+from app.patch_info import output_node
 from evaluators.gl_service import GLService, GLTarget
 
 TextureSource = Callable[[], Any]
@@ -432,8 +436,6 @@ class QtFrameDriver(QObject):
 def output_source(evaluator: Any, node_id: str | None = None) -> TextureSource:
     """A callable returning the texture of `node_id`'s output (default: the patch's first
     `gpu.output` node, looked up again after structural edits)."""
-    from app.player import output_node
-
     cached: dict[str, Any] = {"revision": None, "node": node_id}
 
     def source() -> Any:
@@ -500,45 +502,3 @@ def close_output_window(window: QtOutputWindow) -> None:
     QCoreApplication.processEvents()
     window.deleteLater()
     QCoreApplication.sendPostedEvents(None, 0)
-
-
-def run_output_window(
-    patch: Any,
-    *,
-    fps: float = 60.0,
-    frames: int | None = None,
-    fullscreen: bool = False,
-    screen: int | None = None,
-) -> int:
-    """`patchbay run FILE`: only the output window, its swaps driving the flat evaluator.
-    Returns the exit code (2 when Qt has no OpenGL or the screen does not exist)."""
-    import sys
-
-    from app.cli import EXIT_BAD_INPUT
-    from evaluators import FlatEvaluator
-
-    configure_qt_gl()
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    screens = QGuiApplication.screens()
-    if screen is not None and not 0 <= screen < len(screens):
-        choices = ", ".join(label for _, label in screen_choices())
-        print(f"--screen {screen}: no such screen ({choices})", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    size = patch.settings.get("resolution", (1280, 720))
-    try:
-        gl = create_gl_service((int(size[0]), int(size[1])))
-    except RuntimeError as error:
-        print(f"patchbay run: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    evaluator = FlatEvaluator(patch, gpu=gl)
-    window = open_output_window(evaluator, gl, drive=True, fps=fps, screen=screen,
-                                fullscreen=fullscreen)  # fmt: skip
-    driver: QtFrameDriver = window.driver  # type: ignore[attr-defined]
-    driver.frames = frames
-    driver.on_done = app.quit
-    app.exec()
-    close_output_window(window)
-    evaluator.close()
-    evaluator.ctx.release_all()
-    gl.close()
-    return 0

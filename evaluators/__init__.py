@@ -1,5 +1,7 @@
 """How a patch runs: graph IR, analysis, the lazy / flat / dual evaluators, freezing.
 
+Clients hold an `Evaluator` (the protocol every strategy satisfies) made by `make_evaluator`.
+
 Never imports Qt or NodeGraphQt.
 """
 
@@ -12,26 +14,35 @@ from evaluators._context import (
     bind_compute,
 )
 from evaluators._dual import DualEvaluator
+from evaluators._factory import EVALUATOR_KINDS, EvaluatorKind, make_evaluator
 from evaluators._flat import FlatEvaluator, FlatProgram
 from evaluators._freeze import Progress, freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
 
 __all__ = [
     "CONST",
+    "EVALUATOR_KINDS",
     "HOT",
     "USER",
     "DualEvaluator",
+    "Evaluator",
+    "EvaluatorKind",
+    "EvaluatorMode",
     "ExecutionContext",
     "FlatEvaluator",
     "FlatProgram",
     "GraphIR",
     "LazyEvaluator",
     "NodeBypassed",
+    "NodeClass",
+    "NodeStatus",
     "PatchSnapshot",
     "Progress",
     "bind_compute",
     "freeze",
+    "make_evaluator",
     "node_running_in",
 ]

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from evaluators._context import CLASS_RANK, CONST, HOT, USER
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR
+from evaluators._protocol import NodeClass
 from nodes import Determinism, Patch, PatchEvent
 
 OWN_CLASS = {
@@ -41,7 +42,7 @@ def node_key(type_id: str, stamp: int, inputs: tuple[object, ...]) -> int:
 
 def analyze(
     ir: GraphIR, order: list[int], yield_point: Callable[[], None] | None = None
-) -> tuple[list[str], list[int]]:
+) -> tuple[list[NodeClass], list[int]]:
     """Class and cache key of every node of `ir`, given a topological `order`."""
     classes = [CONST] * len(ir)
     keys = [0] * len(ir)
@@ -53,8 +54,8 @@ def analyze(
 
 
 def ir_node_info(
-    ir: GraphIR, i: int, classes: list[str], keys: list[int], stamp: int | None = None
-) -> tuple[str, int]:
+    ir: GraphIR, i: int, classes: list[NodeClass], keys: list[int], stamp: int | None = None
+) -> tuple[NodeClass, int]:
     """Class and key of node `i` from those of its sources (and its stamp, by default the one
     in the snapshot)."""
     node = ir.nodes[i]
@@ -79,9 +80,9 @@ class LiveAnalysis:
     def __init__(self, patch: Patch) -> None:
         self.patch = patch
         # Invariant: if a node is memoized, so are all of its ancestors.
-        self.memo: dict[str, tuple[str, int]] = {}
+        self.memo: dict[str, tuple[NodeClass, int]] = {}
 
-    def info(self, node_id: str) -> tuple[str, int]:
+    def info(self, node_id: str) -> tuple[NodeClass, int]:
         found = self.memo.get(node_id)
         if found is not None:
             return found
@@ -120,7 +121,7 @@ class LiveAnalysis:
             stack.pop()
         return memo[node_id]
 
-    def node_class(self, node_id: str) -> str:
+    def node_class(self, node_id: str) -> NodeClass:
         return self.info(node_id)[0]
 
     def forget_cone(self, node_id: str) -> None:

@@ -35,11 +35,10 @@ from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
+from evaluators._protocol import NodeClass
 from nodes import NodeInstance, NodeSpec, PatchEvent
 
-HOT = "HOT"
-USER = "USER"
-CONST = "CONST"
+HOT, USER, CONST = NodeClass.HOT, NodeClass.USER, NodeClass.CONST
 CLASS_RANK = {CONST: 0, USER: 1, HOT: 2}
 
 

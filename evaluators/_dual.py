@@ -34,6 +34,7 @@ from evaluators._context import ExecutionContext
 from evaluators._flat import FlatProgram, program_output
 from evaluators._graph import PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from nodes import Patch, PatchEvent
 
 BuildResult = tuple[int, "FlatProgram | None", float, "str | None"]
@@ -181,8 +182,8 @@ class DualEvaluator:
         self._unsubscribe = patch.subscribe(self._on_event)
 
     @property
-    def mode(self) -> str:
-        return "flat" if self.program is not None else "lazy"
+    def mode(self) -> EvaluatorMode:
+        return EvaluatorMode.FLAT if self.program is not None else EvaluatorMode.LAZY
 
     # ----------------------------------------------------------------- edits
     def _on_event(self, event: PatchEvent) -> None:
@@ -302,7 +303,7 @@ class DualEvaluator:
     def output(self, node_id: str, pin: str = "out") -> Any:
         return program_output(self.patch, self.ctx, self.program, node_id, pin)
 
-    def status(self, node_id: str) -> str:
+    def status(self, node_id: str) -> NodeStatus:
         if self.program is not None and node_id in self.program.ir.index:
             return self.program.status(node_id)
         return self.lazy.status(node_id)
@@ -312,7 +313,7 @@ class DualEvaluator:
             return self.program.error(node_id)
         return self.lazy.error(node_id)
 
-    def node_class(self, node_id: str) -> str:
+    def node_class(self, node_id: str) -> NodeClass:
         return self.lazy.node_class(node_id)
 
     @property

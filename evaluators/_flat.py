@@ -41,7 +41,11 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
+from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from nodes import Deferred, Patch, PatchEvent
+
+IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
+FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
 
 Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
 _EAGER = frozenset({EAGER})
@@ -144,7 +148,7 @@ class FlatProgram:
         self.dirty_main: set[int] = set()  # CONST/USER nodes of the main program to run
         self.ran = [0] * len(ir)
         self.serial = 0
-        self.frame_status: dict[int, str] = {}
+        self.frame_status: dict[int, NodeStatus] = {}
         self.errors: dict[int, str] = {}
         self.nodes_run = 0
         self.caching = True
@@ -362,17 +366,17 @@ class FlatProgram:
 
     def _record_failure(self, i: int, problem: Exception) -> None:
         if isinstance(problem, Deferred):
-            self.frame_status[i] = "deferred"
+            self.frame_status[i] = DEFERRED
             self.tainted.add(i)
         else:
-            self.frame_status[i] = "failed"
+            self.frame_status[i] = FAILED
             self.errors[i] = error_text(problem)
 
     def _run_cold(self, i: int) -> None:
         """Run a CONST/USER node and cache its result, unless something it read is unsettled."""
         self.nodes_run += 1
         self.ran[i] = self.serial
-        self.frame_status[i] = "ok"
+        self.frame_status[i] = OK
         self.errors.pop(i, None)
         failed = None
         for call, get, out in self.node_steps[i]:
@@ -484,26 +488,26 @@ class FlatProgram:
     def output(self, node_id: str, pin: str) -> Any:
         return self.slots[self.out_slot[(self.ir.index[node_id], pin)]]
 
-    def status(self, node_id: str) -> str:
+    def status(self, node_id: str) -> NodeStatus:
         i = self.ir.index[node_id]
         if i not in self.node_slots:
-            return "idle"
+            return IDLE
         found = self.frame_status.get(i)
         if found is not None:
             return found
         cold = self.classes[i] != HOT
         if i in self.main:
             if cold:
-                return "failed" if i in self.errors else "cached"
-            return "ok"
+                return FAILED if i in self.errors else CACHED
+            return OK
         if self.ran[i] != self.serial:
-            return "idle"
+            return IDLE
         if cold:
-            return "failed" if i in self.errors else "cached"
-        return "ok"
+            return FAILED if i in self.errors else CACHED
+        return OK
 
     def error(self, node_id: str) -> str | None:
-        if self.status(node_id) != "failed":
+        if self.status(node_id) != FAILED:
             return None
         return self.errors.get(self.ir.index[node_id])
 
@@ -521,6 +525,8 @@ def program_output(
 class FlatEvaluator:
     """Runs a patch as a compiled program, recompiled (synchronously) after structural edits."""
 
+    mode = EvaluatorMode.FLAT
+
     def __init__(
         self,
         patch: Patch,
@@ -535,6 +541,7 @@ class FlatEvaluator:
         self.caching = caching
         self.program: FlatProgram | None = None
         self.last_build_seconds = 0.0
+        self.last_frame_seconds = 0.0  # including a rebuild the frame needed
         self._watched: tuple[str, ...] = ()
         self._edited: set[str] = set()
         self._retired_runs = 0  # nodes_run of programs replaced by a rebuild
@@ -580,17 +587,19 @@ class FlatEvaluator:
 
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
+        started = time.perf_counter()
         program = self._current()
         self.ctx.advance(t, frame)
         program.run()
+        self.last_frame_seconds = time.perf_counter() - started
 
     def output(self, node_id: str, pin: str = "out") -> Any:
         return program_output(self.patch, self.ctx, self.program, node_id, pin)
 
-    def status(self, node_id: str) -> str:
+    def status(self, node_id: str) -> NodeStatus:
         self.patch.node(node_id)
         if self.program is None or node_id not in self.program.ir.index:
-            return "idle"
+            return IDLE
         return self.program.status(node_id)
 
     def error(self, node_id: str) -> str | None:
@@ -598,7 +607,7 @@ class FlatEvaluator:
             return None
         return self.program.error(node_id)
 
-    def node_class(self, node_id: str) -> str:
+    def node_class(self, node_id: str) -> NodeClass:
         program = self._current()
         return program.classes[program.ir.index[node_id]]
 

@@ -14,6 +14,7 @@ directly, so an edit shows on the very next frame.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,7 +30,11 @@ from evaluators._context import (
     error_text,
     last_output,
 )
+from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from nodes import Deferred, Link, Patch, PatchEvent
+
+IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
+FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
 
 
 class _LinkPull:
@@ -91,6 +96,9 @@ class _Plan:
 class LazyEvaluator:
     """Evaluates a live Patch by recursion from its sinks; see the module note."""
 
+    mode = EvaluatorMode.LAZY
+    last_build_seconds = 0.0  # nothing to build
+
     def __init__(self, patch: Patch, context: ExecutionContext | None = None, gpu: Any = None):
         self.patch = patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
@@ -105,8 +113,8 @@ class LazyEvaluator:
         self._keepers: dict[Link, Callable[[Any], Any]] = {}  # per feedback link: bind_capture
         self._serial = 0
         self._visited: dict[str, int] = {}
-        self._status: dict[str, str] = {}  # this frame's status of every node visited
-        self._derived_status: dict[str, str] = {}  # statuses of nodes not visited, once asked
+        self._status: dict[str, NodeStatus] = {}  # this frame's status of every node visited
+        self._derived_status: dict[str, NodeStatus] = {}  # of nodes not visited, once asked
         self._errors: dict[str, str] = {}
         self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
         self.nodes_run = 0  # count of compute calls, for tests and benchmarks
@@ -120,8 +128,10 @@ class LazyEvaluator:
 
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
+        started = time.perf_counter()
         self.ctx.advance(t, frame)
         self.evaluate_frame()
+        self.last_frame_seconds = time.perf_counter() - started
 
     def evaluate_frame(self) -> None:
         """Evaluate the roots at the context's current clock (the dual evaluator advances it)."""
@@ -136,7 +146,7 @@ class LazyEvaluator:
     def output(self, node_id: str, pin: str = "out") -> Any:
         return self._value_of(node_id, pin)
 
-    def status(self, node_id: str) -> str:
+    def status(self, node_id: str) -> NodeStatus:
         self.patch.node(node_id)
         found = self._status.get(node_id) or self._derived_status.get(node_id)
         if found is not None:
@@ -144,14 +154,14 @@ class LazyEvaluator:
         # Upstream of a cached node is not visited: it is still needed if a consumer was.
         cls, key = self.analysis.info(node_id)
         entry = self.ctx.cache.get(node_id)
-        status = "idle"
+        status = IDLE
         if (
             cls != HOT
             and entry is not None
             and entry.key == key
             and self._consumer_visited(node_id)
         ):
-            status = "failed" if entry.error else "cached"
+            status = FAILED if entry.error else CACHED
         self._derived_status[node_id] = status  # until the next frame or edit
         return status
 
@@ -171,12 +181,12 @@ class LazyEvaluator:
         return False
 
     def error(self, node_id: str) -> str | None:
-        if self.status(node_id) != "failed":
+        if self.status(node_id) != FAILED:
             return None
         entry = self.ctx.cache.get(node_id)
         return self._errors.get(node_id) or (entry.error if entry is not None else None)
 
-    def node_class(self, node_id: str) -> str:
+    def node_class(self, node_id: str) -> NodeClass:
         return self.analysis.node_class(node_id)
 
     def close(self) -> None:
@@ -228,10 +238,10 @@ class LazyEvaluator:
                 if entry is not None and entry.key == key:
                     outputs[node_id] = entry.outputs
                     if entry.error:
-                        status[node_id] = "failed"
+                        status[node_id] = FAILED
                         self._errors[node_id] = entry.error
                     else:
-                        status[node_id] = "cached"
+                        status[node_id] = CACHED
                     visited[node_id] = serial
                     stack.pop()
                     continue
@@ -273,15 +283,15 @@ class LazyEvaluator:
         try:
             result = plan.fn(*args)
         except Deferred:
-            self._status[node_id] = "deferred"
+            self._status[node_id] = DEFERRED
             settled = False
         except Exception as problem:
             error = error_text(problem)
-            self._status[node_id] = "failed"
+            self._status[node_id] = FAILED
             self._errors[node_id] = error
         else:
             outputs[node_id] = (result,) if plan.single else tuple(result)
-            self._status[node_id] = "ok"
+            self._status[node_id] = OK
         if pulls and any(pull.pulled and pull.src in unsettled for pull in pulls):
             settled = False
         if not settled:
@@ -306,7 +316,7 @@ class LazyEvaluator:
             }
         if not self._feedback_links:
             return
-        ran = {"ok", "failed", "deferred"}
+        ran = {OK, FAILED, DEFERRED}
         captured: set[Link] = set()
         while True:
             todo = [

@@ -1,11 +1,18 @@
 """Root test setup: Qt renders offscreen unless a test asks for a real display, and GL contexts are
-shared, which must be set before the QApplication exists."""
+shared, which must be set before the QApplication exists; `make_evaluator`, the fixture that runs
+a test once per evaluator kind."""
 
 import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QCoreApplication, Qt
+
+from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
 QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
 
@@ -17,3 +24,19 @@ def pytest_addoption(parser):
         default=False,
         help="rewrite the reference PNGs of GL tests (tests/gl/references) from this run",
     )
+
+
+@pytest.fixture(params=EVALUATOR_KINDS)
+def make_evaluator(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """`make_evaluator(patch, **options)` makes an evaluator of the kind under test (every kind
+    in turn, see tests/evaluator_kinds.py); all of them are closed after the test."""
+    made: list[Any] = []
+
+    def factory(patch: Any, **options: Any) -> Any:
+        evaluator = evaluator_for_tests(request.param, patch, **options)
+        made.append(evaluator)
+        return evaluator
+
+    yield factory
+    for evaluator in made:
+        evaluator.close()

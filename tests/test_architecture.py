@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent(
     assert "nodes._patch" in imported and "evaluators._dual" in imported, imported
     assert not any(name.startswith(("PySide6.", "NodeGraphQt.")) for name in sys.modules)
 
-    from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+    from evaluators import EVALUATOR_KINDS, make_evaluator
     from nodes import Patch
 
     patch = Patch()
@@ -39,13 +39,13 @@ SCRIPT = textwrap.dedent(
     patch.connect(t, "out", add, "a")
     patch.connect(add, "out", out, "in")
     results = []
-    for make in (LazyEvaluator, FlatEvaluator, lambda p: DualEvaluator(p, debounce=0)):
-        evaluator = make(patch)
+    for kind in EVALUATOR_KINDS:
+        evaluator = make_evaluator(kind, patch)
         for frame in range(3):
             evaluator.run_frame(frame / 2, frame)
         results.append(evaluator.output(out))
         evaluator.close()
-    assert results == [2.0, 2.0, 2.0], results
+    assert results == [2.0] * len(EVALUATOR_KINDS) == [2.0, 2.0, 2.0], results
 
     from app.cli import main
     assert main(["nodes"]) == 0

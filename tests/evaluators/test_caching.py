@@ -5,40 +5,12 @@ modes, builds and swaps."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
 from nodes import Patch
-
-Factory = Callable[[Patch], Any]
-
-
-def make_dual(patch: Patch) -> DualEvaluator:
-    return DualEvaluator(patch, debounce=0)
-
-
-EVALUATORS = [
-    pytest.param(LazyEvaluator, id="lazy"),
-    pytest.param(FlatEvaluator, id="flat"),
-    pytest.param(make_dual, id="dual"),
-]
-
-
-@pytest.fixture(params=EVALUATORS)
-def make(request: pytest.FixtureRequest) -> Iterator[Factory]:
-    made: list[Any] = []
-
-    def factory(patch: Patch) -> Any:
-        evaluator = request.param(patch)
-        made.append(evaluator)
-        return evaluator
-
-    yield factory
-    for evaluator in made:
-        evaluator.close()
 
 
 class Runner:
@@ -79,13 +51,13 @@ def sink_of(patch: Patch, node: str, pin: str = "out", dst: str = "in") -> str:
 # ----------------------------------------------------------------------------- CONST / USER / HOT
 
 
-def test_const_runs_once(make) -> None:
+def test_const_runs_once(make_evaluator) -> None:
     patch = Patch()
     value = patch.add_node("value.float", {"value": 2.0})
     add = patch.add_node("math.add", {"b": 3.0})
     patch.connect(value, "out", add, "a")
     sink = sink_of(patch, add)
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     assert runner.run() == 3
     assert runner.evaluator.output(sink) == 5.0
     assert runner.run(5) == 0
@@ -94,13 +66,13 @@ def test_const_runs_once(make) -> None:
     assert {runner.evaluator.node_class(n) for n in patch.nodes} == {"CONST"}
 
 
-def test_user_input_reruns_only_when_it_changes(make) -> None:
+def test_user_input_reruns_only_when_it_changes(make_evaluator) -> None:
     patch = Patch()
     slider = patch.add_node("input.float", {"value": 0.5})
     mul = patch.add_node("math.mul", {"b": 4.0})
     patch.connect(slider, "out", mul, "a")
     sink = sink_of(patch, mul)
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     assert runner.run() == 3
     assert runner.run(3) == 0
     assert runner.evaluator.node_class(sink) == "USER"
@@ -114,13 +86,13 @@ def test_user_input_reruns_only_when_it_changes(make) -> None:
     assert runner.evaluator.output(sink) == 1.0
 
 
-def test_hot_runs_every_frame(make) -> None:
+def test_hot_runs_every_frame(make_evaluator) -> None:
     patch = Patch()
     seconds = patch.add_node("time.seconds")
     sin = patch.add_node("math.sin")
     patch.connect(seconds, "out", sin, "x")
     sink = sink_of(patch, sin)
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     for _ in range(4):
         assert runner.run() == 3
         assert runner.evaluator.output(sink) == math.sin((runner.frame - 1) / 60)
@@ -128,7 +100,7 @@ def test_hot_runs_every_frame(make) -> None:
     assert runner.evaluator.node_class(sin) == "HOT"
 
 
-def test_mixed_patch_runs_only_its_hot_part(make) -> None:
+def test_mixed_patch_runs_only_its_hot_part(make_evaluator) -> None:
     patch = Patch()
     a = patch.add_node("value.float", {"value": 1.0})
     b = patch.add_node("value.float", {"value": 2.0})
@@ -140,7 +112,7 @@ def test_mixed_patch_runs_only_its_hot_part(make) -> None:
     patch.connect(const, "out", add, "a")
     patch.connect(seconds, "out", add, "b")
     sink = sink_of(patch, add)
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     assert runner.run() == 6
     for _ in range(3):
         assert runner.run() == 3  # time, add, sink
@@ -181,9 +153,9 @@ def cones() -> tuple[Patch, dict[str, str]]:
     return patch, n
 
 
-def test_value_edit_reruns_exactly_the_downstream_cone(make, cones) -> None:
+def test_value_edit_reruns_exactly_the_downstream_cone(make_evaluator, cones) -> None:
     patch, n = cones
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     assert runner.run() == 10
     assert runner.evaluator.output(n["out"]) == 1.5
     for edited, cone in [
@@ -203,9 +175,9 @@ def test_value_edit_reruns_exactly_the_downstream_cone(make, cones) -> None:
     assert runner.evaluator.output(n["out2"]) == 0.75
 
 
-def test_structural_edit_keeps_cached_upstream_results(make, cones) -> None:
+def test_structural_edit_keeps_cached_upstream_results(make_evaluator, cones) -> None:
     patch, n = cones
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     runner.run(2)
     # insert a node between C and out: only the new node and the sink run again
     patch.disconnect(n["C"], "out", n["out"], "in")
@@ -227,7 +199,7 @@ def test_structural_edit_keeps_cached_upstream_results(make, cones) -> None:
     assert runner.statuses(patch)[n["E"]] == "idle"
 
 
-def test_idle_nodes_are_not_run(make) -> None:
+def test_idle_nodes_are_not_run(make_evaluator) -> None:
     patch = Patch()
     seconds = patch.add_node("time.seconds")
     unused = patch.add_node("math.sin")
@@ -235,7 +207,7 @@ def test_idle_nodes_are_not_run(make) -> None:
     lonely = patch.add_node("value.float")
     value = patch.add_node("value.float", {"value": 3.0})
     sink = sink_of(patch, value)
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     assert runner.run(3) == 2
     statuses = runner.statuses(patch)
     assert statuses == {
@@ -251,7 +223,7 @@ def test_idle_nodes_are_not_run(make) -> None:
 # ----------------------------------------------------------------------------- failures
 
 
-def test_failing_node(make) -> None:
+def test_failing_node(make_evaluator) -> None:
     patch = Patch()
     seconds = patch.add_node("time.seconds")
     divisor = patch.add_node("input.float", {"value": 2.0, "min": -10.0, "max": 10.0})
@@ -263,7 +235,7 @@ def test_failing_node(make) -> None:
     fail = patch.add_node("debug.fail", {"message": "no luck\nsecond line"})
     patch.connect(seconds, "out", fail, "x")
     failed_sink = sink_of(patch, fail)
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     runner.run(2)
     evaluator = runner.evaluator
     assert evaluator.output(out) == (1 / 60) / 2
@@ -287,7 +259,7 @@ def test_failing_node(make) -> None:
     assert evaluator.output(out) == 4 / 60
 
 
-def test_failing_constant_is_cached_as_failed(make) -> None:
+def test_failing_constant_is_cached_as_failed(make_evaluator) -> None:
     patch = Patch()
     a = patch.add_node("value.float", {"value": 1.0})
     b = patch.add_node("input.float", {"value": 2.0, "min": -1.0, "max": 10.0})
@@ -295,7 +267,7 @@ def test_failing_constant_is_cached_as_failed(make) -> None:
     patch.connect(a, "out", div, "a")
     patch.connect(b, "out", div, "b")
     sink = sink_of(patch, div)
-    runner = Runner(make(patch))
+    runner = Runner(make_evaluator(patch))
     runner.run()
     assert runner.evaluator.output(sink) == 0.5
     patch.set_value(b, "value", 0.0)
@@ -331,9 +303,9 @@ def reference_lfo(frames: int) -> list[float]:
     return seen
 
 
-def test_lfo_state_survives_unrelated_structural_edits(make) -> None:
+def test_lfo_state_survives_unrelated_structural_edits(make_evaluator) -> None:
     patch, _, sink = lfo_patch()
-    evaluator = make(patch)
+    evaluator = make_evaluator(patch)
     expected = reference_lfo(40)
     seen = []
     for frame in range(40):
@@ -505,8 +477,7 @@ def test_flat_nodes_run_counts_across_rebuilds() -> None:
     assert flat.nodes_run == 8
 
 
-@pytest.mark.parametrize("evaluator_type", [LazyEvaluator, FlatEvaluator, make_dual])
-def test_watching_a_node_keeps_state_and_counts(evaluator_type) -> None:
+def test_watching_a_node_keeps_state_and_counts(make_evaluator) -> None:
     patch = Patch()
     delay = patch.add_node("util.frame_delay", {"init": 0.0})
     count = patch.add_node("math.add", {"b": 1.0})
@@ -514,15 +485,12 @@ def test_watching_a_node_keeps_state_and_counts(evaluator_type) -> None:
     patch.connect(count, "out", delay, "in")
     counter = sink_of(patch, count)
     seconds = patch.add_node("time.seconds")
-    evaluator = evaluator_type(patch)
-    try:
-        runner = Runner(evaluator)
-        assert runner.run(3) == 9
-        assert evaluator.output(counter) == 3.0
-        evaluator.watch([seconds])  # a preview of a node no sink needs
-        assert runner.run() == 4
-        assert evaluator.output(counter) == 4.0
-        assert evaluator.output(seconds) == 3 / 60
-        assert evaluator.nodes_run == 13
-    finally:
-        evaluator.close()
+    evaluator = make_evaluator(patch)
+    runner = Runner(evaluator)
+    assert runner.run(3) == 9
+    assert evaluator.output(counter) == 3.0
+    evaluator.watch([seconds])  # a preview of a node no sink needs
+    assert runner.run() == 4
+    assert evaluator.output(counter) == 4.0
+    assert evaluator.output(seconds) == 3 / 60
+    assert evaluator.nodes_run == 13

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+from evaluators import DualEvaluator, FlatEvaluator
 from nodes import Patch
+from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 from tests.patch_strategies import random_edit, random_patch, same
 
 
@@ -25,11 +26,9 @@ def sink_values(evaluator: Any, patch: Patch) -> dict[str, Any]:
 def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
     patch = random_patch(data)
     evaluators = [
-        LazyEvaluator(patch),
-        FlatEvaluator(patch),
+        *(evaluator_for_tests(kind, patch) for kind in EVALUATOR_KINDS),
         FlatEvaluator(patch, caching=False),
         DualEvaluator(patch, debounce=0.0, background=False),
-        DualEvaluator(patch, debounce=0.0),
     ]
     try:
         frames = data.draw(st.integers(1, 12))
@@ -57,9 +56,9 @@ def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
 def play_three_ways(
     patch: Patch, sink: str, frames: int, edits: dict[int, Callable[[], object]]
 ) -> list[Any]:
-    """Run lazy, flat and dual evaluation side by side, making `edits[frame]()` before that
-    frame; they must agree on the sink every frame. Returns the sink's value per frame."""
-    evaluators = [LazyEvaluator(patch), FlatEvaluator(patch), DualEvaluator(patch, debounce=0.0)]
+    """Run every evaluator kind side by side, making `edits[frame]()` before that frame; they
+    must agree on the sink every frame. Returns the sink's value per frame."""
+    evaluators = [evaluator_for_tests(kind, patch) for kind in EVALUATOR_KINDS]
     seen = []
     try:
         for frame in range(frames):

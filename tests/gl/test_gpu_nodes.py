@@ -18,22 +18,23 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+from evaluators import DualEvaluator, EvaluatorKind, FlatEvaluator
 from evaluators.gl_service import GLService
 from nodes import Patch
 from nodes.library import gpu as gpu_library
 from nodes.library.gpu import NO_GPU_MESSAGE
+from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
 
 REFERENCES = Path(__file__).parent / "references"
-EVALUATORS = [LazyEvaluator, FlatEvaluator]
+RIG_KINDS: list[EvaluatorKind] = ["lazy", "flat"]  # the dual one is both; it runs in a few tests
 
 
 class Rig:
     """A patch at 64x64 run by one evaluator on the shared GL service."""
 
-    def __init__(self, gl: GLService, kind: type = FlatEvaluator) -> None:
+    def __init__(self, gl: GLService, kind: EvaluatorKind = "flat") -> None:
         self.gl = gl
         self.patch = Patch()
         self.patch.update_settings(resolution=[64, 64])
@@ -49,10 +50,8 @@ class Rig:
 
     def run(self, frames: int = 1) -> None:
         if self.evaluator is None:
-            if self.kind is DualEvaluator:
-                self.evaluator = DualEvaluator(self.patch, gpu=self.gl, background=False)
-            else:
-                self.evaluator = self.kind(self.patch, gpu=self.gl)
+            options = {"background": False} if self.kind == "dual" else {}
+            self.evaluator = evaluator_for_tests(self.kind, self.patch, gpu=self.gl, **options)
         for _ in range(frames):
             with self.gl.frame():
                 self.evaluator.run_frame(self.frame / 60.0, self.frame)
@@ -76,7 +75,7 @@ def rig(gl: GLService) -> Iterator[Rig]:
     made.close()
 
 
-@pytest.fixture(params=EVALUATORS, ids=lambda kind: kind.__name__)
+@pytest.fixture(params=RIG_KINDS)
 def any_rig(gl: GLService, request: pytest.FixtureRequest) -> Iterator[Rig]:
     made = Rig(gl, request.param)
     yield made
@@ -491,23 +490,21 @@ def test_removing_a_node_returns_its_texture(rig: Rig) -> None:
     assert rig.evaluator.output(out) is None
 
 
-@pytest.mark.parametrize("kind", [LazyEvaluator, FlatEvaluator, DualEvaluator])
-def test_without_gpu_nodes_fail_clearly(kind: type) -> None:
+def test_without_gpu_nodes_fail_clearly(make_evaluator) -> None:
     patch = Patch()
     solid = patch.add_node("gpu.solid")
     out = patch.add_node("gpu.output")
     patch.connect(solid, "out", out, "in")
-    evaluator = kind(patch)
+    evaluator = make_evaluator(patch)
     evaluator.run_frame(0.0, 0)
     assert evaluator.status(solid) == "failed"
     assert evaluator.error(solid) == f"RuntimeError: {NO_GPU_MESSAGE}"
     assert evaluator.output(out) is None
-    evaluator.close()
 
 
 def test_evaluators_render_the_same(gl: GLService) -> None:
     images = []
-    for kind in (LazyEvaluator, FlatEvaluator, DualEvaluator):
+    for kind in EVALUATOR_KINDS:
         rig = Rig(gl, kind)
         noise = rig.add("gpu.noise", scale=3.0)
         rig.link(rig.add("time.seconds"), noise, "time")
