@@ -11,6 +11,8 @@ Sections:
 - gpu: a 10-pass 1080p chain, per-pass cost by size, readbacks per frame, pool size after 1,000
   edits (app/gpu_bench.py).
 - editor: load and repaint times of 200 / 1,000 / 2,000-node patches (app/qt_bench.py).
+- show: the output's frame intervals while the editor is stressed, with the output in the engine
+  process and in the editor's own process, and edit-to-output latency (app/show_bench.py).
 
 Timings are for reading by people, never asserted in tests: these machines are shared and noisy.
 """
@@ -294,6 +296,12 @@ def _editor_section(quick: bool) -> Report:
     return editor_bench((200,) if quick else (200, 1000, 2000))
 
 
+def _show_section(quick: bool) -> Report:
+    from app.show_bench import show_bench
+
+    return show_bench(quick)
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -310,6 +318,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "freeze": lambda: freeze_section(quick),
         "gpu": lambda: _gpu_section(quick),
         "editor": lambda: _editor_section(quick),
+        "show": lambda: _show_section(quick),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

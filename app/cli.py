@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         "--only",
         nargs="+",
         default=None,
-        choices=("evaluators", "live_edit", "freeze", "gpu", "editor"),
+        choices=("evaluators", "live_edit", "freeze", "gpu", "editor", "show"),
         help="run only these sections",
     )
     return parser

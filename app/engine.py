@@ -210,6 +210,7 @@ class Engine:
         self._thumbnails: dict[str, bytes | None] = {}
         self._previews: list[tuple[str, str]] = []
         self._report_at = 0.0
+        self._applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
@@ -305,6 +306,7 @@ class Engine:
         elif kind == "edits":
             if self.in_sync and not apply_edits(self.patch, message, blobs):
                 self._ask_resync("revisions disagree")
+            self._applied = [message.get("seq"), self.frame]
             edited = {op.get("node") for op in message["ops"] if op.get("op") == "set_value"}
             if edited & self.ctx.bypassed.keys():
                 # An edit of a node stopped by the watchdog gives it another chance.
@@ -377,6 +379,7 @@ class Engine:
             "type": "report",
             "frame": self.frame,
             "rev": patch.revision,
+            "applied": self._applied,
             "fps": round(self.fps, 2),
             "frame_ms": round(ev.last_frame_seconds * 1000, 3),
             "mode": str(ev.mode),

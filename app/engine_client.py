@@ -387,6 +387,7 @@ class RemoteEvaluator:
         self.problem: str | None = None
         self.images: dict[tuple[str, str, str], tuple[tuple[int, int], bytes]] = {}
         self.bypassed: dict[str, str] = {}
+        self.applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
         self._nodes: dict[str, list[Any]] = {}
         self._values: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -404,6 +405,7 @@ class RemoteEvaluator:
             self._nodes = report.get("nodes") or {}
             self._values = report.get("values") or {}
             self.bypassed = dict(report.get("bypassed") or {})
+            self.applied = report.get("applied") or [None, None]
             for meta, blob in zip(report.get("images") or [], blobs, strict=False):
                 size = (int(meta["size"][0]), int(meta["size"][1]))
                 key = (str(meta["node"]), str(meta["pin"]), str(meta.get("role", "thumbnail")))

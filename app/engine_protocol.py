@@ -11,9 +11,9 @@ Editor -> engine
     hello     {schema, role: "editor"}: first message; the engine answers `hello`
     patch     {rev, vrev, document, arrays, folder, path}: the whole patch (resync); large
               arrays as blobs described in `arrays`; `path` is the editor's file name for it
-    edits     {rev, vrev, ops}: the change events of the editor's Patch since the last message
-              (one op each, see `event_op`), sent once per turn of the editor's loop and tagged
-              with the document's revisions after them
+    edits     {seq, rev, vrev, ops}: the change events of the editor's Patch since the last
+              message (one op each, see `event_op`), sent once per turn of the editor's loop,
+              numbered, and tagged with the document's revisions after them
     get_patch {}: send the running patch (an editor attaching to a running engine)
     watch     {nodes}: nodes whose output values come back in reports (inspector, preview)
     images    {thumbnails: [node ids], previews: [[node, pin], ...]}: textures to send back small
@@ -25,8 +25,10 @@ Engine -> editor
     hello     {schema, pid, rev, vrev, gl}: `gl` says whether GPU nodes can run
     patch     {rev, vrev, document, arrays, folder, path}: the running patch (get_patch)
     resync    {reason}: revisions disagreed; the engine ignores edits until the next `patch`
-    report    {frame, rev, fps, frame_ms, mode, build_ms, paused, output_open, bypassed, nodes,
-               values, images}: at most ~30 a second. `nodes` maps id -> [class, status, error];
+    report    {frame, rev, applied, fps, frame_ms, mode, build_ms, paused, output_open,
+               bypassed, nodes, values, images}: at most ~30 a second. `applied` is [seq,
+              frame]: the last `edits` applied and the first frame that shows it. `nodes`
+              maps id -> [class, status, error];
               `values` maps id -> {pin: value} (see `report_value`); `bypassed` maps the nodes
               the watchdog stopped to the reason; `images` lists {node, pin, size, role}
               (role: thumbnail or preview) whose RGBA pixels follow as blobs
@@ -220,6 +222,7 @@ class EditBatch:
         self.patch = patch
         self._ops: list[dict[str, Any]] = []
         self._blobs: list[bytes] = []
+        self.sent = 0  # batches taken so far: the `seq` of the last one
 
     def add(self, event: PatchEvent) -> None:
         op = event_op(self.patch, event, self._blobs)
@@ -230,8 +233,10 @@ class EditBatch:
         """The `edits` message of what was added, or None if nothing was; starts a new batch."""
         if not self._ops:
             return None
+        self.sent += 1
         message = {
             "type": "edits",
+            "seq": self.sent,
             "rev": self.patch.revision,
             "vrev": self.patch.value_revision,
             "ops": self._ops,

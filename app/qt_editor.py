@@ -75,6 +75,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine import FrameLog
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from app.patch_info import output_node
@@ -163,6 +164,7 @@ class QtEditorWindow(QMainWindow):
         self.output_preview = QtTexturePreview() if self.gl is not None else None
         self.output_picture = QLabel() if engine is not None else None  # the engine's output
         self.output_window: QtOutputWindow | None = None
+        self._frame_log: FrameLog | None = None  # PATCHBAY_FRAME_LOG, while the window is open
         self._output_node: str | None = None  # the gpu.output node the Output panel shows
         self._image_request: dict[str, Any] = {}
         self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
@@ -964,6 +966,9 @@ class QtEditorWindow(QMainWindow):
             window = open_output_window(self.evaluator, self.gl)  # frames come from tick()
             window.installEventFilter(self)
             self.output_window = window
+            log = self._frame_log = FrameLog.from_environment()
+            if log is not None:  # this process presents the output: it logs the frames
+                window.frameSwapped.connect(lambda: log.presented(self._frame - 1))
         self.output_action.setChecked(True)
         self.output_screen_menu.setEnabled(True)
         return self.output_window
@@ -984,6 +989,9 @@ class QtEditorWindow(QMainWindow):
             self.engine.send({"type": "output", "open": False})
             self.engine.evaluator.output_open = False
         window, self.output_window = self.output_window, None
+        if self._frame_log is not None:
+            self._frame_log.close()
+            self._frame_log = None
         self.output_action.setChecked(False)
         self.output_screen_menu.setEnabled(False)
         if window is not None:
