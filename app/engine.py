@@ -47,6 +47,9 @@ from evaluators import DualEvaluator, ExecutionContext, node_running_in
 from nodes import Patch, PatchError
 
 REPORT_HZ = 30.0
+REPORT_NODES = 128
+"""Nodes whose class, status and error one report carries (round robin, watched nodes always):
+a report costs the frame thread about a millisecond however big the patch."""
 THUMBNAILS_PER_FRAME = 2
 THUMBNAIL_ROUND_S = 0.25
 THUMBNAIL_SIZE = (96, 54)
@@ -115,6 +118,12 @@ class EditorLink:
         try:
             while not self.closed:
                 message, blobs = self.channel.receive()
+                if message.get("type") == "patch":
+                    # Checked and built here, off the frame thread: a big patch takes a while.
+                    try:
+                        message["_patch"] = patch_from_message(message, blobs)
+                    except (PatchError, ProtocolError) as error:
+                        message["_error"] = str(error)
                 self._inbox.put((self, message, blobs))
         except (EOFError, OSError, TypeError, ProtocolError) as error:
             # (TypeError: the connection was closed under this thread)
@@ -210,7 +219,9 @@ class Engine:
         self._thumbnails: dict[str, bytes | None] = {}
         self._previews: list[tuple[str, str]] = []
         self._report_at = 0.0
-        self._applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
+        self._applied: list[Any] = [None, None]
+        self._reported_revision = -1
+        self._report_cursor = 0  # [seq of the last edits, first frame showing it]
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
@@ -300,7 +311,9 @@ class Engine:
             if message.get("schema") != SCHEMA_VERSION:
                 raise ProtocolError(f"schema {message.get('schema')!r}, expected {SCHEMA_VERSION}")
         elif kind == "patch":
-            self.replace_patch(patch_from_message(message, blobs))
+            if "_error" in message:
+                raise ProtocolError(message["_error"])
+            self.replace_patch(message["_patch"])
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None
         elif kind == "edits":
@@ -363,10 +376,22 @@ class Engine:
     def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
         """The report message (without image blobs)."""
         ev, patch = self.evaluator, self.patch
+        ids = list(patch.nodes)
+        start = self._report_cursor if self._report_cursor < len(ids) else 0
+        chosen = ids[start : start + REPORT_NODES]
+        self._report_cursor = start + REPORT_NODES
+        if len(chosen) < REPORT_NODES:  # the round ends: the next one starts from the first node
+            chosen += ids[: min(start, REPORT_NODES - len(chosen))]
+            self._report_cursor = len(ids)
+        chosen += [node_id for node_id in self._watched if node_id in patch.nodes]
         nodes = {
             node_id: [str(ev.node_class(node_id)), str(ev.status(node_id)), ev.error(node_id)]
-            for node_id in patch.nodes
+            for node_id in chosen
         }
+        message: dict[str, Any] = {}
+        if patch.revision != self._reported_revision or start == 0:
+            message["ids"] = ids  # the editor forgets nodes the engine no longer plays
+            self._reported_revision = patch.revision
         values = {
             node_id: {
                 out.name: report_value(ev.output(node_id, out.name))
@@ -376,6 +401,7 @@ class Engine:
             if node_id in patch.nodes
         }
         return {
+            **message,
             "type": "report",
             "frame": self.frame,
             "rev": patch.revision,

@@ -402,7 +402,10 @@ class RemoteEvaluator:
             self.frame = int(report.get("frame", 0))
             self.paused = bool(report.get("paused"))
             self.output_open = bool(report.get("output_open"))
-            self._nodes = report.get("nodes") or {}
+            ids = report.get("ids")
+            if isinstance(ids, list):  # what the engine plays now: forget the others
+                self._nodes = {str(n): self._nodes.get(str(n), []) for n in ids}
+            self._nodes.update(report.get("nodes") or {})
             self._values = report.get("values") or {}
             self.bypassed = dict(report.get("bypassed") or {})
             self.applied = report.get("applied") or [None, None]
@@ -429,7 +432,7 @@ class RemoteEvaluator:
 
     def status(self, node_id: str) -> str:
         entry = self._nodes.get(node_id)
-        return str(entry[1]) if entry else "idle"
+        return str(entry[1]) if entry else "idle"  # not reported yet
 
     def node_class(self, node_id: str) -> str:
         entry = self._nodes.get(node_id)

@@ -26,9 +26,11 @@ Engine -> editor
     patch     {rev, vrev, document, arrays, folder, path}: the running patch (get_patch)
     resync    {reason}: revisions disagreed; the engine ignores edits until the next `patch`
     report    {frame, rev, applied, fps, frame_ms, mode, build_ms, paused, output_open,
-               bypassed, nodes, values, images}: at most ~30 a second. `applied` is [seq,
-              frame]: the last `edits` applied and the first frame that shows it. `nodes`
-              maps id -> [class, status, error];
+               bypassed, ids, nodes, values, images}: at most ~30 a second. `applied` is
+              [seq, frame]: the last `edits` applied and the first frame that shows it. `nodes`
+              maps id -> [class, status, error] for a slice of the nodes (round robin) and the
+              watched ones; `ids`, sent when the patch changed and once per round, lists every
+              node the engine plays;
               `values` maps id -> {pin: value} (see `report_value`); `bypassed` maps the nodes
               the watchdog stopped to the reason; `images` lists {node, pin, size, role}
               (role: thumbnail or preview) whose RGBA pixels follow as blobs
@@ -137,7 +139,8 @@ def decode_value(value: Any, blobs: list[bytes]) -> Any:
         raise ProtocolError(f"bad $blob {spec!r:.80}")
     if len(data) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
         raise ProtocolError(f"$blob {spec!r:.80} does not match its {len(data)} bytes")
-    return np.frombuffer(data, dtype).reshape(shape).copy()
+    # No copy: values are never changed in place once set, so the array can keep the bytes.
+    return np.frombuffer(data, dtype).reshape(shape)
 
 
 # ----------------------------------------------------------------------------- patches

@@ -245,3 +245,29 @@ def test_the_node_a_thread_is_stuck_in_is_named(kind) -> None:
     evaluator.close()
     assert named == "slow"
     assert node_running_in(threading.get_ident()) is None
+
+
+def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
+    from app.engine import REPORT_NODES
+    from app.engine_client import RemoteEvaluator
+
+    patch = Patch()
+    for index in range(3 * REPORT_NODES + 5):
+        patch.add_node("output.value", {"in": float(index)}, node_id=f"n{index}")  # sinks: run
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    remote = RemoteEvaluator()
+
+    def seen_all() -> bool:
+        report = editor.read_until("report")
+        assert len(report["nodes"]) <= REPORT_NODES  # a slice, however big the patch
+        remote.update(report, [])
+        return all(remote.status(node_id) in ("ok", "cached") for node_id in patch.nodes)
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while not seen_all():
+        assert time.monotonic() < deadline
+    patch.remove_node("n7")
+    remote.update(editor.read_until("report", lambda m: "ids" in m and "n7" not in m["ids"]), [])
+    assert remote.nodes() == set(patch.nodes)
+    engine.close()
