@@ -242,9 +242,10 @@ class Engine:
             self._paused_total += now - self._paused_at
         self.paused = paused
 
-    def step(self, t: float | None = None) -> None:
+    def step(self, t: float | None = None, then: Callable[[], None] | None = None) -> None:
         """Apply what editors sent, run one frame (at clock `t`, default the engine's clock)
-        unless paused, and report when one is due."""
+        unless paused, call `then()` while the frame's GL work is current (a headless player
+        reads its output there), and report when one is due."""
         self.drain()
         images: list[tuple[dict[str, Any], bytes]] = []
         if not self.paused:
@@ -252,6 +253,8 @@ class Engine:
             gpu_frame = self.gpu.frame() if self.gpu is not None else contextlib.nullcontext()
             with gpu_frame:
                 self.evaluator.run_frame(self.clock() if t is None else t, self.frame)
+                if then is not None:
+                    then()
                 if self.editor is not None and self.gpu is not None:
                     images = self._images()
             self.frame_started = None

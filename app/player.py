@@ -1,7 +1,8 @@
 """Playing a patch without the editor: headless frames (values, PNG frames) or the output window.
 
-Headless playback runs the flat evaluator at a fixed clock (t = frame / fps) and prints requested
-values one line per frame. It never imports Qt: a frozen patch plays on a machine where PySide6 and
+Headless playback runs the engine (app.engine, as shows do, without its process) at a fixed clock
+(t = frame / fps) and prints requested values one line per frame; `PATCHBAY_FRAME_LOG` logs each
+frame. It never imports Qt: a frozen patch plays on a machine where PySide6 and
 NodeGraphQt cannot be imported. Patches with GPU nodes (or `--out`) get a standalone EGL context
 from the GL service; `--out DIR` reads the `gpu.output` texture back every frame and encodes the
 PNG files on a worker thread (`GLFrameWriter`), so encoding overlaps the next frames. An `--out`
@@ -15,16 +16,16 @@ hangs is restarted (a hung node bypassed). An editor can attach to it (`patchbay
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from app.engine import Engine, FrameLog
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_NO_GL
 from app.patch_info import output_node, parse_size, uses_gpu
-from evaluators import FlatEvaluator
+from evaluators import DualEvaluator
 from nodes import Patch, PatchError, load_patch
 
 
@@ -58,8 +59,9 @@ def play_headless(
     out=None,
     gpu: Any = None,
     out_dir: str | Path | None = None,
-) -> FlatEvaluator:
-    """Play `frames` frames at a fixed clock and print the requested values, one line a frame.
+) -> DualEvaluator:
+    """Play `frames` frames at a fixed clock and print the requested values, one line a frame:
+    the engine (app.engine) with no editor, stepped by a fixed clock instead of real time.
 
     With `gpu` (a GLService) GPU nodes render; with `out_dir` too, the `gpu.output` texture of
     every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing);
@@ -69,21 +71,24 @@ def play_headless(
     sink = output_node(patch)
     if out_dir is not None and sink is None:
         raise PatchError("--out needs a gpu.output node in the patch")
-    evaluator = FlatEvaluator(patch, gpu=gpu)
+    engine = Engine(patch, gpu=gpu, frame_log=FrameLog.from_environment())
+    evaluator = engine.evaluator
     evaluator.watch(node_id for node_id, _ in targets)
     writer = None
     if out_dir is not None and gpu is not None:
         from evaluators.gl_service import GLFrameWriter
 
         writer = GLFrameWriter(gpu, out_dir)
+
+    def write_frame() -> None:
+        if writer is not None and sink is not None:
+            texture = evaluator.output(sink)
+            if texture is not None:
+                writer.write(texture, engine.frame)
+
     try:
         for frame in range(frames):
-            with gpu.frame() if gpu is not None else contextlib.nullcontext():
-                evaluator.run_frame(frame / fps, frame)
-                if writer is not None and sink is not None:
-                    texture = evaluator.output(sink)
-                    if texture is not None:
-                        writer.write(texture, frame)
+            engine.step(frame / fps, write_frame)
             if targets:
                 values = " ".join(
                     f"{node_id}.{pin}={_format(evaluator.output(node_id, pin))}"
@@ -93,6 +98,8 @@ def play_headless(
     finally:
         if writer is not None:
             writer.close()
+        if engine.frame_log is not None:
+            engine.frame_log.close()
     return evaluator
 
 
