@@ -24,9 +24,12 @@ context", textures are described in words, nodes have no thumbnails and the outp
 be opened.
 
 Files: New / Open / Open Recent / Save / Save As, with a prompt before unsaved changes are lost.
-A file that does not load is reported with its one-line reason and the current patch stays. Every
-30 s an edited patch is written to a recovery file in the state folder; a clean close removes it,
-so finding one at start means the last session ended abnormally and the editor offers it back.
+A file that does not load is reported with its one-line reason and the current patch stays. The
+document, its file, recent files, autosave and recovery, the clipboard's fragments and the patch
+clock live in a Qt-free `EditorSession` (app.session); the window keeps widgets, actions and
+dialogs, and calls it. Autosave runs a few seconds after the last edit, on the session's worker
+thread; at start the editor offers back only the autosaved work of editors that are no longer
+running.
 
 The engine process: `patchbay edit` runs the patch in a separate engine process (app.engine,
 app.qt_engine) that owns the evaluator, the GL service and the output window, so nothing the
@@ -45,8 +48,6 @@ Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import time
 from collections import deque
 from pathlib import Path
@@ -65,6 +66,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMenu,
@@ -95,17 +97,13 @@ from app.qt_output import (
     screen_choices,
 )
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
+from app.session import EditorSession, Recovery
 from evaluators import DualEvaluator, Evaluator, ExecutionContext
 from evaluators.gl_service import GLService
 from nodes import (
-    Link,
     Patch,
     PatchError,
     PatchEvent,
-    load_patch,
-    patch_from_dict,
-    patch_to_dict,
-    save_patch,
 )
 
 FRAME_INTERVAL_MS = 16
@@ -117,9 +115,7 @@ THUMBNAIL_SIZE = (96, 54)  # a texture is fitted into this, keeping its aspect r
 # Platforms that cannot composite GL widgets into a window, even when they can make contexts.
 NO_GL_WIDGET_PLATFORMS = ("offscreen", "minimal")
 STATUS_EVERY_S = 0.5
-AUTOSAVE_MS = 30_000
-MAX_RECENT = 8
-PASTE_OFFSET = 40.0
+AUTOSAVE_POLL_MS = 250  # how often the window lets the session start or collect an autosave
 FILE_FILTER = "patchbay patches (*.patchbay);;All files (*)"
 
 
@@ -150,7 +146,7 @@ class QtEditorWindow(QMainWindow):
         super().__init__()
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.recovery_path = self.state_dir / "recovery.patchbay"
+        self.session = EditorSession(self.state_dir)
         self.engine = engine
         if engine is not None:  # GL lives in the engine; the window shows its pictures
             self.gl, self.gl_problem = None, "" if engine.hello.get("gl") else "no GL in the engine"
@@ -169,21 +165,13 @@ class QtEditorWindow(QMainWindow):
         self._image_request: dict[str, Any] = {}
         self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
         self.library = QtLibraryPanel()
-        self.patch = Patch()
-        self.path: Path | None = None
         self.context = ExecutionContext(self.gl)  # the local evaluator's: node states, folder
         self.evaluator: Evaluator = (
             engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
         )
         self._unsubscribe: Any = None
-        self._restored_unsaved = False
-        self._clipboard: Patch | None = None
         self._frame = 0
         self._ticks = 0
-        self._paused = False
-        self._time_offset = 0.0
-        self._paused_at = 0.0
-        self._clock_start = time.perf_counter()
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self._fps = 0.0
@@ -197,15 +185,15 @@ class QtEditorWindow(QMainWindow):
         self.canvas.selection_changed.connect(self._on_selection)
         self.inspector.value_edited.connect(self._on_value_edited)
         self.library.create_requested.connect(self._create_at_center)
-        self.undo_stack.cleanChanged.connect(lambda _clean: self._update_title())
+        self.undo_stack.cleanChanged.connect(self._on_clean_changed)
 
         self._timer = QTimer(self)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.setInterval(FRAME_INTERVAL_MS)
         self._timer.timeout.connect(self.tick)
         self._autosave = QTimer(self)
-        self._autosave.setInterval(AUTOSAVE_MS)
-        self._autosave.timeout.connect(self.autosave)
+        self._autosave.setInterval(AUTOSAVE_POLL_MS)
+        self._autosave.timeout.connect(self._poll_autosave)
         self.set_patch(Patch(), None, send=False)  # an attached engine plays on meanwhile
         self._timer.start()
         self._autosave.start()
@@ -355,8 +343,7 @@ class QtEditorWindow(QMainWindow):
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.undo_stack.clear()
-        self.patch, self.path = patch, path
-        self._restored_unsaved = False
+        self.session.set_document(patch, path)
         self._thumbnail_queue.clear()
         self.canvas.set_patch(patch)
         if self.engine is not None:
@@ -392,12 +379,24 @@ class QtEditorWindow(QMainWindow):
         self.canvas.frame(None)
 
     @property
+    def patch(self) -> Patch:
+        """The document (the session's)."""
+        return self.session.patch
+
+    @property
+    def path(self) -> Path | None:
+        return self.session.path
+
+    @property
     def modified(self) -> bool:
-        return self._restored_unsaved or not self.undo_stack.isClean()
+        return self.session.modified
+
+    def _on_clean_changed(self, clean: bool) -> None:
+        self.session.set_clean(clean)
+        self._update_title()
 
     def _update_title(self) -> None:
-        name = self.path.name if self.path else "untitled"
-        self.setWindowTitle(f"{name}{' *' if self.modified else ''} — patchbay")
+        self.setWindowTitle(self.session.title())
 
     def _on_patch_event(self, event: PatchEvent) -> None:
         node_id = self.inspector.node_id
@@ -424,7 +423,7 @@ class QtEditorWindow(QMainWindow):
         self._send_watch()
         self._image_request = {}
         self._request_images()
-        if self._paused:
+        if self.paused:
             self.engine.send({"type": "pause", "paused": True})
 
     def send_edits(self) -> None:
@@ -517,7 +516,7 @@ class QtEditorWindow(QMainWindow):
                     path = message.get("path")
                     patch = patch_from_message(message, blobs)
                     self.set_patch(patch, Path(path) if isinstance(path, str) else None, send=False)
-                    self._restored_unsaved = True  # what the engine plays may not be saved
+                    self.session.mark_unsaved()  # what the engine plays may not be saved
                     self._update_title()
                     self._send_watch()
                     return True
@@ -540,12 +539,12 @@ class QtEditorWindow(QMainWindow):
         if ask and not self.maybe_save_changes():
             return False
         try:
-            patch = load_patch(path)
+            patch = self.session.load(path)
         except PatchError as error:
             self.report_error(str(error))
             return False
         self.set_patch(patch, Path(path))
-        self._remember_recent(Path(path))
+        self.session.remember_recent(Path(path))
         return True
 
     def save(self) -> bool:
@@ -562,9 +561,7 @@ class QtEditorWindow(QMainWindow):
             path = path.with_suffix(".patchbay")
         if not self._write(path):
             return False
-        self.path = path
-        self._remember_recent(path)
-        self._update_title()
+        self.session.remember_recent(path)
         return True
 
     def export_frozen(self) -> None:
@@ -574,23 +571,16 @@ class QtEditorWindow(QMainWindow):
         )
 
     def _write(self, path: Path) -> bool:
-        try:
-            save_patch(self.patch, path)
-        except (OSError, ValueError) as error:
-            self.report_error(f"{path}: cannot save: {error}")
+        folder = self.patch.folder
+        problem = self.session.save(path)
+        if problem is not None:
+            self.report_error(problem)
             return False
-        # Relative file names (shader files) resolve next to the file from now on, as when it is
-        # opened again.
-        folder = path.absolute().parent
-        moved = self.patch.folder != folder
-        self.patch.folder = folder
         if self.engine is None:
-            self.context.folder = folder
-        elif moved:
+            self.context.folder = self.patch.folder
+        elif self.patch.folder != folder:
             self.send_patch()  # the engine's copy resolves file names in the new folder too
-        self._restored_unsaved = False
         self.undo_stack.setClean()
-        self._discard_recovery()
         self._update_title()
         self.statusBar().showMessage(f"Saved {path}", 3000)
         return True
@@ -605,16 +595,7 @@ class QtEditorWindow(QMainWindow):
         return answer == "discard"
 
     def recent_files(self) -> list[str]:
-        try:
-            recent = json.loads((self.state_dir / "recent.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return []
-        return [p for p in recent if isinstance(p, str)] if isinstance(recent, list) else []
-
-    def _remember_recent(self, path: Path) -> None:
-        entry = str(path.resolve())
-        recent = [entry, *[p for p in self.recent_files() if p != entry]][:MAX_RECENT]
-        (self.state_dir / "recent.json").write_text(json.dumps(recent, indent=1), "utf-8")
+        return self.session.recent_files()
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -625,47 +606,35 @@ class QtEditorWindow(QMainWindow):
 
     # ------------------------------------------------------------------ recovery
     def autosave(self) -> None:
-        """Write the patch to the recovery file if it has unsaved changes."""
-        if not self.modified:
-            return
-        try:
-            save_patch(self.patch, self.recovery_path)
-            info = {"path": str(self.path) if self.path else None}
-            (self.state_dir / "recovery.json").write_text(json.dumps(info), "utf-8")
-        except (OSError, ValueError) as error:
-            self.statusBar().showMessage(f"Autosave failed: {error}", 5000)
+        """Start writing the patch to this editor's recovery file now (on the session's worker
+        thread; edits normally trigger it, a few seconds after the last one)."""
+        self.session.autosave()
 
-    def _discard_recovery(self) -> None:
-        sidecars = self.state_dir.glob(f"{self.recovery_path.name}.*npz")  # large arrays
-        for path in [self.recovery_path, self.state_dir / "recovery.json", *sidecars]:
-            path.unlink(missing_ok=True)
+    def _poll_autosave(self) -> None:
+        for message in self.session.poll():
+            self.statusBar().showMessage(message, 8000)
 
     def offer_recovery(self) -> bool:
-        """If the last session left a recovery file, offer to restore it; True if restored."""
-        if not self.recovery_path.exists():
+        """If editors that are no longer running left autosaved work, offer to restore it
+        (one of it); True if restored. Declining removes what was offered."""
+        offered = self.session.orphaned_recoveries()
+        if not offered:
             return False
-        restored = False
-        if self.ask_restore():
-            try:
-                info = json.loads((self.state_dir / "recovery.json").read_text("utf-8"))
-            except (OSError, ValueError):
-                info = {}
-            original = info.get("path") if isinstance(info, dict) else None
-            path = Path(original) if isinstance(original, str) and original else None
-            try:  # relative file names resolve where the original is, not in the state folder
-                patch = load_patch(self.recovery_path, path.parent if path else Path.cwd())
-            except PatchError as error:
-                self.report_error(str(error))
-            else:
-                if path is None:
-                    patch.folder = None
-                self.set_patch(patch, path)
-                self._restored_unsaved = True
-                self._update_title()
-                restored = True
-        if not restored:
-            self._discard_recovery()
-        return restored
+        chosen = self.ask_restore(offered)
+        if chosen is None:
+            self.session.discard(offered)
+            return False
+        self.session.release(r for r in offered if r != chosen)  # offered again next time
+        try:
+            patch = self.session.restore(chosen)
+        except PatchError as error:
+            self.report_error(str(error))
+            self.session.discard([chosen])
+            return False
+        self.set_patch(patch, chosen.original)
+        self.session.mark_unsaved()
+        self._update_title()
+        return True
 
     # ------------------------------------------------------------------ dialogs (tests replace)
     def ask_unsaved(self) -> str:
@@ -687,13 +656,21 @@ class QtEditorWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Save patch", "", FILE_FILTER)
         return path or None
 
-    def ask_restore(self) -> bool:
-        answer = QMessageBox.question(
-            self,
-            "Recover unsaved work",
-            "The last session ended without saving. Restore its autosaved patch?",
+    def ask_restore(self, recoveries: list[Recovery]) -> Recovery | None:
+        """Which autosaved work to restore (newest first), or None."""
+        if len(recoveries) == 1:
+            answer = QMessageBox.question(
+                self,
+                "Recover unsaved work",
+                "An editor ended without saving. Restore its autosaved patch "
+                f"({recoveries[0].describe()})?",
+            )
+            return recoveries[0] if answer == QMessageBox.StandardButton.Yes else None
+        labels = [recovery.describe() for recovery in recoveries]
+        label, accepted = QInputDialog.getItem(
+            self, "Recover unsaved work", "Editors ended without saving. Restore:", labels, 0, False
         )
-        return answer == QMessageBox.StandardButton.Yes
+        return recoveries[labels.index(label)] if accepted and label in labels else None
 
     def report_error(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
@@ -719,65 +696,38 @@ class QtEditorWindow(QMainWindow):
         if node_id is not None:
             self.canvas.select([node_id])
 
-    def _copy_of(self, node_ids: list[str]) -> Patch:
-        """A new patch holding these nodes and the links among them."""
-        piece = Patch()
-        piece.folder = self.patch.folder  # relative file names keep their meaning
-        wanted = set(node_ids)
-        for inst in self.patch.nodes.values():
-            if inst.id in wanted:
-                piece.add_node(inst.type_id, dict(inst.values), inst.pos, node_id=inst.id)
-        for link in self.patch.links:
-            if link.src in wanted and link.dst in wanted:
-                piece.connect(*link)
-        return piece
-
     def _insert(self, piece: Patch, text: str) -> None:
         """Add a copy of `piece` with fresh ids, offset, as one undo step; select it."""
-        new_ids = {old: self.patch.new_id(inst.type_id) for old, inst in piece.nodes.items()}
-        records = [
-            NodeRecord(
-                new_ids[inst.id],
-                inst.type_id,
-                dict(inst.values),
-                (inst.pos[0] + PASTE_OFFSET, inst.pos[1] + PASTE_OFFSET),
-            )
-            for inst in piece.nodes.values()
-        ]
-        links = [
-            Link(new_ids[link.src], link.src_pin, new_ids[link.dst], link.dst_pin)
-            for link in piece.links
-        ]
-        if records:
+        nodes, links = self.session.placed_copy(piece)
+        if nodes:
+            records = [NodeRecord(*node) for node in nodes]
             self.undo_stack.push(AddNodesCommand(self.patch, records, links, text))
-            self.canvas.select(new_ids.values())
+            self.canvas.select([node[0] for node in nodes])
 
     def copy_selection(self) -> None:
         """Copy the selected nodes: to the system clipboard as a patch document, and kept in the
-        window (nodes with large arrays, which need a sidecar file, paste in this window only)."""
+        session (nodes with large arrays, which need a sidecar file, paste in this window only)."""
         ids = self.canvas.selected_ids()
         if not ids:
             return
-        self._clipboard = self._copy_of(ids)
+        text = self.session.copy(ids)
         clipboard = QApplication.clipboard()
-        try:
-            clipboard.setText(json.dumps(patch_to_dict(self._clipboard), sort_keys=True))
-        except ValueError:  # large arrays: nothing to put there, but an older copy must go
+        if text:
+            clipboard.setText(text)
+        else:  # large arrays: nothing to put there, but an older copy must go
             clipboard.clear()
 
     def paste(self) -> None:
         """Paste the last copy: a patch on the system clipboard (copied in any patchbay window),
         else this window's last copy."""
-        piece = self._clipboard  # unless the system clipboard holds a patch
-        with contextlib.suppress(ValueError, PatchError):
-            piece = patch_from_dict(json.loads(QApplication.clipboard().text()), "clipboard")
+        piece = self.session.to_paste(QApplication.clipboard().text())
         if piece is not None:
             self._insert(piece, "paste")
 
     def duplicate_selection(self) -> None:
         ids = self.canvas.selected_ids()
         if ids:
-            self._insert(self._copy_of(ids), "duplicate")
+            self._insert(self.session.fragment(ids), "duplicate")
 
     def delete_selection(self) -> None:
         ids = self.canvas.selected_ids()
@@ -806,30 +756,24 @@ class QtEditorWindow(QMainWindow):
     def toggle_pause(self) -> None:
         if self.engine is not None:
             self.send_edits()
-            self.engine.send({"type": "pause", "paused": not self._paused})
-        now = time.perf_counter()
-        if self._paused:
-            self._time_offset += now - self._paused_at
-        else:
-            self._paused_at = now
-        self._paused = not self._paused
+            self.engine.send({"type": "pause", "paused": not self.paused})
+        self.session.clock.toggle()
         self._update_status()
 
     @property
     def paused(self) -> bool:
-        return self._paused
+        return self.session.clock.paused
 
     def clock(self) -> float:
         """Seconds of patch time: wall time since start, minus the time spent paused."""
-        now = self._paused_at if self._paused else time.perf_counter()
-        return now - self._clock_start - self._time_offset
+        return self.session.clock.seconds()
 
     def tick(self) -> None:
         """Run one frame (unless paused) and refresh what shows its results."""
         if self.engine is not None:
             self._tick_remote()
             return
-        if self._paused:  # thumbnails still follow the view (nodes scrolled into it)
+        if self.paused:  # thumbnails still follow the view (nodes scrolled into it)
             if self.gl is not None and self._thumbnails_due():
                 with self.gl.frame():
                     self.refresh_thumbnails()
@@ -932,7 +876,7 @@ class QtEditorWindow(QMainWindow):
     def _update_status(self) -> None:
         ev = self.evaluator
         labels = self.status_labels
-        labels["mode"].setText(f"{ev.mode}{' · paused' if self._paused else ''}")
+        labels["mode"].setText(f"{ev.mode}{' · paused' if self.paused else ''}")
         labels["fps"].setText(f"{self._fps:.0f} fps")
         labels["frame"].setText(f"frame {ev.last_frame_seconds * 1000:.2f} ms")
         build = ev.last_build_seconds
@@ -1036,7 +980,7 @@ class QtEditorWindow(QMainWindow):
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()
             self.engine.close(stop_engine=not self.engine.evaluator.output_open)
-            self._discard_recovery()
+            self.session.close()
             event.accept()
             return
         self.close_output_window()
@@ -1047,7 +991,7 @@ class QtEditorWindow(QMainWindow):
         self.context.release_all()
         if self.gl is not None:
             self.gl.close()
-        self._discard_recovery()
+        self.session.close()
         event.accept()
 
 

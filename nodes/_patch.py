@@ -17,6 +17,7 @@ Plain Python on purpose: no Qt, no threads. Evaluators that need a stable view t
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -133,6 +134,22 @@ class Patch:
 
     def value(self, node_id: str, pin: str) -> Any:
         return self.node(node_id).values[pin]
+
+    def copy(self) -> Patch:
+        """A detached copy, e.g. to save on another thread while editing goes on: later edits of
+        either never show in the other. Cheap: value dicts are shared (they are replaced, never
+        changed), so arrays are not copied; no listeners come along."""
+        twin = Patch()
+        twin.nodes = {node_id: copy.copy(instance) for node_id, instance in self.nodes.items()}
+        twin._links = dict(self._links)
+        twin._links_in = {node_id: dict(links) for node_id, links in self._links_in.items()}
+        twin._links_out = {node_id: dict(links) for node_id, links in self._links_out.items()}
+        twin.settings = copy.deepcopy(self.settings)
+        twin.meta = copy.deepcopy(self.meta)
+        twin.folder = self.folder
+        twin.revision, twin.value_revision = self.revision, self.value_revision
+        twin._next_id = self._next_id
+        return twin
 
     # ----------------------------------------------------------------- events
     def subscribe(self, listener: Listener) -> Callable[[], None]:

@@ -34,7 +34,7 @@ class ScriptedDialogs:
         window.ask_unsaved = self._ask_unsaved
         window.ask_open_path = lambda: self.open_path
         window.ask_save_path = lambda: self.save_path
-        window.ask_restore = lambda: self.restore
+        window.ask_restore = lambda offered: offered[0] if self.restore else None
         window.report_error = self.errors.append
 
     def _ask_unsaved(self) -> str:
@@ -137,8 +137,7 @@ def dialogs() -> ScriptedDialogs:
 def editor(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs) -> QtEditorWindow:
     window = make_editor(qtbot, tmp_path / "state", dialogs)
     yield window
-    window.undo_stack.setClean()  # no unsaved-changes prompt when the test closes it
-    window._restored_unsaved = False
+    dialogs.unsaved_answer = "discard"  # unsaved changes must not keep the window open
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider
 
 from app.qt_inspector import _SliderField
 from nodes import Patch, load_patch, patch_to_dict, save_patch
+from tests.app.editor_process import CRASH, KEEP_RUNNING, run_editor
+from tests.waiting import TIMEOUT_S
 
 
 def slider_patch() -> Patch:
@@ -128,6 +130,7 @@ def test_save_then_open_round_trips(editor, ui, dialogs, tmp_path):
     assert editor.patch.nodes == {}
     assert editor.open_path(target)
     assert patch_to_dict(editor.patch) == original
+    assert not editor.modified and "*" not in editor.windowTitle()
     assert str(target.resolve()) in editor.recent_files()
 
 
@@ -155,24 +158,62 @@ def test_unsaved_changes_prompt(editor, ui, dialogs):
     assert editor.patch.nodes == {}
 
 
-def test_autosave_then_restore_after_a_crash(qtbot, ui, dialogs, tmp_path):
+def test_restore_offers_the_work_of_a_crashed_editor_only(qtbot, ui, dialogs, tmp_path):
     state = tmp_path / "state"
-    first = ui.make_editor(qtbot, state, dialogs)
-    ui.show_patch(first, slider_patch())
-    first.canvas.select(["gain"])
-    first.delete_selection()
-    first.autosave()
-    assert first.recovery_path.exists()
-    expected = patch_to_dict(first.patch)
-    # The first window "crashes": it never closes, so the recovery file stays.
-    dialogs.restore = True
+    live = ui.make_editor(qtbot, state, dialogs)
+    ui.show_patch(live, slider_patch())
+    live.canvas.select(["gain"])
+    live.delete_selection()
+    live.autosave()
+    assert live.session.wait_for_autosave(TIMEOUT_S) == []
+    original = tmp_path / "show.patchbay"
+    assert run_editor(state, 0.8, CRASH, str(original)).wait(TIMEOUT_S) == 1
+    offered = []
     second = ui.make_editor(qtbot, state, dialogs)
+    second.ask_restore = lambda recoveries: offered.extend(recoveries) or recoveries[0]
     assert second.offer_recovery()
-    assert patch_to_dict(second.patch) == expected
-    assert second.modified
-    for window in (first, second):
-        window.undo_stack.setClean()
-        window._restored_unsaved = False
+    assert [recovery.original for recovery in offered] == [original]  # not the live editor's
+    assert second.patch.value("speed", "value") == 0.4 and second.path == original
+    assert second.modified and second.windowTitle().startswith("show.patchbay *")
+    assert live.session.recovery_file.exists()
+    dialogs.unsaved_answer = "discard"  # both close without a prompt
+
+
+def test_declining_a_restore_keeps_a_running_editors_work(qtbot, ui, dialogs, tmp_path):
+    state = tmp_path / "state"
+    assert run_editor(state, 0.8, CRASH).wait(TIMEOUT_S) == 1
+    running = run_editor(state, 0.6, KEEP_RUNNING)
+    try:
+        dialogs.restore = False
+        editor = ui.make_editor(qtbot, state, dialogs)
+        assert not editor.offer_recovery()
+        left = list((state / "recovery").glob("*.patchbay"))
+        assert len(left) == 1 and load_patch(left[0]).value("speed", "value") == 0.3
+        assert not editor.offer_recovery()  # the declined one is gone, the live one not offered
+    finally:
+        running.communicate("stop\n", timeout=TIMEOUT_S)
+
+
+def test_autosave_follows_edits_without_a_save(editor, ui, qtbot):
+    ui.show_patch(editor, slider_patch())
+    editor.session.autosave_delay_s = 0.0
+    editor.canvas.select(["gain"])
+    editor.delete_selection()
+    qtbot.waitUntil(editor.session.recovery_file.exists)
+    qtbot.waitUntil(lambda: "gain" not in load_patch(editor.session.recovery_file).nodes)
+    editor.undo_stack.undo()  # back at the saved state: nothing to recover
+    qtbot.waitUntil(lambda: not editor.session.recovery_file.exists())
+
+
+def test_a_save_that_fails_is_reported_in_one_line(editor, ui, dialogs, tmp_path):
+    import numpy as np
+
+    ui.show_patch(editor, slider_patch())
+    editor.patch.add_node("value.array", {"value": np.array([1j, 2j])}, node_id="complex")
+    dialogs.save_path = str(tmp_path / "x.patchbay")
+    assert not editor.save()
+    assert len(dialogs.errors) == 1 and "cannot save" in dialogs.errors[0]
+    assert "\n" not in dialogs.errors[0] and editor.modified and editor.path is None
 
 
 def test_frozen_export_opens_read_only_with_banner(editor, tmp_path):
@@ -184,6 +225,14 @@ def test_frozen_export_opens_read_only_with_banner(editor, tmp_path):
     assert editor.banner.isVisible() and "read-only" in editor.banner.text()
     assert not editor.canvas.viewer().isInteractive()
     assert not editor.save_action.isEnabled()
+
+
+def test_the_demo_opens_unmodified(editor):
+    from app.editor import demo_patch_path
+
+    editor.set_patch(load_patch(demo_patch_path()), None)
+    editor.tick()
+    assert not editor.modified
 
 
 def test_demo_patch_loads_and_shows_the_product():

@@ -407,3 +407,25 @@ def test_check_link_changes_nothing(chain) -> None:
     before = state_of(patch)
     assert patch.check_link(value, "out", add, "b") == Link(value, "out", add, "b")
     assert same_state(state_of(patch), before)
+
+
+def test_copy_is_detached_and_shares_values() -> None:
+    patch = Patch()
+    big = np.arange(1000.0)
+    a = patch.add_node("value.array", {"value": big}, (10.0, 20.0))
+    b = patch.add_node("array.sum")
+    patch.connect(a, "out", b, "x")
+    patch.update_settings(resolution=[320, 200])
+    twin = patch.copy()
+    assert twin.value(a, "value") is big  # arrays are not copied
+    assert twin.links == patch.links and twin.settings == patch.settings
+    seen = []
+    twin.subscribe(seen.append)
+    patch.remove_node(b)
+    patch.set_position(a, (0.0, 0.0))
+    patch.update_settings(resolution=[64, 64])
+    assert set(twin.nodes) == {a, b} and twin.links_into(b)
+    assert twin.nodes[a].pos == (10.0, 20.0) and twin.settings["resolution"] == [320, 200]
+    assert seen == []
+    twin.set_value(a, "value", np.zeros(3))
+    assert patch.value(a, "value") is big
