@@ -283,6 +283,7 @@ class Engine:
             if self.editor is not None:
                 self.editor.close()
             self.editor = link
+            self._reported_revision = -1  # its first report lists every node
             link.post(
                 {
                     "type": "hello",
@@ -329,6 +330,9 @@ class Engine:
                 for node_id in edited & self.ctx.bypassed.keys():
                     del self.ctx.bypassed[node_id]
                 self.replace_patch(self.patch)
+        elif kind == "path":
+            path = message.get("path")
+            self.document_path = path if isinstance(path, str) else None
         elif kind == "get_patch":
             reply, reply_blobs = patch_message(self.patch)
             link.post({**reply, "path": self.document_path}, reply_blobs)

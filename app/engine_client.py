@@ -38,6 +38,7 @@ import numpy as np
 from app.engine import WATCHDOG_S
 from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
 from app.exit_codes import EXIT_HUNG
+from evaluators import EvaluatorMode, NodeClass, NodeStatus
 
 START_TIMEOUT_S = 30.0
 LOG_KEEP_BYTES = 1 << 20
@@ -373,10 +374,11 @@ class RemoteTexture:
 
 
 class RemoteEvaluator:
-    """The newest report of the engine, read like an evaluator (see the module note)."""
+    """The newest report of the engine, read like an evaluator (see the module note): it
+    satisfies `evaluators.Evaluator`."""
 
     def __init__(self) -> None:
-        self.mode = "lazy"
+        self.mode = EvaluatorMode.LAZY
         self.last_frame_seconds = 0.0
         self.last_build_seconds = 0.0
         self.fps = 0.0
@@ -395,7 +397,7 @@ class RemoteEvaluator:
     def update(self, report: dict[str, Any], blobs: list[bytes]) -> None:
         """Take a report (reader thread)."""
         with self._lock:
-            self.mode = str(report.get("mode", "lazy"))
+            self.mode = EvaluatorMode(report.get("mode", "lazy"))
             self.last_frame_seconds = float(report.get("frame_ms", 0.0)) / 1000
             self.last_build_seconds = float(report.get("build_ms", 0.0)) / 1000
             self.fps = float(report.get("fps", 0.0))
@@ -417,9 +419,9 @@ class RemoteEvaluator:
             self.reports += 1
 
     def disconnected(self, why: str) -> None:
+        """The engine is gone (being restarted): `problem` says why until its next report."""
         with self._lock:
             self.problem = why
-            self.mode = "restarting"
 
     def take_image(self, node_id: str, pin: str, role: str) -> tuple[tuple[int, int], bytes] | None:
         """The newest picture of a node's texture output (`thumbnail` or `preview`), once."""
@@ -430,13 +432,13 @@ class RemoteEvaluator:
         """The ids of the nodes the engine is playing (as of the newest report)."""
         return set(self._nodes)
 
-    def status(self, node_id: str) -> str:
+    def status(self, node_id: str) -> NodeStatus:
         entry = self._nodes.get(node_id)
-        return str(entry[1]) if entry else "idle"  # not reported yet
+        return NodeStatus(entry[1]) if entry else NodeStatus.IDLE  # not reported yet
 
-    def node_class(self, node_id: str) -> str:
+    def node_class(self, node_id: str) -> NodeClass:
         entry = self._nodes.get(node_id)
-        return str(entry[0]) if entry else "CONST"
+        return NodeClass(entry[0]) if entry else NodeClass.CONST
 
     def error(self, node_id: str) -> str | None:
         entry = self._nodes.get(node_id)

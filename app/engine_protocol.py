@@ -14,6 +14,7 @@ Editor -> engine
     edits     {seq, rev, vrev, ops}: the change events of the editor's Patch since the last
               message (one op each, see `event_op`), sent once per turn of the editor's loop,
               numbered, and tagged with the document's revisions after them
+    path      {path}: the editor saved the patch under this file name
     get_patch {}: send the running patch (an editor attaching to a running engine)
     watch     {nodes}: nodes whose output values come back in reports (inspector, preview)
     images    {thumbnails: [node ids], previews: [[node, pin], ...]}: textures to send back small

@@ -580,6 +580,8 @@ class QtEditorWindow(QMainWindow):
             self.context.folder = self.patch.folder
         elif self.patch.folder != folder:
             self.send_patch()  # the engine's copy resolves file names in the new folder too
+        else:
+            self.engine.send({"type": "path", "path": str(path)})
         self.undo_stack.setClean()
         self._update_title()
         self.statusBar().showMessage(f"Saved {path}", 3000)
@@ -876,7 +878,10 @@ class QtEditorWindow(QMainWindow):
     def _update_status(self) -> None:
         ev = self.evaluator
         labels = self.status_labels
-        labels["mode"].setText(f"{ev.mode}{' · paused' if self.paused else ''}")
+        mode = str(ev.mode)
+        if isinstance(ev, RemoteEvaluator) and ev.problem is not None:
+            mode = "engine restarting"
+        labels["mode"].setText(f"{mode}{' · paused' if self.paused else ''}")
         labels["fps"].setText(f"{self._fps:.0f} fps")
         labels["frame"].setText(f"frame {ev.last_frame_seconds * 1000:.2f} ms")
         build = ev.last_build_seconds

@@ -1,9 +1,9 @@
 """The engine process: `python -m app.qt_engine --run-dir DIR [--file FILE] [--output ...]`.
 
 It owns the GL service, the output window and the frame clock around an `app.engine.Engine`: a
-precise Qt timer calls `engine.step()` about 60 times a second, and the output window (when open)
-repaints after each frame. Nothing here waits for an editor: editors talk to the engine through
-its socket (`EngineServer`), and their messages are applied between frames.
+precise Qt timer calls `engine.step()` at frame deadlines (60 a second by default), and the output
+window (when open) repaints after each frame. Nothing here waits for an editor: editors talk to
+the engine through its socket (`EngineServer`), and their messages are applied between frames.
 
 GL: with a display, the GL service lives on a Qt context shared with the output window, so the
 window can be opened at any time; without one (Qt's offscreen platform) a standalone EGL context
@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,18 +76,31 @@ class QtEngineHost:
         self._output_node: tuple[int, str | None] = (-1, None)
         engine.on_output_request = self.on_output_request
         engine.on_quit = app.quit
+        self.period = 1.0 / fps
+        self._due = time.perf_counter()
         self.timer = QTimer()
         self.timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self.timer.setInterval(max(1, round(1000 / fps)))
+        self.timer.setSingleShot(True)
         self.timer.timeout.connect(self.tick)
 
+    def start(self) -> None:
+        self._due = time.perf_counter()
+        self.timer.start(0)
+
     def tick(self) -> None:
+        """One frame, then a timer for the next one at its due time: frames are paced by
+        deadlines, so a late frame does not shift every later one."""
         if self.frames_limit is not None and self.engine.frame >= self.frames_limit:
             self.app.quit()
             return
         self.engine.step()
         if self.window is not None:
             self.window.update()
+        now = time.perf_counter()
+        self._due += self.period
+        if self._due < now - self.period:  # far behind (a stall): start again from now
+            self._due = now
+        self.timer.start(max(0, round((self._due - now) * 1000)))
 
     def output_texture(self) -> Any:
         """The texture of the running patch's `gpu.output` node (the first by id)."""
@@ -194,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine.start_watchdog(options.watchdog, run_dir / "hang.json")
     if options.output:
         host.open_window(options.screen, options.fullscreen)
-    host.timer.start()
+    host.start()
     try:
         app.exec()
     finally:

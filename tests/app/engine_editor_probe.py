@@ -4,8 +4,9 @@ line (`REPORT {...}`), then keeps running until it is killed (mode `show`) or cl
 
     engine_editor_probe.py show STATE_DIR PATCH SCREENSHOT
         the editor on PATCH with the output window open; checks that statuses, pictures and
-        thumbnails come back, and that edits, a paste of 1,000 nodes, zoom steps and 500 undo
-        steps reach the engine while it plays
+        thumbnails come back, and that edits, a paste of 1,000 nodes, zoom steps, 500 undo
+        steps, panning, opening a 2,000-node file and saving a 100 MB array reach the engine
+        (or leave it alone) while it plays
     engine_editor_probe.py attach STATE_DIR
         an editor attaching to the running engine; then kills the engine (SIGKILL) and reports
         how the editor brought it back
@@ -21,12 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PySide6.QtWidgets import QApplication, QLabel
 
 from app.editor import launch_editor
 from app.engine_client import RemoteEvaluator
 from app.qt_output import configure_qt_gl
-from nodes import Patch, patch_to_dict
+from nodes import Patch, patch_to_dict, save_patch
 from tests.waiting import run_for, wait_until
 
 
@@ -98,6 +100,43 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
         editor.undo_stack.undo()
     expected = editor.patch.value("contrast", "value")
     values["undo_steps_arrive"] = wait_until(app, lambda: remote.output("contrast") == expected)
+
+    # pan across the big canvas
+    bar = viewer.horizontalScrollBar()
+    frame = remote.frame
+    for step in range(40):
+        bar.setValue(bar.value() + (60 if step < 20 else -60))
+        run_for(app, 0.016)
+    values["frames_during_pan"] = remote.frame - frame
+
+    # open a 2,000-node file: the engine plays it
+    big = Patch()
+    previous = big.add_node("time.seconds", None, (0.0, 0.0), node_id="n0")
+    for index in range(1, 2000):
+        node = big.add_node("math.add", {"b": 1.0}, (index % 40 * 220.0, index // 40 * 130.0))
+        big.connect(previous, "out", node, "a")
+        previous = node
+    big_path = screenshot.parent / "engine_editor_2000.patchbay"
+    save_patch(big, big_path)
+    frame = remote.frame
+    editor.open_path(big_path, ask=False)
+    values["open_arrives"] = wait_until(app, lambda: remote.nodes() == set(big.nodes))
+    values["frames_during_open"] = remote.frame - frame
+    big_path.unlink()
+
+    # save a patch with a 100 MB array while the engine plays it
+    frame = remote.frame
+    editor.patch.add_node("value.array", {"value": np.ones(100 * 2**20 // 8)}, node_id="array")
+    saved = screenshot.parent / "engine_editor_saved.patchbay"
+    editor.ask_save_path = lambda: str(saved)  # type: ignore[method-assign]
+    values["saved"] = editor.save_as()
+    sidecars = list(saved.parent.glob(saved.name + ".*npz"))
+    values["sidecar_mb"] = sum(path.stat().st_size for path in sidecars) / 2**20
+    values["array_arrives"] = wait_until(app, lambda: "array" in remote.nodes())
+    values["frames_during_save"] = remote.frame - frame
+    for path in [saved, *sidecars]:
+        path.unlink()
+    values["final_nodes"] = len(editor.patch.nodes)
     values["resyncs_or_errors"] = editor.statusBar().currentMessage()
 
     run_for(app, 0.5)
@@ -117,7 +156,7 @@ def attach(app: QApplication, state_dir: Path) -> None:
     values["nodes"] = len(editor.patch.nodes)
     values["title"] = editor.windowTitle()
     values["playing"] = wait_until(app, lambda: remote.frame > 0 and len(remote.nodes()) > 0)
-    values["same_nodes"] = remote.nodes() == set(editor.patch.nodes)
+    values["same_nodes"] = wait_until(app, lambda: remote.nodes() == set(editor.patch.nodes))
     first = editor.engine.engine.running_pid()
     values["engine_pid"] = first
     assert first is not None

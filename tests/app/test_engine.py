@@ -271,3 +271,21 @@ def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
     remote.update(editor.read_until("report", lambda m: "ids" in m and "n7" not in m["ids"]), [])
     assert remote.nodes() == set(patch.nodes)
     engine.close()
+
+
+def test_the_remote_evaluator_is_an_evaluator_speaking_its_vocabulary() -> None:
+    from app.engine_client import RemoteEvaluator
+    from evaluators import Evaluator, EvaluatorMode, NodeClass, NodeStatus
+
+    patch = chain_patch()
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    editor.channel.send({"type": "watch", "nodes": ["out"]})
+    remote = RemoteEvaluator()
+    assert isinstance(remote, Evaluator)
+    remote.update(editor.read_until("report", lambda m: "out" in m["values"]), [])
+    assert remote.node_class("add") is NodeClass.HOT
+    assert remote.status("out") in (NodeStatus.OK, NodeStatus.CACHED)
+    assert isinstance(remote.mode, EvaluatorMode) and remote.output("out") >= 10.0
+    assert remote.status("nosuch") is NodeStatus.IDLE
+    engine.close()

@@ -116,6 +116,10 @@ def test_edits_reach_the_engine_while_it_plays(session: dict) -> None:
     assert show["pasted_in_editor"] == 1005 and show["paste_arrives"]
     assert show["frames_during_paste"] > 0 and show["frames_during_zoom"]
     assert show["undo_steps_arrive"]
+    assert show["frames_during_pan"] > 0
+    assert show["open_arrives"] and show["frames_during_open"] > 0
+    assert show["saved"] and show["sidecar_mb"] > 0.5 and show["array_arrives"]
+    assert show["frames_during_save"] > 0
     assert "Engine" not in show["resyncs_or_errors"]
 
 
@@ -131,9 +135,9 @@ def test_the_output_window_presents_frames_and_survives_a_killed_editor(session:
 def test_a_new_editor_attaches_and_brings_a_killed_engine_back(session: dict) -> None:
     attach = session["attach"]
     assert attach["attached"] and attach["engine_pid"] == session["show"]["engine_pid"]
-    assert attach["nodes"] == 1005 and attach["same_nodes"]
+    assert attach["nodes"] == session["show"]["final_nodes"] == 2001 and attach["same_nodes"]
     # the file name came with the patch; what plays may not be saved
-    assert attach["title"].startswith("noise_color.patchbay *")
+    assert attach["title"].startswith("engine_editor_saved.patchbay *")
     assert attach["restarted"] and attach["new_engine_pid"] != attach["engine_pid"]
     assert attach["nodes_after_restart"] and attach["output_open_after_restart"]
     assert session["frames_at_end"] > session["killed_at"] + 60
