@@ -202,3 +202,19 @@ def test_the_engine_plays_on_when_its_editor_is_killed_and_a_new_one_attaches(
     assert attached.revision == message["rev"]
     client.close(stop_engine=True)
     assert wait_for(lambda: engine.running_pid() is None)
+
+
+def test_patchbay_run_restarts_a_hung_engine_with_the_node_bypassed(tmp_path: Path) -> None:
+    patch = show_patch()
+    patch.set_value("slow", "seconds", 30.0)
+    from nodes import save_patch
+
+    save_patch(patch, tmp_path / "hangs.patchbay")
+    env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "app.cli", "run", str(tmp_path / "hangs.patchbay"),
+               "--frames", "20"]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "restarting the engine (slow hung, bypassed)" in done.stderr
+    assert EngineProcess(tmp_path / "state" / "engine").running_pid() is None
