@@ -76,8 +76,8 @@ def launch_editor(
     patch even when `path` is given; `output` opens the output window (on `screen`, fullscreen or
     not). A QApplication must exist. Raises RuntimeError when no engine can be started."""
     state_dir = state_dir or default_state_dir()
-    client = EngineClient(EngineProcess(state_dir / "engine"))
     try:
+        client = EngineClient(EngineProcess(state_dir / "engine"))
         attached = client.start(attach=attach or path is None)
     except (OSError, EOFError, ProtocolError) as error:
         raise RuntimeError(str(error)) from None

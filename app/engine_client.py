@@ -60,6 +60,9 @@ def engine_address(run_dir: Path) -> str:
     folder only this user can enter."""
     folder = Path(tempfile.gettempdir()) / f"patchbay-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.stat().st_uid != os.getuid():  # made by someone else to catch our socket
+        raise RuntimeError(f"{folder} belongs to another user; remove it")
+    folder.chmod(0o700)
     digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:16]
     return str(folder / f"{digest}.sock")
 
