@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication
 from app.qt_editor import QtEditorWindow
 from app.qt_gc import collect_on_gui_thread
 from app.qt_output import configure_qt_gl
-from nodes import load_patch
+from nodes import load_patch, remove_stale_temporary_files
 
 DEMO_PATCH = "demo.patchbay"
 
@@ -30,10 +30,15 @@ def demo_patch_path() -> Path:
 
 def open_editor(path: str | None, state_dir: Path | None = None) -> QtEditorWindow:
     """Show the editor window on `path` (the demo patch when None), restoring a crashed session's
-    work first if the person wants it. A QApplication must exist. The window is shown before the
-    file is read, so a file that does not open is reported over the (empty) editor."""
+        work first if the person wants it. A QApplication must exist. The window is shown before the
+        file is read, so a file that does not open is reported over the (empty) editor. Temporary
+    files left by killed saves, in the state folder and next to the file, are removed first."""
     window = QtEditorWindow(state_dir)
     window.show()
+    # Temporary files of saves that were killed (by a crash, a power cut) go now.
+    remove_stale_temporary_files(window.state_dir)
+    if path is not None:
+        remove_stale_temporary_files(Path(path).absolute().parent)
     if not window.offer_recovery():
         if path is None:
             # The demo is a starting point, not a file to overwrite: it opens as untitled.
