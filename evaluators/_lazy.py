@@ -8,12 +8,16 @@ length work; only lazy pulls nest Python calls, one level per lazy pin on the pa
 
 After the roots, feedback inputs of nodes that ran capture their source's value for the next frame.
 
+Every compute call is timed: a node over `ctx.time_budget` in one frame is bypassed (failed, its
+outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
+
 This is what the dual evaluator runs right after a structural edit: it reads the live Patch
 directly, so an edit shows on the very next frame.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -138,6 +142,8 @@ class LazyEvaluator:
 
     def status(self, node_id: str) -> str:
         self.patch.node(node_id)
+        if node_id in self.ctx.bypassed:
+            return "failed"
         found = self._status.get(node_id) or self._derived_status.get(node_id)
         if found is not None:
             return found
@@ -173,11 +179,20 @@ class LazyEvaluator:
     def error(self, node_id: str) -> str | None:
         if self.status(node_id) != "failed":
             return None
+        if node_id in self.ctx.bypassed:
+            return self.ctx.bypassed[node_id]
         entry = self.ctx.cache.get(node_id)
         return self._errors.get(node_id) or (entry.error if entry is not None else None)
 
     def node_class(self, node_id: str) -> str:
         return self.analysis.node_class(node_id)
+
+    def retry(self, node_id: str) -> None:
+        """Run a node bypassed for taking too long again, from the next frame."""
+        self.patch.node(node_id)
+        self.ctx.unbypass(node_id)
+        self._errors.pop(node_id, None)
+        self._derived_status.pop(node_id, None)
 
     def close(self) -> None:
         self._unsubscribe()
@@ -216,10 +231,19 @@ class LazyEvaluator:
             return
         cache, outputs, info = self.ctx.cache, self.ctx.outputs, self.analysis.info
         status, plans, memo = self._status, self._plans, self.analysis.memo
+        bypassed = self.ctx.bypassed
         stack = [root]
         while stack:
             node_id = stack[-1]
             if visited.get(node_id) == serial:
+                stack.pop()
+                continue
+            if node_id in bypassed:
+                status[node_id] = "failed"
+                self._errors[node_id] = bypassed[node_id]
+                if node_id not in outputs:
+                    outputs[node_id] = default_outputs(self.patch.nodes[node_id].spec)
+                visited[node_id] = serial
                 stack.pop()
                 continue
             cls, key = memo.get(node_id) or info(node_id)
@@ -270,6 +294,7 @@ class LazyEvaluator:
                 args.append(self.ctx.feedback.get(first, values[second]))
         error = None
         self.nodes_run += 1
+        started = time.perf_counter()
         try:
             result = plan.fn(*args)
         except Deferred:
@@ -282,6 +307,10 @@ class LazyEvaluator:
         else:
             outputs[node_id] = (result,) if plan.single else tuple(result)
             self._status[node_id] = "ok"
+        took = time.perf_counter() - started
+        if took > self.ctx.time_budget:
+            self._status[node_id] = "failed"
+            self._errors[node_id] = self.ctx.bypass(node_id, took)
         if pulls and any(pull.pulled and pull.src in unsettled for pull in pulls):
             settled = False
         if not settled:
