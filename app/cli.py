@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         "--only",
         nargs="+",
         default=None,
-        choices=("evaluators", "live_edit", "freeze", "gpu", "editor"),
+        choices=("evaluators", "live_edit", "freeze", "gpu", "editor", "load"),
         help="run only these sections",
     )
     return parser
