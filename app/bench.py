@@ -13,6 +13,9 @@ Sections:
 - editor: load and repaint times of 200 / 1,000 / 2,000-node patches (app/qt_bench.py).
 - show: the output's frame intervals while the editor is stressed, with the output in the engine
   process and in the editor's own process, and edit-to-output latency (app/show_bench.py).
+- load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
+  order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
+  (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
 
 Timings are for reading by people, never asserted in tests: these machines are shared and noisy.
 """
@@ -281,6 +284,56 @@ def _startup_seconds(path: Path, sink: str, repeats: int) -> float:
     return statistics.median(times)
 
 
+def _chain_file(folder: Path, size: int, reversed_links: bool) -> Path:
+    """A saved chain of `size` math nodes (values, positions, links), its links in file order
+    or reversed."""
+    patch = Patch()
+    previous = patch.add_node("value.float", {"value": 1.0}, (0.0, 0.0), node_id="n0")
+    for index in range(1, size):
+        node_id = patch.add_node("math.add", {"b": 0.5}, (index * 80.0, 0.0), node_id=f"n{index}")
+        patch.connect(previous, "out", node_id, "a")
+        previous = node_id
+    path = folder / f"chain_{size}_{'reversed' if reversed_links else 'forward'}.patchbay"
+    save_patch(patch, path)
+    if reversed_links:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        document["links"].reverse()
+        path.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    return path
+
+
+def load_section(sizes: list[int], repeats: int) -> Report:
+    """Median `load_patch` time per file size and link order; see the module note."""
+    results: Report = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for order in ("forward", "reversed"):
+            first_per_node = None
+            for size in sizes:
+                path = _chain_file(Path(folder), size, order == "reversed")
+                samples = []
+                for _ in range(repeats):
+                    gc.collect()
+                    started = time.perf_counter()
+                    load_patch(path)
+                    samples.append(time.perf_counter() - started)
+                seconds = statistics.median(samples)
+                megabytes = path.stat().st_size / 1e6
+                per_thousand = seconds * 1e3 / (size / 1000)
+                first_per_node = first_per_node or per_thousand
+                results[f"{order}/{size}"] = {
+                    "nodes": size,
+                    "mb": megabytes,
+                    "load_ms": seconds * 1e3,
+                    "ms_per_mb": seconds * 1e3 / megabytes,
+                    "ms_per_1000_nodes": per_thousand,
+                    "vs_smallest": per_thousand / first_per_node,
+                }
+    for size in sizes:
+        forward, backward = results[f"forward/{size}"], results[f"reversed/{size}"]
+        backward["vs_forward"] = backward["load_ms"] / forward["load_ms"]
+    return results
+
+
 def _gpu_section(quick: bool) -> Report:
     from app.gpu_bench import gpu_bench
 
@@ -319,6 +372,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "gpu": lambda: _gpu_section(quick),
         "editor": lambda: _editor_section(quick),
         "show": lambda: _show_section(quick),
+        "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

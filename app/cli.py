@@ -1,25 +1,69 @@
 """The `patchbay` command line.
 
-    patchbay [edit] [FILE] [--output [--screen N] [--fullscreen]] [--attach]   the editor
-    patchbay run FILE [--headless --frames N] [--fps F] [--print NODE.PIN ...] [--out DIR]
+    patchbay [edit] [FILE] [LIMITS] [--output [--screen N] [--fullscreen]] [--attach]   the editor
+    patchbay run FILE [LIMITS] [--headless --frames N] [--fps F] [--print NODE.PIN ...] [--out DIR]
     patchbay freeze FILE -o OUT
-    patchbay check FILE
+    patchbay check FILE [LIMITS]
     patchbay nodes [--json]
     patchbay bench [--json] [--quick]
 
 Only the editor and windowed playback import Qt, and only when they are asked for: `check`, `nodes`,
 `bench` and headless `run` work where Qt cannot even be imported. Bad input never prints a
 traceback: one line naming the problem, and exit status 2.
+
+LIMITS: a patch file is data from a stranger, loaded within the documented resource limits
+(nodes/_limits.py: `patchbay check --help` lists them). For a file the person trusts, `--trust`
+lifts them all, and `--limit NAME=VALUE` (repeatable) changes one, e.g. `--limit nodes=500000`.
+A file beyond the limits fails `check` (exit status 2) with the limit named.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+
+
+def _limit_arguments(command: argparse.ArgumentParser) -> None:
+    from nodes._limits import DEFAULT_LIMITS
+
+    defaults = ", ".join(
+        f"{field.name}={getattr(DEFAULT_LIMITS, field.name)}"
+        for field in dataclasses.fields(DEFAULT_LIMITS)
+    )
+    command.add_argument(
+        "--trust", action="store_true", help="a file you trust: lift the resource limits"
+    )
+    command.add_argument(
+        "--limit",
+        dest="limits",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"change one resource limit (defaults: {defaults})",
+    )
+
+
+def apply_limits(options: argparse.Namespace) -> None:
+    """Put the limits asked for on the command line in force; PatchError on a bad --limit."""
+    from nodes import PatchError
+    from nodes._limits import DEFAULT_LIMITS, TRUSTED_LIMITS, set_active_limits
+
+    limits = TRUSTED_LIMITS if getattr(options, "trust", False) else DEFAULT_LIMITS
+    changes = {}
+    for item in getattr(options, "limits", []):
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise PatchError(f"--limit {item}: expected NAME=VALUE, e.g. nodes=500000")
+        changes[name.strip()] = int(value)
+    try:
+        set_active_limits(limits.replaced(**changes))
+    except ValueError as error:
+        raise PatchError(f"--limit: {error}") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,9 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument(
         "--attach", action="store_true", help="take the patch of the engine already playing"
     )
+    _limit_arguments(edit)
 
     run = commands.add_parser("run", help="play a patch (output window, or headless)")
     run.add_argument("file")
+    _limit_arguments(run)
     run.add_argument("--headless", action="store_true", help="no window: evaluate frames only")
     run.add_argument("--frames", type=int, default=None, help="number of frames to play")
     run.add_argument("--fps", type=float, default=60.0, help="frame clock rate (t = frame / fps)")
@@ -52,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="validate a patch file")
     check.add_argument("file")
+    _limit_arguments(check)
 
     listing = commands.add_parser("nodes", help="list the node library")
     listing.add_argument("--json", action="store_true")
@@ -63,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         "--only",
         nargs="+",
         default=None,
-        choices=("evaluators", "live_edit", "freeze", "gpu", "editor", "show"),
+        choices=("evaluators", "live_edit", "freeze", "gpu", "editor", "show", "load"),
         help="run only these sections",
     )
     return parser
@@ -77,6 +124,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(args)
     command = options.command or "edit"
     try:
+        if command in ("edit", "run", "check"):
+            from nodes import PatchError
+
+            try:
+                apply_limits(options)
+            except PatchError as error:
+                print(f"patchbay {command}: {error}", file=sys.stderr)
+                return EXIT_BAD_INPUT
         if command == "edit":
             from app.editor import run_editor
 
@@ -88,13 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fullscreen=getattr(options, "fullscreen", False),
             )
         if command == "check":
-            return _check(options.file)
+            return _guarded(lambda: _check(options.file))
         if command == "nodes":
             return _nodes(options.json)
         if command == "run":
             from app.player import run_command
 
-            return run_command(options)
+            return _guarded(lambda: run_command(options))
         if command == "freeze":
             from app.export import freeze_command
 
@@ -106,6 +161,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return 0
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """Run a command on a file; an exception nothing else caught (a bug, or a case the checks
+    missed) is still one line and exit status 2, never a traceback."""
+    from nodes._errors import one_line
+
+    try:
+        return command()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:
+        print(one_line(f"patchbay: unexpected {type(error).__name__}: {error}"), file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 def _check(path: str) -> int:

@@ -23,7 +23,7 @@ from app.engine_protocol import ProtocolError
 from app.qt_editor import QtEditorWindow
 from app.qt_gc import collect_on_gui_thread
 from app.qt_output import configure_qt_gl
-from nodes import load_patch
+from nodes import load_patch, remove_stale_temporary_files
 
 DEMO_PATCH = "demo.patchbay"
 
@@ -38,10 +38,15 @@ def open_editor(
 ) -> QtEditorWindow:
     """Show the editor window on `path` (the demo patch when None), restoring a crashed session's
     work first if the person wants it. A QApplication must exist. The window is shown before the
-    file is read, so a file that does not open is reported over the (empty) editor. With an
-    `engine` client the patch runs in that engine (see app.qt_editor)."""
+    file is read, so a file that does not open is reported over the (empty) editor. Temporary
+    files left by killed saves, in the state folder and next to the file, are removed first.
+    With an `engine` client the patch runs in that engine (see app.qt_editor)."""
     window = QtEditorWindow(state_dir, engine=engine)
     window.show()
+    # Temporary files of saves that were killed (by a crash, a power cut) go now.
+    remove_stale_temporary_files(window.state_dir)
+    if path is not None:
+        remove_stale_temporary_files(Path(path).absolute().parent)
     if not window.offer_recovery():
         if path is None:
             # The demo is a starting point, not a file to overwrite: it opens as untitled.

@@ -325,11 +325,8 @@ class Engine:
                 self._ask_resync("revisions disagree")
             self._applied = [message.get("seq"), self.frame]
             edited = {op.get("node") for op in message["ops"] if op.get("op") == "set_value"}
-            if edited & self.ctx.bypassed.keys():
-                # An edit of a node stopped by the watchdog gives it another chance.
-                for node_id in edited & self.ctx.bypassed.keys():
-                    del self.ctx.bypassed[node_id]
-                self.replace_patch(self.patch)
+            for node_id in edited & self.ctx.bypassed.keys():
+                self.evaluator.retry(node_id)  # an edit of a bypassed node: another chance
         elif kind == "path":
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None

@@ -156,13 +156,17 @@ def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
         from evaluators.gl_service import FrameWriteError
 
         write_errors = (FrameWriteError,)
+    evaluator = None
     try:
-        play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
-                      out_dir=options.out)  # fmt: skip
+        evaluator = play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
+                                  out_dir=options.out)  # fmt: skip
     except write_errors as error:  # --out cannot be written: one line, no traceback
         print(f"patchbay run: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
+        if evaluator is not None:
+            evaluator.close()
+            evaluator.ctx.release_all()  # node states, and the worker pool of file reads
         if gl is not None:
             gl.close()
     return 0

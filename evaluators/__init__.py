@@ -10,7 +10,6 @@ from evaluators._context import (
     HOT,
     USER,
     ExecutionContext,
-    NodeBypassed,
     bind_compute,
 )
 from evaluators._dual import DualEvaluator
@@ -36,7 +35,6 @@ __all__ = [
     "FlatProgram",
     "GraphIR",
     "LazyEvaluator",
-    "NodeBypassed",
     "NodeClass",
     "NodeStatus",
     "PatchSnapshot",

@@ -9,11 +9,16 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 - `outputs`: the last good outputs of every node, read when a node fails or is deferred.
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
-- `bypassed`: node id -> reason, for nodes that must not run (one that hung the engine): they
-  fail with the reason instead of computing; set before the evaluators bind the patch.
 - `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
   properties such as `resolution`; `folder`: the patch's `folder` (relative file names in values
   resolve against it; None: the current directory).
+
+- `bypassed`: nodes that ran longer than `time_budget` seconds in one frame (default
+  `NODE_TIME_BUDGET_SECONDS`), with the message they report ("took 1.3 s, bypassed; retry to run
+  it again"). Every evaluator skips them (their outputs keep the last good value) until
+  `retry(node_id)`; `bypass_epoch` changes with the set, so flat programs notice cheaply.
+- `submit(fn, *args)`: a worker pool for blocking work (file reads, image decoding) that nodes
+  start and then report `Deferred` until it is done; `release_all()` shuts it down.
 
 Evaluators forward patch events to `on_patch_event`: removing a node drops everything kept for it
 and closes its state (a state with a `close()` method gives back what it holds, e.g. pooled GPU
@@ -30,6 +35,7 @@ discarded program (`keep_only`).
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 from collections.abc import Callable, Container
 from pathlib import Path
@@ -37,6 +43,11 @@ from typing import Any
 
 from evaluators._protocol import NodeClass
 from nodes import NodeInstance, NodeSpec, PatchEvent
+from nodes._errors import one_line
+
+#: How long one node may run in one frame before it is bypassed on later frames.
+NODE_TIME_BUDGET_SECONDS = 1.0
+WORKER_THREADS = 2
 
 HOT, USER, CONST = NodeClass.HOT, NodeClass.USER, NodeClass.CONST
 CLASS_RANK = {CONST: 0, USER: 1, HOT: 2}
@@ -53,10 +64,6 @@ class CacheEntry:
         self.error = error
 
 
-class NodeBypassed(Exception):
-    """Raised in place of a bypassed node's compute; its text is the reason, shown as is."""
-
-
 class ExecutionContext:
     """State that outlives programs: see the module note."""
 
@@ -70,10 +77,39 @@ class ExecutionContext:
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.feedback: dict[tuple[str, str], Any] = {}
         self.settings: dict[str, Any] = {}
-        self.bypassed: dict[str, str] = {}
         self.folder: Path | None = None
         self.cache_epoch = 0
         self.frames_run = 0
+        self.time_budget = NODE_TIME_BUDGET_SECONDS
+        self.bypassed: dict[str, str] = {}
+        self.bypass_epoch = 0
+        self._workers: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        """Run `fn(*args)` on the context's worker pool (made on first use)."""
+        if self._workers is None:
+            self._workers = concurrent.futures.ThreadPoolExecutor(WORKER_THREADS, "patchbay-worker")
+        return self._workers.submit(fn, *args)
+
+    def bypass(self, node_id: str, seconds: float) -> str:
+        """Skip `node_id` on later frames: it took `seconds` (over the budget) in one frame.
+        Returns the message the node reports."""
+        message = (
+            f"took {seconds:.1f} s, bypassed (over the {self.time_budget:g} s budget a "
+            "frame); retry to run it again"
+        )
+        self.bypassed[node_id] = message
+        self.bypass_epoch += 1
+        return message
+
+    def unbypass(self, node_id: str) -> bool:
+        """Let a bypassed node run again, with its cached result dropped; False if it was not
+        bypassed."""
+        if self.bypassed.pop(node_id, None) is None:
+            return False
+        self.cache.pop(node_id, None)
+        self.bypass_epoch += 1
+        return True
 
     @property
     def resolution(self) -> tuple[int, int]:
@@ -104,6 +140,8 @@ class ExecutionContext:
         """Keep the context in step with an edit (see the module note); idempotent."""
         if event.op == "remove_node" and event.node_id is not None:
             self.release_node(event.node_id)
+            if self.bypassed.pop(event.node_id, None) is not None:
+                self.bypass_epoch += 1
         elif event.op == "settings" and "resolution" in (event.value or {}):
             self.cache.clear()
             self.cache_epoch += 1
@@ -117,10 +155,14 @@ class ExecutionContext:
         _close_state(self.states.pop(node_path(node_id), None))
 
     def release_all(self) -> None:
-        """Close every node state (when the context is discarded with its patch)."""
+        """Close every node state and shut the worker pool down (when the context is discarded
+        with its patch); work not started is cancelled, running work is not waited for."""
         states, self.states = self.states, {}
         for state in states.values():
             _close_state(state)
+        workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.shutdown(wait=False, cancel_futures=True)
 
     def keep_only(self, live: Container[str]) -> None:
         """Release everything kept for nodes not in `live` (e.g. states a background build made
@@ -170,9 +212,6 @@ def bind_compute(
 ) -> Callable[..., Any]:
     """The node's compute function with `ctx` and `state` bound, taking the values of
     `input_names` positionally; dynamic pins reach compute as one mapping after the static ones."""
-    reason = ctx.bypassed.get(node_id)
-    if reason is not None:
-        return functools.partial(_bypassed, reason)
     fn = spec.compute
     leading: list[Any] = []
     if spec.uses_context:
@@ -202,10 +241,6 @@ def bind_capture(spec: NodeSpec, ctx: ExecutionContext, node_id: str) -> Callabl
     return functools.partial(spec.capture, ctx, state)
 
 
-def _bypassed(reason: str, *args: Any) -> Any:
-    raise NodeBypassed(reason)
-
-
 def _as_is(value: Any) -> Any:
     return value
 
@@ -215,8 +250,12 @@ def default_outputs(spec: NodeSpec) -> tuple[Any, ...]:
 
 
 def error_text(error: BaseException) -> str:
-    if isinstance(error, NodeBypassed):
-        return str(error)
-    message = str(error).strip().splitlines()
-    first = message[0] if message else ""
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+    """A node's error as one safe line: type and the message's first line, control characters
+    escaped, short."""
+    try:
+        lines = str(error).strip().splitlines()
+    except Exception:  # an exception whose message cannot even be made
+        lines = []
+    message = lines[0] if lines else ""
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return one_line(text)

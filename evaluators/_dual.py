@@ -316,6 +316,13 @@ class DualEvaluator:
     def node_class(self, node_id: str) -> NodeClass:
         return self.lazy.node_class(node_id)
 
+    def retry(self, node_id: str) -> None:
+        """Run a node bypassed for taking too long again, from the next frame (the bypass is
+        kept in the shared context, so both halves see it and its end)."""
+        self.lazy.retry(node_id)
+        if self.program is not None:
+            self.program.retry(node_id)
+
     @property
     def nodes_run(self) -> int:
         """Compute calls so far, over both halves (for tests and benchmarks)."""

@@ -18,6 +18,12 @@ output slot untouched (the last good value), is recorded, and the loop resumes a
 
 Value edits do not rebuild: `refresh_values` writes the new values into their slots and recomputes
 the keys of the edited node's downstream cone, which marks exactly that cone dirty.
+
+Time budget: a node that runs longer than `ctx.time_budget` in one frame is bypassed on later
+frames (see evaluators/_context.py). CONST/USER and lazily pulled nodes are timed one by one (they
+run rarely). The HOT loop stays untimed: the whole list is timed, and only after a frame over the
+budget does the next frame run a timed copy of the loop, which finds the node and bypasses it; so a
+slow HOT node costs two slow frames, and the loop itself costs two clock reads a frame.
 """
 
 from __future__ import annotations
@@ -124,20 +130,9 @@ class FlatProgram:
                 pause()
             self.node_steps[i] = self._compile_node(i)
 
-        in_order = sorted(self.main, key=self.position.__getitem__)
+        self.in_order = sorted(self.main, key=self.position.__getitem__)
         pause()
-        self.hot_steps: list[Step] = []
-        self.all_steps: list[Step] = []
-        for count, i in enumerate(in_order):
-            if count & 63 == 63:
-                pause()
-            self.all_steps += self.node_steps[i]
-            if self.classes[i] == HOT:
-                self.hot_steps += self.node_steps[i]
-        self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
-        pause()
-        self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
-        self.hot_count = sum(1 for i in in_order if self.classes[i] == HOT)
+        self._assemble_lists(pause)
         self.guarded = {
             src: sorted(region, key=self.position.__getitem__) for src, region in guarded.items()
         }
@@ -152,9 +147,30 @@ class FlatProgram:
         self.errors: dict[int, str] = {}
         self.nodes_run = 0
         self.caching = True
+        self.timing = False  # time the next frame's HOT steps one by one
         self.adopt_context(pause)
 
     # ----------------------------------------------------------------- building
+    def _assemble_lists(self, pause: Callable[[], None] = lambda: None) -> None:
+        """The main program's step lists, without the steps of bypassed nodes."""
+        bypassed, ids = self.ctx.bypassed, self.ir.ids
+        self.bypass_epoch = self.ctx.bypass_epoch
+        self.hot_steps: list[Step] = []
+        self.all_steps: list[Step] = []
+        self.hot_count = 0
+        for count, i in enumerate(self.in_order):
+            if count & 63 == 63:
+                pause()
+            if ids[i] in bypassed:
+                continue
+            self.all_steps += self.node_steps[i]
+            if self.classes[i] == HOT:
+                self.hot_steps += self.node_steps[i]
+                self.hot_count += 1
+        self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
+        pause()
+        self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
+
     def _guarded_regions(self, order: list[int]) -> dict[int, set[int]]:
         """Per source of a lazy or feedback link reached by the program, the nodes outside the
         main program that evaluating that source needs."""
@@ -336,8 +352,10 @@ class FlatProgram:
         self.tainted: set[int] = set()
         if self.cache_epoch != self.ctx.cache_epoch:
             self.adopt_context()  # the context dropped its cache (e.g. a new resolution)
+        if self.bypass_epoch != self.ctx.bypass_epoch:
+            self._assemble_lists()  # a node was bypassed or retried
         if not self.caching:
-            self._run_list(self.all_steps, self.all_index)
+            self._run_main(self.all_steps, self.all_index)
             self.nodes_run += len(self.main)
         else:
             if self.dirty_main:
@@ -346,10 +364,21 @@ class FlatProgram:
                     self._run_cold(i)
                     if not self.clean[i]:
                         self.dirty_main.add(i)  # unsettled (deferred input): again next frame
-            self._run_list(self.hot_steps, self.hot_index)
+            self._run_main(self.hot_steps, self.hot_index)
             self.nodes_run += self.hot_count
         if self.feedback:
             self._capture_feedback()
+
+    def _run_main(self, steps: list[Step], index: dict[int, int]) -> None:
+        """Run a step list, timed as a whole, or step by step after a frame over the budget."""
+        if self.timing:
+            self.timing = False
+            self._run_timed(steps)
+            return
+        started = time.perf_counter()
+        self._run_list(steps, index)
+        if time.perf_counter() - started > self.ctx.time_budget:
+            self.timing = True
 
     def _run_list(self, steps: list[Step], index: dict[int, int]) -> None:
         slots = self.slots
@@ -364,6 +393,47 @@ class FlatProgram:
                 self._record_failure(i, problem)
                 start = index[out] + 1
 
+    def _run_timed(self, steps: list[Step]) -> None:
+        """The HOT loop with a clock around each step: bypasses the nodes over the budget."""
+        slots, clock, budget = self.slots, time.perf_counter, self.ctx.time_budget
+        for call, get, out in steps:
+            started = clock()
+            try:
+                slots[out] = call(*get(slots))
+            except Exception as problem:
+                self._record_failure(self.owner[out], problem)
+            took = clock() - started
+            if took > budget:
+                self._bypass(self.owner[out], took)
+
+    def _bypass(self, i: int, seconds: float) -> None:
+        self.frame_status[i] = FAILED
+        self.errors[i] = self.ctx.bypass(self.ir.ids[i], seconds)
+
+    def _run_steps_timed(self, i: int) -> Exception | None:
+        """Run one node's steps (a cold or pulled node), timed; returns its failure, if any."""
+        started = time.perf_counter()
+        failed = None
+        for call, get, out in self.node_steps[i]:
+            try:
+                self.slots[out] = call(*get(self.slots))
+            except Exception as problem:
+                self._record_failure(i, problem)
+                failed = problem
+                break
+        took = time.perf_counter() - started
+        if took > self.ctx.time_budget:
+            self._bypass(i, took)
+        return failed
+
+    def retry(self, node_id: str) -> None:
+        """Run a bypassed node again from the next frame (the context forgets the bypass)."""
+        self.ctx.unbypass(node_id)
+        i = self.ir.index.get(node_id)
+        if i is not None:
+            self.errors.pop(i, None)
+            self._mark_dirty(i)
+
     def _record_failure(self, i: int, problem: Exception) -> None:
         if isinstance(problem, Deferred):
             self.frame_status[i] = DEFERRED
@@ -374,18 +444,14 @@ class FlatProgram:
 
     def _run_cold(self, i: int) -> None:
         """Run a CONST/USER node and cache its result, unless something it read is unsettled."""
+        if self.ir.ids[i] in self.ctx.bypassed:
+            self.frame_status[i] = FAILED
+            return  # stays dirty: it runs once it is retried
         self.nodes_run += 1
         self.ran[i] = self.serial
         self.frame_status[i] = OK
         self.errors.pop(i, None)
-        failed = None
-        for call, get, out in self.node_steps[i]:
-            try:
-                self.slots[out] = call(*get(self.slots))
-            except Exception as problem:
-                self._record_failure(i, problem)
-                failed = problem
-                break
+        failed = self._run_steps_timed(i)
         if any(
             e.src in self.tainted and (e.kind == EAGER or self.ran[e.src] == self.serial)
             for e in self.ir.in_edges[i]
@@ -412,13 +478,11 @@ class FlatProgram:
                 self.ran[i] = serial
                 continue
             self.ran[i] = serial
+            if self.ir.ids[i] in self.ctx.bypassed:
+                self.frame_status[i] = FAILED
+                continue
             self.nodes_run += 1
-            for call, get, out in self.node_steps[i]:
-                try:
-                    self.slots[out] = call(*get(self.slots))
-                except Exception as problem:
-                    self._record_failure(i, problem)
-                    break
+            self._run_steps_timed(i)
 
     def _capture_feedback(self) -> None:
         serial, main = self.serial, self.main
@@ -438,9 +502,12 @@ class FlatProgram:
 
         For debugging and tests: every argument of a main-program step is a stored value, a
         feedback value, a lazy pull, or the output of a step that runs before it; HOT steps keep
-        topological order; guarded regions stay outside the main program.
+        topological order; guarded regions stay outside the main program. Bypassed nodes hold
+        their last outputs.
         """
         produced = set(self.value_slot.values()) | set(self.feedback_slot.values())
+        bypassed = [i for i in self.node_slots if self.ir.ids[i] in self.ctx.bypassed]
+        produced.update(slot for i in bypassed for slot in self.node_slots[i])
         pulls = {slot for slot, value in enumerate(self.slots) if isinstance(value, _ProgramPull)}
         produced |= pulls
         produced |= {s for i in self.main if self.classes[i] != HOT for s in self.node_slots[i]}
@@ -492,6 +559,8 @@ class FlatProgram:
         i = self.ir.index[node_id]
         if i not in self.node_slots:
             return IDLE
+        if node_id in self.ctx.bypassed:
+            return FAILED
         found = self.frame_status.get(i)
         if found is not None:
             return found
@@ -509,7 +578,7 @@ class FlatProgram:
     def error(self, node_id: str) -> str | None:
         if self.status(node_id) != FAILED:
             return None
-        return self.errors.get(self.ir.index[node_id])
+        return self.ctx.bypassed.get(node_id) or self.errors.get(self.ir.index[node_id])
 
 
 def program_output(
@@ -610,6 +679,14 @@ class FlatEvaluator:
     def node_class(self, node_id: str) -> NodeClass:
         program = self._current()
         return program.classes[program.ir.index[node_id]]
+
+    def retry(self, node_id: str) -> None:
+        """Run a node bypassed for taking too long again, from the next frame."""
+        self.patch.node(node_id)
+        if self.program is not None:
+            self.program.retry(node_id)
+        else:
+            self.ctx.unbypass(node_id)
 
     @property
     def nodes_run(self) -> int:

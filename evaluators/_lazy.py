@@ -8,6 +8,9 @@ length work; only lazy pulls nest Python calls, one level per lazy pin on the pa
 
 After the roots, feedback inputs of nodes that ran capture their source's value for the next frame.
 
+Every compute call is timed: a node over `ctx.time_budget` in one frame is bypassed (failed, its
+outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
+
 This is what the dual evaluator runs right after a structural edit: it reads the live Patch
 directly, so an edit shows on the very next frame.
 """
@@ -148,6 +151,8 @@ class LazyEvaluator:
 
     def status(self, node_id: str) -> NodeStatus:
         self.patch.node(node_id)
+        if node_id in self.ctx.bypassed:
+            return FAILED
         found = self._status.get(node_id) or self._derived_status.get(node_id)
         if found is not None:
             return found
@@ -183,11 +188,20 @@ class LazyEvaluator:
     def error(self, node_id: str) -> str | None:
         if self.status(node_id) != FAILED:
             return None
+        if node_id in self.ctx.bypassed:
+            return self.ctx.bypassed[node_id]
         entry = self.ctx.cache.get(node_id)
         return self._errors.get(node_id) or (entry.error if entry is not None else None)
 
     def node_class(self, node_id: str) -> NodeClass:
         return self.analysis.node_class(node_id)
+
+    def retry(self, node_id: str) -> None:
+        """Run a node bypassed for taking too long again, from the next frame."""
+        self.patch.node(node_id)
+        self.ctx.unbypass(node_id)
+        self._errors.pop(node_id, None)
+        self._derived_status.pop(node_id, None)
 
     def close(self) -> None:
         self._unsubscribe()
@@ -226,10 +240,19 @@ class LazyEvaluator:
             return
         cache, outputs, info = self.ctx.cache, self.ctx.outputs, self.analysis.info
         status, plans, memo = self._status, self._plans, self.analysis.memo
+        bypassed = self.ctx.bypassed
         stack = [root]
         while stack:
             node_id = stack[-1]
             if visited.get(node_id) == serial:
+                stack.pop()
+                continue
+            if node_id in bypassed:
+                status[node_id] = FAILED
+                self._errors[node_id] = bypassed[node_id]
+                if node_id not in outputs:
+                    outputs[node_id] = default_outputs(self.patch.nodes[node_id].spec)
+                visited[node_id] = serial
                 stack.pop()
                 continue
             cls, key = memo.get(node_id) or info(node_id)
@@ -280,6 +303,7 @@ class LazyEvaluator:
                 args.append(self.ctx.feedback.get(first, values[second]))
         error = None
         self.nodes_run += 1
+        started = time.perf_counter()
         try:
             result = plan.fn(*args)
         except Deferred:
@@ -292,6 +316,10 @@ class LazyEvaluator:
         else:
             outputs[node_id] = (result,) if plan.single else tuple(result)
             self._status[node_id] = OK
+        took = time.perf_counter() - started
+        if took > self.ctx.time_budget:
+            self._status[node_id] = FAILED
+            self._errors[node_id] = self.ctx.bypass(node_id, took)
         if pulls and any(pull.pulled and pull.src in unsettled for pull in pulls):
             settled = False
         if not settled:

@@ -16,8 +16,15 @@ from nodes._errors import (
     UnknownNodeError,
     UnknownNodeTypeError,
     UnknownPinError,
+    UnsavableValueError,
 )
-from nodes._fileformat import load_patch, patch_from_dict, patch_to_dict, save_patch
+from nodes._fileformat import (
+    load_patch,
+    patch_from_dict,
+    patch_to_dict,
+    remove_stale_temporary_files,
+    save_patch,
+)
 from nodes._patch import Link, NodeInstance, Patch, PatchEvent
 from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
 
@@ -43,10 +50,12 @@ __all__ = [
     "UnknownNodeError",
     "UnknownNodeTypeError",
     "UnknownPinError",
+    "UnsavableValueError",
     "get_spec",
     "load_patch",
     "node",
     "patch_from_dict",
     "patch_to_dict",
+    "remove_stale_temporary_files",
     "save_patch",
 ]

@@ -7,23 +7,44 @@
 Keys are sorted and nodes keep the patch's order, so saving an unchanged patch gives the same bytes.
 Arrays are stored as {"$array": {"dtype", "shape", "data"}} inline, or, above a size threshold,
 as {"$array": {"npz": "<sidecar file>", "key": "<name>"}} in a `.npz` next to the JSON, named
-after the patch file and a hash of its contents (numpy loads it with allow_pickle=False).
-Loading never executes code.
+after the patch file and a hash of its contents. Loading never executes code.
+
+A file is data from a stranger (see nodes/_limits.py and nodes/_paths.py): the JSON is read only
+from a regular file within `Limits.file_bytes`; integers, strings, node and link counts and array
+shapes are checked against the limits in force before anything is built; sidecars are opened
+through `nodes._paths` (inside the patch's folder only) and read member by member, only the members
+a value refers to, each header (shape, dtype) checked before its data is read, never with pickles.
+Links are checked for cycles once for the whole file (one topological sort), so loading is linear
+in the size of the file whatever the order of its links.
 
 Loading checks the document's shape with a JSON schema, then rebuilds the patch through the
 Patch API, so every rule an edit obeys (pin types, single inputs, cycles) also holds for files.
-Every problem becomes a `PatchFileError` naming the file and the place: `nodes[3].type: ...`.
-Saving is atomic: a temporary file in the same folder, fsync, then rename over the old file.
+Every problem becomes a `PatchFileError` naming the file and the place: `nodes[3].type: ...`,
+one line (see nodes/_errors.py).
+Saving is atomic: a temporary file in the same folder (`.NAME.tmp-PID-RANDOM`), fsync, then
+rename over the old file, which keeps its permissions (a new file gets the umask's). Temporary
+files of saves that were killed are removed by the next save of that file, and by
+`remove_stale_temporary_files(folder)` (the editor calls it on start). Everything is serialised
+before anything is written: a value that cannot round-trip exactly (an array of strings, complex
+numbers, dates or records, a value that is no JSON) is refused with one `UnsavableValueError` line
+(a PatchValueError and a ValueError).
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
+import itertools
 import json
+import math
 import os
 import re
-import tempfile
+import secrets
+import stat
+import struct
+import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,8 +52,10 @@ from typing import Any
 import jsonschema
 import numpy as np
 
-from nodes._errors import PatchError, PatchFileError
+from nodes._errors import PatchError, PatchFileError, UnsavableValueError, one_line, shown
+from nodes._limits import Limits, active_limits
 from nodes._patch import MAX_RESOLUTION, Patch
+from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 
 FORMAT = "patchbay"
 VERSION = 1
@@ -105,6 +128,7 @@ def _place(path: Any) -> str:
 
 def _encode_value(value: Any, sidecar: dict[str, np.ndarray], key: str) -> Any:
     if isinstance(value, np.ndarray):
+        _check_savable(value, key)
         if value.nbytes > SIDECAR_THRESHOLD_BYTES:
             sidecar[key] = value
             return {"$array": {"npz": "", "key": key}}  # file name filled in by save_patch
@@ -122,23 +146,75 @@ def _encode_value(value: Any, sidecar: dict[str, np.ndarray], key: str) -> Any:
     return value
 
 
-def _decode_value(value: Any, npz: Mapping[str, np.ndarray] | None) -> Any:
+#: Array dtypes a file may hold: they round-trip exactly through JSON lists and `.npz` files.
+_NUMBER_KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float16", "float32", "float64")  # fmt: skip
+ARRAY_DTYPES = frozenset(str(np.dtype(name)) for name in _NUMBER_KINDS)
+_MAX_DIMENSIONS = 32
+
+
+def _check_savable(array: np.ndarray, key: str) -> None:
+    """UnsavableValueError unless `array` loads back exactly, within the limits in force."""
+    if str(array.dtype) not in ARRAY_DTYPES:
+        raise UnsavableValueError(
+            f"{key}: arrays of {_dtype_shown(array.dtype.str)} cannot be saved (only booleans, "
+            "integers and floats in native byte order)"
+        )
+    try:
+        checked_elements(array.shape, active_limits())
+    except ValueError as problem:
+        raise UnsavableValueError(f"{key}: {problem}") from None
+
+
+def _dtype_shown(name: Any) -> str:
+    """A dtype named in a file, for a message: numpy's name for it when it is one."""
+    if isinstance(name, str) and len(name) <= 40:
+        try:
+            return str(np.dtype(name))
+        except (TypeError, ValueError, SyntaxError):
+            pass
+    return shown(name)
+
+
+def checked_elements(shape: Any, limits: Limits) -> tuple[int, ...]:
+    """`shape` as a tuple of sizes, or ValueError when it is not one or holds more elements
+    than `limits.array_elements`."""
+    if not isinstance(shape, list | tuple) or len(shape) > _MAX_DIMENSIONS:
+        raise ValueError(f"bad array shape {shown(shape)}")
+    if not all(isinstance(size, int) and not isinstance(size, bool) and size >= 0
+               for size in shape):  # fmt: skip
+        raise ValueError(f"bad array shape {shown(shape)}")
+    elements = math.prod(shape)
+    if elements > limits.array_elements:
+        raise ValueError(
+            f"array of {elements} elements: {limits.exceeded('array_elements', elements)}"
+        )
+    return tuple(shape)
+
+
+def _decode_value(value: Any, sidecars: _Sidecars | None, limits: Limits) -> Any:
     if not (isinstance(value, dict) and set(value) == {"$array"}):
         return value
     spec = value["$array"]
     if not isinstance(spec, dict):
         raise ValueError("$array must be an object")
     if "npz" in spec:
-        if npz is None or spec.get("key") not in npz:
-            raise ValueError(f"array {spec.get('key')!r} is missing from the sidecar file")
-        return npz[spec["key"]]
+        name, key = spec.get("npz"), spec.get("key")
+        if not isinstance(name, str) or not isinstance(key, str):
+            raise ValueError("$array npz and key must be text")
+        if sidecars is None:
+            raise ValueError(f"array {shown(key)} is missing from the sidecar file")
+        return sidecars.array(name, key)
+    dtype_name, data = spec.get("dtype"), spec.get("data")
+    if not isinstance(dtype_name, str) or dtype_name not in ARRAY_DTYPES:
+        raise ValueError(f"arrays of {_dtype_shown(dtype_name)} are not supported")
+    shape = checked_elements(spec.get("shape"), limits)
+    if not isinstance(data, list | int | float | bool):
+        raise ValueError("$array data must be a list of numbers")
     try:
-        dtype = np.dtype(spec["dtype"])
-        if dtype.kind not in "biuf":
-            raise ValueError(f"arrays of {dtype} are not supported")
-        return np.asarray(spec["data"], dtype=dtype).reshape(spec["shape"])
-    except (KeyError, TypeError, OverflowError) as error:
-        raise ValueError(f"bad $array ({error})") from None
+        return np.asarray(data, dtype=np.dtype(dtype_name)).reshape(shape)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ValueError(f"bad $array ({type(error).__name__}: {error})") from None
 
 
 # ----------------------------------------------------------------------------- dict <-> patch
@@ -177,23 +253,33 @@ def patch_from_dict(
     folder: Path | None = None,
 ) -> Patch:
     """Build a patch from a JSON document, or raise PatchFileError naming `source` and the place.
-    `folder` becomes the patch's `folder` (where relative file names in values resolve)."""
+    `folder` becomes the patch's `folder` (where relative file names in values resolve); `npz`
+    holds the sidecar arrays by key, for documents read from elsewhere than a file."""
+    return _patch_from_document(document, source, _Sidecars.of(npz), folder, active_limits())
 
+
+def _patch_from_document(
+    document: Any, source: str, sidecars: _Sidecars | None, folder: Path | None, limits: Limits
+) -> Patch:
     def fail(place: str, message: str) -> PatchFileError:
         return PatchFileError(f"{source}: {place}: {message}")
 
     if isinstance(document, dict):
         if document.get("format") != FORMAT:
-            raise fail("format", f"not a patchbay file (format is {document.get('format')!r})")
+            raise fail("format", f"not a patchbay file (format is {shown(document.get('format'))})")
         version = document.get("version")
         if isinstance(version, int) and version > VERSION:
             raise fail(
                 "version",
                 f"written by a newer patchbay (file version {version}, this one reads {VERSION})",
             )
+    _check_sizes(document, limits, fail)
     error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(document))
     if error is not None:
         raise fail(_place(error.absolute_path), error.message)
+    resolution = document.get("settings", {}).get("resolution")
+    if resolution is not None and max(resolution) > limits.texture_side:
+        raise fail("settings.resolution", limits.exceeded("texture_side", max(resolution)))
 
     patch = Patch()
     patch.folder = folder
@@ -203,7 +289,8 @@ def patch_from_dict(
         place = f"nodes[{index}]"
         try:
             values = {
-                name: _decode_value(value, npz) for name, value in entry.get("values", {}).items()
+                name: _decode_value(value, sidecars, limits)
+                for name, value in entry.get("values", {}).items()
             }
         except ValueError as problem:
             raise fail(f"{place}.values", str(problem)) from None
@@ -215,49 +302,223 @@ def patch_from_dict(
             if "already used" in str(problem):
                 field = "id"
             raise fail(f"{place}.{field}", str(problem)) from None
+    made = {}
     for index, entry in enumerate(document["links"]):
         try:
-            patch.connect(*entry["from"], *entry["to"])
+            (src, src_pin), (dst, dst_pin) = entry["from"], entry["to"]
+            made[patch.connect(src, src_pin, dst, dst_pin, check_cycles=False)] = index
         except PatchError as problem:
             raise fail(f"links[{index}]", str(problem)) from None
+    cycle = patch.eager_cycle()
+    if cycle is not None:
+        # Named as loading link by link would: the cycle's last link in file order closes it.
+        steps = [
+            max(made[link] for link in patch.links_out_of(a) if link.dst == b and link in made)
+            for a, b in itertools.pairwise(cycle)
+        ]
+        last = max(range(len(steps)), key=steps.__getitem__)
+        ring = cycle[:-1]
+        ordered = ring[last + 1 :] + ring[: last + 1]
+        raise fail(
+            f"links[{steps[last]}]",
+            "the links close the cycle "
+            + " -> ".join(one_line(node_id, 40) for node_id in [*ordered, ordered[0]])
+            + " (only a feedback input such as util.frame_delay may close a loop)",
+        )
     patch.revision = 0
     patch.value_revision = 0
     return patch
+
+
+def _check_sizes(document: Any, limits: Limits, fail: Any) -> None:
+    """Node and link counts and string lengths against the limits, before the schema check
+    (whose messages would quote the long values) and before anything is built."""
+    if not isinstance(document, dict):
+        return
+    for key, limit_name in (("nodes", "nodes"), ("links", "links")):
+        items = document.get(key)
+        if isinstance(items, list) and len(items) > getattr(limits, limit_name):
+            raise fail(key, f"{len(items)} {key}: {limits.exceeded(limit_name, len(items))}")
+    stack: list[tuple[Any, str]] = [(document, "")]
+    while stack:
+        item, place = stack.pop()
+        if isinstance(item, str):
+            if len(item) > limits.string_chars:
+                where = place or "document"
+                raise fail(where, f"text of {len(item)} characters: "
+                           + limits.exceeded("string_chars", len(item)))  # fmt: skip
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                if len(key) > limits.string_chars:
+                    count = len(key)
+                    raise fail(place or "document",
+                               f"a key of {limits.exceeded('string_chars', count)}")  # fmt: skip
+                stack.append((value, f"{place}.{shown(key)}" if place else shown(key)))
+        elif isinstance(item, list):
+            stack.extend((value, f"{place}[{index}]") for index, value in enumerate(item))
 
 
 # ----------------------------------------------------------------------------- files
 
 
 _SIDECAR_NAME = re.compile(r"^[^/\\]+\.npz$")
+_EOCD = b"PK\x05\x06"
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_ZIP64_EOCD = b"PK\x06\x06"
+_MAX_MEMBERS = 100_000  # a central directory bigger than this is no sidecar patchbay wrote
 
 
-def _sidecar_names(document: Any) -> set[str]:
-    """The sidecar files a (schema-valid) document refers to."""
-    names = set()
-    for entry in document.get("nodes", []) if isinstance(document, dict) else []:
-        values = entry.get("values") if isinstance(entry, dict) else None
-        for value in values.values() if isinstance(values, dict) else []:
-            spec = value.get("$array") if isinstance(value, dict) else None
-            if isinstance(spec, dict) and isinstance(spec.get("npz"), str):
-                names.add(spec["npz"])
-    return names
+def _zip_member_count(handle: Any) -> int:
+    """The member count a zip file declares in its end record (zip64 too), read before
+    `zipfile` builds an object per member; ValueError when there is no end record."""
+    size = handle.seek(0, os.SEEK_END)
+    tail_start = max(0, size - 65536 - 22)
+    handle.seek(tail_start)
+    tail = handle.read()
+    at = tail.rfind(_EOCD)
+    if at < 0 or len(tail) - at < 22:
+        raise ValueError("not a zip file")
+    count = struct.unpack_from("<H", tail, at + 10)[0]
+    if count == 0xFFFF and at >= 20 and tail[at - 20 : at - 16] == _ZIP64_LOCATOR:
+        offset = struct.unpack_from("<Q", tail, at - 20 + 8)[0]
+        handle.seek(offset)
+        record = handle.read(56)
+        if len(record) < 56 or record[:4] != _ZIP64_EOCD:
+            raise ValueError("bad zip64 end record")
+        count = struct.unpack_from("<Q", record, 32)[0]
+    handle.seek(0)
+    return int(count)
 
 
-def _load_sidecars(path: Path, document: Any) -> dict[str, np.ndarray] | None:
-    arrays: dict[str, np.ndarray] = {}
-    names = _sidecar_names(document)
-    for name in sorted(names):
-        if not _SIDECAR_NAME.match(name):
-            raise PatchFileError(f"{path}: bad sidecar file name {name!r}")
-        sidecar = path.with_name(name)
-        if not sidecar.exists():
-            continue  # reported per value, with its place, by patch_from_dict
+class _Sidecars:
+    """The arrays values refer to, read on demand from the sidecar files next to a patch file
+    (or given as a mapping), member by member, within the limits; see the module note."""
+
+    def __init__(self, folder: Path | None, limits: Limits, given: Mapping[str, np.ndarray] | None
+                 = None) -> None:  # fmt: skip
+        self.folder = folder
+        self.limits = limits
+        self.given = given
+        self.archives: dict[str, zipfile.ZipFile] = {}
+        self.handles: list[Any] = []  # zipfile leaves files it was given open
+        self.total_bytes = 0
+
+    @classmethod
+    def of(cls, given: Mapping[str, np.ndarray] | None) -> _Sidecars | None:
+        return None if given is None else cls(None, active_limits(), given)
+
+    def array(self, name: str, key: str) -> np.ndarray:
+        if self.given is not None:
+            if key not in self.given:
+                raise ValueError(f"array {shown(key)} is missing from the sidecar file")
+            return self.given[key]
+        archive = self._archive(name)
         try:
-            with np.load(sidecar, allow_pickle=False) as archive:
-                arrays.update({key: archive[key] for key in archive.files})
-        except (OSError, ValueError) as error:
-            raise PatchFileError(f"{sidecar}: cannot read arrays: {error}") from None
-    return arrays if names else None
+            info = archive.getinfo(key + ".npy")
+        except KeyError:
+            raise ValueError(f"array {shown(key)} is missing from {shown(name)}") from None
+        try:
+            return self._read_member(archive, info)
+        except ValueError as problem:
+            raise PatchFileError(f"{self._where(name)}: array {shown(key)}: {problem}") from None
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError,
+                NotImplementedError) as problem:  # fmt: skip
+            raise PatchFileError(
+                f"{self._where(name)}: array {shown(key)} cannot be read: {problem}"
+            ) from None
+
+    def _where(self, name: str) -> str:
+        return str(self.folder / name) if self.folder is not None else name
+
+    def _archive(self, name: str) -> zipfile.ZipFile:
+        archive = self.archives.get(name)
+        if archive is not None:
+            return archive
+        if not _SIDECAR_NAME.match(name):
+            raise PatchFileError(f"{self._where('')}: bad sidecar file name {shown(name)}")
+        try:
+            path = resolve_patch_path(self.folder, name, "sidecar")
+            handle = open_patch_file(path, "sidecar")
+            self.handles.append(handle)
+        except FileNotFoundError:
+            raise ValueError(f"sidecar file {shown(name)} not found") from None
+        except PathRefusedError as problem:
+            raise PatchFileError(str(problem)) from None
+        try:
+            members = _zip_member_count(handle)
+            if members > _MAX_MEMBERS:
+                raise ValueError(f"{members} members (at most {_MAX_MEMBERS})")
+            archive = zipfile.ZipFile(handle)
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, struct.error) as problem:
+            raise PatchFileError(
+                f"{self._where(name)}: not an array file (.npz): {problem}"
+            ) from None
+        self.archives[name] = archive
+        return archive
+
+    def _read_member(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
+        with archive.open(info) as opened:
+            member: Any = opened  # a ZipExtFile (readinto, tell), typed as IO[bytes]
+            version = np.lib.format.read_magic(member)
+            if version == (1, 0):
+                header = np.lib.format.read_array_header_1_0(member)
+            elif version == (2, 0):
+                header = np.lib.format.read_array_header_2_0(member)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+            shape, fortran, dtype = header
+            if str(dtype) not in ARRAY_DTYPES:
+                raise ValueError(f"arrays of {shown(str(dtype))} are not supported")
+            shape = checked_elements(shape, self.limits)
+            size = math.prod(shape) * dtype.itemsize
+            if self.total_bytes + size > self.limits.sidecar_bytes:
+                total = self.total_bytes + size
+                raise ValueError(f"arrays of {total} bytes: "
+                                 + self.limits.exceeded("sidecar_bytes", total))  # fmt: skip
+            if info.file_size - member.tell() != size:
+                raise ValueError("the member's size does not match its header")
+            self.total_bytes += size
+            data = bytearray(size)
+            view = memoryview(data)
+            filled = 0
+            while filled < size:
+                got = member.readinto(view[filled:])
+                if not got:
+                    raise ValueError("truncated array data")
+                filled += got
+            if member.read(1):  # reading to the end checks the CRC
+                raise ValueError("the member's size does not match its header")
+        array = np.frombuffer(data, dtype=dtype)
+        return array.reshape(shape, order="F" if fortran else "C")
+
+    def close(self) -> None:
+        for archive in self.archives.values():
+            archive.close()
+        for handle in self.handles:
+            handle.close()
+        self.archives.clear()
+        self.handles.clear()
+
+
+def _bounded_int(limits: Limits) -> Any:
+    def parse_int(text: str) -> int:
+        digits = len(text) - text.startswith("-")
+        if digits > limits.int_digits:
+            raise _TooLong(f"an integer of {digits} digits: "
+                           + limits.exceeded("int_digits", digits))  # fmt: skip
+        return int(text)
+
+    return parse_int
+
+
+def _bounded_float(text: str) -> float:
+    if len(text) > 400:
+        raise _TooLong(f"a number written with {len(text)} characters (at most 400)")
+    return float(text)
+
+
+class _TooLong(ValueError):
+    """A number in a JSON text beyond the limits."""
 
 
 def load_patch(path: str | os.PathLike[str], folder: str | os.PathLike[str] | None = None) -> Patch:
@@ -265,22 +526,41 @@ def load_patch(path: str | os.PathLike[str], folder: str | os.PathLike[str] | No
 
     Relative file names in the patch resolve against `folder`, by default the file's own (the
     patch's `folder`; a copy read from elsewhere, such as a recovery file, passes its original's).
+    The limits in force (`nodes._limits.active_limits()`) apply.
     """
     path = Path(path)
     where = Path(folder if folder is not None else path.parent).absolute()
+    limits = active_limits()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_patch_file(path, "patch").decode("utf-8")
+    except FileNotFoundError:
+        raise PatchFileError(f"{path}: cannot read: no such file") from None
+    except PathRefusedError as error:
         raise PatchFileError(f"{path}: cannot read: {error}") from None
+    except OSError as error:
+        raise PatchFileError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise PatchFileError(f"{path}: cannot read: not UTF-8 text ({error.reason} at byte "
+                             f"{error.start})") from None  # fmt: skip
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_int=_bounded_int(limits), parse_float=_bounded_float)
     except json.JSONDecodeError as error:
         raise PatchFileError(
             f"{path}: line {error.lineno} column {error.colno}: invalid JSON ({error.msg})"
         ) from None
+    except _TooLong as error:
+        raise PatchFileError(f"{path}: invalid JSON ({error})") from None
     except RecursionError:
         raise PatchFileError(f"{path}: invalid JSON (nested too deeply)") from None
-    return patch_from_dict(document, str(path), _load_sidecars(path, document), where)
+    sidecars = _Sidecars(path.parent.absolute(), limits)
+    try:
+        return _patch_from_document(document, str(path), sidecars, where, limits)
+    except RecursionError:
+        raise PatchFileError(f"{path}: nested too deeply") from None
+    except MemoryError:
+        raise PatchFileError(f"{path}: out of memory while loading") from None
+    finally:
+        sidecars.close()
 
 
 def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
@@ -288,7 +568,9 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
 
     The sidecar's name carries a hash of its contents, so a new sidecar never replaces the one
     the old file refers to: until the new file is renamed into place, the old file and its
-    arrays stay whole. Sidecars the file no longer refers to are removed afterwards.
+    arrays stay whole. Sidecars the file no longer refers to are removed afterwards, and so are
+    temporary files that saves of this file left behind when they were killed.
+    A value that cannot be saved exactly raises UnsavableValueError before anything is written.
     """
     path = Path(path)
     arrays: dict[str, np.ndarray] = {}
@@ -298,15 +580,83 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
         for value in node["values"].values():
             if isinstance(value, dict) and "$array" in value and "npz" in value["$array"]:
                 value["$array"]["npz"] = sidecar.name if sidecar else ""
-    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    data = _serialised(document)
+    remove_stale_temporary_files(path.parent, path.name)
+    mode = _mode_of(path)
     if sidecar is not None and not sidecar.exists():
-        _atomic_write(sidecar, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
-    _atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
+        _atomic_write(sidecar, lambda handle: np.savez(handle, allow_pickle=False, **arrays), mode)
+    _atomic_write(path, lambda handle: handle.write(data), mode)
     own = re.compile(rf"^{re.escape(path.name)}\.([0-9a-f]{{12}}\.)?npz$")
     for stale in path.parent.glob(f"{glob.escape(path.name)}.*npz"):
         if stale != sidecar and own.match(stale.name):
             stale.unlink(missing_ok=True)
     return sidecar
+
+
+def _serialised(document: dict[str, Any]) -> bytes:
+    """The file's bytes, or UnsavableValueError naming the first value that is not plain JSON."""
+    try:
+        return (json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False,
+                           allow_nan=True) + "\n").encode("utf-8")  # fmt: skip
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
+        pass
+    for node in document["nodes"]:
+        for name, value in node["values"].items():
+            try:
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as problem:
+                raise UnsavableValueError(
+                    f"{node['id']}.{name}: cannot be saved ({type(problem).__name__}: {problem})"
+                ) from None
+    raise UnsavableValueError("the patch's settings or meta cannot be saved as JSON")
+
+
+def _mode_of(path: Path) -> int | None:
+    """The permission bits of an existing file, which a save keeps; None for a new file."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return None
+
+
+#: `.NAME.tmp-PID-RANDOM`: a save of NAME in progress (or killed) in process PID.
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>[0-9]+)-[0-9a-f]{16}$")
+_writing: set[Path] = set()  # temporary files this process is writing now
+
+
+def _process_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, but belongs to someone else
+        return True
+    return True
+
+
+def remove_stale_temporary_files(folder: str | os.PathLike[str], name: str | None = None) -> int:
+    """Remove the temporary files that saves into `folder` left behind when they were killed
+    (of the file `name` and its sidecars only, when given): those of processes that no longer
+    run, and this process's own that it is not writing now. Returns how many were removed."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _TEMPORARY.match(entry.name)
+        if match is None or (name is not None and not match["name"].startswith(name)):
+            continue
+        path = Path(entry.path)
+        pid = int(match["pid"])
+        if path in _writing or (pid != os.getpid() and _process_running(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed += 1
+    return removed
 
 
 def _digest(arrays: Mapping[str, np.ndarray]) -> str:
@@ -318,20 +668,31 @@ def _digest(arrays: Mapping[str, np.ndarray]) -> str:
     return digest.hexdigest()[:12]
 
 
-def _atomic_write(path: Path, write: Any) -> None:
+_CREATE_FLAGS = (
+    os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def _atomic_write(path: Path, write: Any, mode: int | None) -> None:
+    """Write through a temporary file renamed over `path`; `mode` (the old file's permission
+    bits) or, for a new file, 0o666 less the umask (applied by `os.open`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed over `path` once complete
-        "wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-    )
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(8)}")
+    _writing.add(temporary)
     try:
-        with handle:
+        descriptor = os.open(temporary, _CREATE_FLAGS, 0o666)
+        with open(descriptor, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(handle.name, path)
+        os.replace(temporary, path)
     except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+    finally:
+        _writing.discard(temporary)
     try:
         directory = os.open(path.parent, os.O_RDONLY)
     except OSError:

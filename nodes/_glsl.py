@@ -4,11 +4,16 @@ shader declares.
 GPU node specs turn a shader's uniform declarations into input pins with this parser, so `nodes`
 never imports moderngl. Results are cached by source text (a running gpu.shader asks every frame).
 
-It is a regular-expression scan, not a GLSL parser: it understands plain declarations
-(`uniform vec4 color;`, `uniform float a, b;`, precision qualifiers, and a literal initializer
-such as `uniform float scale = 8.0;` or `uniform vec2 c = vec2(0.5, 0.5);`) after stripping
-comments. Arrays, structs, matrices and uniforms inside `#if` branches that are compiled out are
-not understood (the latter are still reported).
+It is a small tokenizer, not a GLSL parser: it understands plain declarations (`uniform vec4
+color;`, `uniform float a, b;`, precision qualifiers, and a literal initializer such as `uniform
+float scale = 8.0;` or `uniform vec2 c = vec2(0.5, 0.5);`) after stripping comments. Arrays,
+structs, matrices and uniforms inside `#if` branches that are compiled out are not understood (the
+latter are still reported).
+
+Shader sources come from patch files, so every step is linear in the source's length: comments
+are found with `str.find`, tokens with one regular expression whose alternatives are single
+character classes (no nested or overlapping quantifiers), and literals are checked character by
+character before `float()` reads them.
 """
 
 from __future__ import annotations
@@ -21,15 +26,10 @@ from typing import Any, NamedTuple
 #: Uniform types that `parse_uniforms` reports (the ones a node can expose as input pins).
 FRAGMENT_UNIFORM_TYPES = ("float", "vec2", "vec3", "vec4", "int", "bool", "sampler2D")
 
-_COMMENTS_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_UNIFORM_RE = re.compile(
-    r"\buniform\s+(?:(?:lowp|mediump|highp)\s+)?"
-    r"(?P<type>float|vec2|vec3|vec4|int|bool|sampler2D)\s+"
-    r"(?P<names>[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*"
-    r"(?:=\s*(?P<init>[^;]*?)\s*)?;"
-)
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_NUMBER_RE = re.compile(_NUMBER)
+_PRECISIONS = frozenset({"lowp", "mediump", "highp"})
+# Identifiers, numbers (with their suffixes, loosely), or any other single character.
+_TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9.][A-Za-z0-9_.]*|\S")
+_NUMBER_CHARS = frozenset("0123456789.eE+-")
 _DIMENSIONS = {"float": 1, "int": 1, "bool": 1, "vec2": 2, "vec3": 3, "vec4": 4}
 
 
@@ -59,15 +59,89 @@ class UniformDecl(NamedTuple):
     default: Any = None
 
 
+def _without_comments(source: str) -> str:
+    """`source` with each comment replaced by a space; an unclosed `/*` runs to the end. Linear:
+    each search starts where the last one ended, and a found opener is searched for again only
+    once the scan has passed it."""
+    parts = []
+    position = 0
+    line = source.find("//")
+    block = source.find("/*")
+    while line >= 0 or block >= 0:
+        if block < 0 or 0 <= line < block:
+            parts.append(source[position:line])
+            end = source.find("\n", line)
+        else:
+            parts.append(source[position:block])
+            end = source.find("*/", block + 2)
+            end = end + 2 if end >= 0 else end
+        position = len(source) if end < 0 else end
+        if 0 <= line < position:
+            line = source.find("//", position)
+        if 0 <= block < position:
+            block = source.find("/*", position)
+    parts.append(source[position:])
+    return " ".join(parts)
+
+
+def _declaration(
+    tokens: list[re.Match[str]], at: int, text: str, semicolons: list[int]
+) -> tuple[str, list[str], str | None, int] | None:
+    """The uniform declaration whose `uniform` token is `tokens[at]`: (type, names, initializer
+    text or None, index of its `;`), or None when it is not a plain supported declaration.
+    `semicolons[k]` is the index of the first `;` token at or after `k` (len(tokens) if none)."""
+    count = len(tokens)
+    k = at + 1
+    if k < count and tokens[k].group() in _PRECISIONS:
+        k += 1
+    if k >= count or tokens[k].group() not in FRAGMENT_UNIFORM_TYPES:
+        return None
+    glsl_type = tokens[k].group()
+    names: list[str] = []
+    k += 1
+    while k < count:
+        name = tokens[k].group()
+        if not (name[0].isalpha() or name[0] == "_"):
+            return None
+        names.append(name)
+        k += 1
+        if k < count and tokens[k].group() == ",":
+            k += 1
+            continue
+        break
+    if k >= count:
+        return None
+    after = tokens[k].group()
+    if after == ";":
+        return glsl_type, names, None, k
+    if after != "=":
+        return None
+    start = tokens[k].end()
+    k = semicolons[k]
+    if k >= count:
+        return None
+    return glsl_type, names, text[start : tokens[k].start()], k
+
+
 @functools.lru_cache(maxsize=128)
 def uniform_declarations(source: str) -> tuple[UniformDecl, ...]:
     """Every supported uniform declared in GLSL `source`, in source order, each name once."""
-    text = _COMMENTS_RE.sub(" ", source)
+    text = _without_comments(source)
+    tokens = list(_TOKEN_RE.finditer(text))
+    semicolons = [len(tokens)] * (len(tokens) + 1)
+    for k in range(len(tokens) - 1, -1, -1):
+        semicolons[k] = k if tokens[k].group() == ";" else semicolons[k + 1]
     found: dict[str, UniformDecl] = {}
-    for match in _UNIFORM_RE.finditer(text):
-        glsl_type = match.group("type")
-        names = [name.strip() for name in match.group("names").split(",")]
-        init = match.group("init")
+    k = 0
+    while k < len(tokens):
+        if tokens[k].group() != "uniform":
+            k += 1
+            continue
+        declaration = _declaration(tokens, k, text, semicolons)
+        if declaration is None:
+            k += 1
+            continue
+        glsl_type, names, init, k = declaration
         default = _literal(glsl_type, init) if init is not None and len(names) == 1 else None
         for name in names:
             if name not in found:
@@ -84,6 +158,17 @@ def parse_uniforms(source: str) -> list[tuple[str, str]]:
     return [(decl.name, decl.type) for decl in uniform_declarations(source)]
 
 
+def _number(text: str) -> float | None:
+    """A GLSL number literal such as `1.5`, `-2`, `3e-2` or `0.5f`, or None."""
+    text = text.strip().removesuffix("f").removesuffix("F")
+    if not text or len(text) > 64 or not set(text) <= _NUMBER_CHARS:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def _literal(glsl_type: str, text: str) -> Any:
     """The value of an initializer such as `1.5`, `true` or `vec3(1.0, 0.5, 0.0)`, or None."""
     text = text.strip()
@@ -93,14 +178,14 @@ def _literal(glsl_type: str, text: str) -> Any:
     if dimension is None:
         return None
     if dimension > 1:
-        match = re.fullmatch(rf"{glsl_type}\s*\((.*)\)", text)
-        if match is None:
+        inner = text.removeprefix(glsl_type).lstrip()
+        if inner == text or not (inner.startswith("(") and inner.endswith(")")):
             return None
-        text = match.group(1)
-    parts = [part.strip() for part in text.split(",")]
-    if not all(_NUMBER_RE.fullmatch(part.rstrip("fF")) for part in parts):
+        text = inner[1:-1]
+    found = [_number(part) for part in text.split(",")]
+    numbers = [number for number in found if number is not None]
+    if len(numbers) != len(found):
         return None
-    numbers = [float(part.rstrip("fF")) for part in parts]
     if glsl_type == "int":
         return int(numbers[0]) if len(numbers) == 1 and numbers[0].is_integer() else None
     if dimension == 1:

@@ -34,6 +34,7 @@ from nodes._errors import (
     UnknownNodeTypeError,
     UnknownPinError,
 )
+from nodes._paths import PathRefusedError, resolve_patch_path
 from nodes._spec import NodeSpec, PinSpec, get_spec
 from nodes._types import coerce_value, types_compatible
 
@@ -242,23 +243,38 @@ class Patch:
         self._emit(PatchEvent("ui", "move", node_id, value=pos))
 
     def set_value(self, node_id: str, pin: str, value: Any) -> None:
-        """Set the value of an input pin (used when the pin has no link)."""
+        """Set the value of an input pin (used when the pin has no link).
+
+        All or nothing: a value the pin cannot take (a wrong type, a file name a patch may not
+        use) raises PatchValueError before anything changes. A value that merely makes the node
+        fail when it runs (a missing file) is applied."""
         instance = self.node(node_id)
         spec_pin = instance.input(pin)
         if spec_pin is None:
             raise UnknownPinError(f"node {node_id!r} ({instance.type_id}) has no input {pin!r}")
         new = _coerce(node_id, spec_pin, value)
+        if spec_pin.hint == "file" and isinstance(new, str) and new:
+            try:
+                resolve_patch_path(self.folder, new, "file")
+            except PathRefusedError as refused:
+                raise PatchValueError(f"{node_id}.{pin}: {refused}") from None
+        values = {**instance.values, pin: new}
+        inputs = instance.inputs
+        if pin in instance.spec.dynamic_from:
+            try:
+                inputs = instance.spec.inputs_for(values, self.folder)
+            except Exception as problem:  # the spec cannot derive pins from it: refused whole
+                raise PatchValueError(
+                    f"{node_id}.{pin}: {type(problem).__name__}: {problem}"
+                ) from None
         # Values dicts are replaced, never changed, so snapshots can share them without copying.
-        instance.values = {**instance.values, pin: new}
+        instance.values = values
         instance.stamp = next(_stamps)
         self._emit(PatchEvent("value", "set_value", node_id, pin, value=new))
-        if pin in instance.spec.dynamic_from:
-            self._rederive_pins(instance)
+        if inputs != instance.inputs:
+            self._rederive_pins(instance, inputs)
 
-    def _rederive_pins(self, instance: NodeInstance) -> None:
-        inputs = instance.spec.inputs_for(instance.values, self.folder)
-        if inputs == instance.inputs:
-            return
+    def _rederive_pins(self, instance: NodeInstance, inputs: tuple[PinSpec, ...]) -> None:
         names = {pin.name for pin in inputs}
         for pin_name, link in list(self._links_in.get(instance.id, {}).items()):
             if pin_name not in names:
@@ -277,7 +293,9 @@ class Patch:
         self._emit(PatchEvent("value", "settings", value=dict(settings)))
 
     # ----------------------------------------------------------------- links
-    def check_link(self, src: str, src_pin: str, dst: str, dst_pin: str) -> Link:
+    def check_link(
+        self, src: str, src_pin: str, dst: str, dst_pin: str, check_cycles: bool = True
+    ) -> Link:
         """Raise the PatchError that `connect` would raise, without changing anything."""
         src_node, dst_node = self.node(src), self.node(dst)
         out_index = src_node.spec.output_index(src_pin)
@@ -296,7 +314,7 @@ class Patch:
             raise InputOccupiedError(
                 f"{dst}.{dst_pin} already has a link from {existing.src}.{existing.src_pin}"
             )
-        if not in_pin.feedback:
+        if check_cycles and not in_pin.feedback:
             path = self._eager_path(dst, src)
             if path is not None:
                 cycle = [*path, dst]
@@ -329,9 +347,47 @@ class Patch:
                 stack.append(link.dst)
         return None
 
-    def connect(self, src: str, src_pin: str, dst: str, dst_pin: str) -> Link:
-        """Link an output to an input; refused with a PatchError subclass if not allowed."""
-        link = self.check_link(src, src_pin, dst, dst_pin)
+    def eager_cycle(self) -> list[str] | None:
+        """A cycle of links that do not go through feedback inputs, as node ids `a -> ... -> a`,
+        or None. One topological sort: linear in the size of the patch (used after links were
+        made with `check_cycles=False`, e.g. loading a file)."""
+        feeding: dict[str, list[str]] = {node_id: [] for node_id in self.nodes}
+        waiting = dict.fromkeys(self.nodes, 0)
+        for link in self._links:
+            pin = self.nodes[link.dst].input(link.dst_pin)
+            if pin is not None and not pin.feedback:
+                feeding[link.src].append(link.dst)
+                waiting[link.dst] += 1
+        ready = [node_id for node_id, count in waiting.items() if count == 0]
+        while ready:
+            for after in feeding[ready.pop()]:
+                waiting[after] -= 1
+                if waiting[after] == 0:
+                    ready.append(after)
+        stuck = {node_id for node_id, count in waiting.items() if count}
+        if not stuck:
+            return None
+        # Every stuck node has an eager input from a stuck node: walk those back to a repeat.
+        feeders = {
+            link.dst: link.src
+            for link in self._links
+            if link.dst in stuck and link.src in stuck
+            and not getattr(self.nodes[link.dst].input(link.dst_pin), "feedback", True)
+        }  # fmt: skip
+        seen: dict[str, int] = {}
+        walk = [next(node_id for node_id in self.nodes if node_id in stuck)]
+        while walk[-1] not in seen:
+            seen[walk[-1]] = len(walk) - 1
+            walk.append(feeders[walk[-1]])
+        return walk[seen[walk[-1]] :][::-1]
+
+    def connect(
+        self, src: str, src_pin: str, dst: str, dst_pin: str, check_cycles: bool = True
+    ) -> Link:
+        """Link an output to an input; refused with a PatchError subclass if not allowed.
+        `check_cycles=False` leaves the cycle check to one `eager_cycle()` call after many
+        links (loading a file), instead of a search per link."""
+        link = self.check_link(src, src_pin, dst, dst_pin, check_cycles)
         self._links[link] = None
         self._links_in.setdefault(dst, {})[dst_pin] = link
         self._links_out.setdefault(src, {})[link] = None

@@ -1,8 +1,12 @@
 """The core node types: values, user inputs, time, noise, math, logic, arrays, outputs.
 
 Compute functions are plain functions of their inputs; math works on floats and numpy arrays
-alike. Nodes that depend on the clock take `ctx` (with `t`, `frame`, `dt`); stateful nodes keep
-their state in the object returned by their `init_state`, owned by the evaluator's context.
+alike. Nodes that allocate arrays from their values (`array.range`, `array.linspace`, math on
+arrays that broadcast to a bigger shape) check the size against `Limits.array_elements` first, so a
+small file cannot make a frame take gigabytes.
+
+Nodes that depend on the clock take `ctx` (with `t`, `frame`, `dt`); stateful nodes keep their
+state in the object returned by their `init_state`, owned by the evaluator's context.
 """
 
 from __future__ import annotations
@@ -15,10 +19,30 @@ from typing import Any
 
 import numpy as np
 
+from nodes._limits import active_limits
 from nodes._spec import Array, Determinism, Num, node
 
 HOT = Determinism.NONDETERMINISTIC
 USER = Determinism.USER_INPUT
+
+
+def check_elements(count: int) -> None:
+    """ValueError unless an array of `count` elements is within `Limits.array_elements`."""
+    limit = active_limits().array_elements
+    if count > limit:
+        raise ValueError(f"{count} elements is above the limit array_elements = {limit}")
+
+
+# Only operations on two or more arrays can make a bigger one (an outer product by broadcasting):
+# math nodes check those, comparing types exactly, which costs a chain of floats next to nothing.
+_ARRAY = np.ndarray
+
+
+def check_broadcast(*values: Any) -> None:
+    """ValueError unless the arrays among `values` broadcast to a shape within the limits."""
+    shapes = [value.shape for value in values if isinstance(value, np.ndarray)]
+    check_elements(math.prod(np.broadcast_shapes(*shapes)))
+
 
 # ----------------------------------------------------------------------------- values and inputs
 
@@ -137,16 +161,22 @@ def noise_random(ctx: Any, state: int, seed: int = 0) -> float:
 
 @node("math.add", examples=(({"a": 1.0, "b": 2.0}, 3.0),))
 def math_add(a: Num = 0.0, b: Num = 0.0) -> Num:
+    if type(a) is _ARRAY and type(b) is _ARRAY:
+        check_broadcast(a, b)
     return a + b
 
 
 @node("math.sub", examples=(({"a": 1.0, "b": 2.0}, -1.0),))
 def math_sub(a: Num = 0.0, b: Num = 0.0) -> Num:
+    if type(a) is _ARRAY and type(b) is _ARRAY:
+        check_broadcast(a, b)
     return a - b
 
 
 @node("math.mul", examples=(({"a": 3.0, "b": 2.0}, 6.0),))
 def math_mul(a: Num = 1.0, b: Num = 1.0) -> Num:
+    if type(a) is _ARRAY and type(b) is _ARRAY:
+        check_broadcast(a, b)
     return a * b
 
 
@@ -155,6 +185,8 @@ def math_div(a: Num = 0.0, b: Num = 1.0) -> Num:
     """a / b; dividing by zero fails the node (its output keeps the last good value)."""
     if isinstance(b, np.ndarray) and not np.all(b):
         raise ZeroDivisionError("division by zero in b")
+    if type(a) is _ARRAY and type(b) is _ARRAY:
+        check_broadcast(a, b)
     return a / b
 
 
@@ -176,6 +208,7 @@ def math_abs(x: Num = 0.0) -> Num:
 @node("math.clamp", examples=(({"x": 2.0, "low": 0.0, "high": 1.0}, 1.0),))
 def math_clamp(x: Num = 0.0, low: Num = 0.0, high: Num = 1.0) -> Num:
     if isinstance(x, np.ndarray) or isinstance(low, np.ndarray) or isinstance(high, np.ndarray):
+        check_broadcast(x, low, high)
         return np.clip(x, low, high)
     return min(max(x, low), high)
 
@@ -183,6 +216,8 @@ def math_clamp(x: Num = 0.0, low: Num = 0.0, high: Num = 1.0) -> Num:
 @node("math.mix", examples=(({"a": 0.0, "b": 10.0, "t": 0.25}, 2.5),))
 def math_mix(a: Num = 0.0, b: Num = 1.0, t: Num = 0.5) -> Num:
     """Linear interpolation from a (t = 0) to b (t = 1)."""
+    if (type(a) is _ARRAY) + (type(b) is _ARRAY) + (type(t) is _ARRAY) > 1:
+        check_broadcast(a, b, t)
     return a + (b - a) * t
 
 
@@ -250,6 +285,7 @@ def util_frame_delay(state: DelayState, init: Any = 0.0, in_: Any = 0.0) -> Any:
 def array_linspace(start: float = 0.0, stop: float = 1.0, count: int = 16) -> Array:
     if count < 0:
         raise ValueError("count must not be negative")
+    check_elements(count)
     return np.linspace(start, stop, count)
 
 
@@ -267,6 +303,7 @@ def array_sum(x: Num = 0.0) -> float:
 @node("array.range")
 def array_range(count: int = 16) -> Array:
     """0, 1, ..., count - 1."""
+    check_elements(count)
     return np.arange(count, dtype=np.float64)
 
 

@@ -7,8 +7,14 @@ another size or format, and when the node is removed (the context closes its sta
 constant inputs is CONST like any other node: a constant gradient is rendered once and cached; a
 noise driven by `time.seconds` is HOT and renders every frame.
 
-Files: a relative `file` (gpu.shader) or `path` (gpu.image) is relative to the folder of the
-patch's file (`ctx.folder`), or to the current directory for a patch that was never saved.
+Files: a `file` (gpu.shader) or `path` (gpu.image) is relative to the folder of the patch's file
+(`ctx.folder`), or to the current directory for a patch that was never saved, and must stay inside
+it (or the built-in resources, or a trusted folder): `nodes._paths` resolves and opens it, regular
+files only, within the size limits. Images are read and decoded on the context's worker pool, never
+on the frame path; shader files are small (`Limits.shader_file_bytes`) and read when they change.
+
+Sizes: every render target is at most `Limits.texture_side` pixels a side (checked before it is
+acquired), and so is a decoded image or an uploaded array.
 
 Sizes: every node has a `resolution` pin (width, height in pixels); (0, 0) means the input's size
 for filters, else the patch's `resolution` setting (`ctx.resolution`).
@@ -26,15 +32,19 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import io
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nodes._errors import Deferred
+from nodes._errors import Deferred, shown
 from nodes._glsl import builtin_shader, uniform_declarations
+from nodes._limits import active_limits
+from nodes._paths import PathRefusedError, read_patch_file, resolve_patch_path
 from nodes._spec import Array, Color, Determinism, PinSpec, Texture, Vec2, node
 
 HOT = Determinism.NONDETERMINISTIC
@@ -66,6 +76,7 @@ class GPUTargets:
         current = self.targets.get(role)
         if current is not None and self.gl is gl and (keep or current.size == size):
             return current
+        check_texture_size(size)
         if current is not None:
             self.put(role)
         if self.gl is not gl:
@@ -91,11 +102,13 @@ class GPUTargets:
             self.put(role)
 
 
-def _in_folder(file: str, folder: Path | None) -> Path:
-    """The path a file value names: relative ones are relative to `folder` (the patch file's
-    folder, `ctx.folder`), or to the current directory when there is none."""
-    path = Path(file).expanduser()
-    return folder / path if folder is not None and not path.is_absolute() else path
+def check_texture_size(size: tuple[int, int]) -> None:
+    """ValueError unless a texture of `size` pixels is within `Limits.texture_side`."""
+    side = active_limits().texture_side
+    width, height = size
+    if not (1 <= width <= side and 1 <= height <= side):
+        raise ValueError(f"texture size {width}x{height}: each side must be 1..{side} (limit "
+                         "texture_side)")  # fmt: skip
 
 
 def _size(ctx: Any, resolution: Vec2, *inputs: Any) -> tuple[int, int]:
@@ -281,12 +294,12 @@ _PIN_OF_UNIFORM = {
 
 
 class _FileText:
-    """The text of the shader file last read, with the (path, mtime) it was read at."""
+    """The text of the shader file last read, with the (path, mtime, size) it was read at."""
 
     __slots__ = ("file_key", "file_text")
 
     def __init__(self) -> None:
-        self.file_key: tuple[Path, int] | None = None
+        self.file_key: tuple[Path, int, int] | None = None
         self.file_text = ""
 
 
@@ -294,25 +307,31 @@ def shader_text(
     source: str, file: str, folder: Path | None = None, cache: _FileText | None = None
 ) -> str:
     """The fragment shader a gpu.shader node runs: `source` if given, else `file`: a .glsl file
-    (a relative path is relative to `folder`, the patch file's, else to the current directory),
-    or else a bundled shader name (`noise` or `noise.glsl`). With `cache`, a file is read again
-    only when its modification time changes."""
+    relative to `folder` (the patch file's, else the current directory) and inside it (see
+    nodes._paths), or else a bundled shader name (`noise` or `noise.glsl`). With `cache`, a file
+    is read again only when its modification time or size changes. Errors are one line:
+    PathRefusedError (a ValueError) for a name or file that may not be used, FileNotFoundError."""
     if source.strip():
         return source
     if not file:
         raise ValueError("no shader: set source or file")
-    path = _in_folder(file, folder)
+    path = resolve_patch_path(folder, file, "shader")
     try:
-        key = (path, path.stat().st_mtime_ns)
+        info = os.stat(path)
     except OSError:
         name = file.removesuffix(".glsl")
         if "/" not in name and "\\" not in name:
             with contextlib.suppress(KeyError):
                 return builtin_shader(name)
-        raise FileNotFoundError(f"shader file {file!r} not found") from None
+        raise FileNotFoundError(f"shader file {shown(file)} not found") from None
+    key = (path, info.st_mtime_ns, info.st_size)
     if cache is not None and cache.file_key == key:
         return cache.file_text
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_patch_file(path, "shader").decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PathRefusedError(f"shader file {shown(file)}: not UTF-8 text ({error.reason} at "
+                               f"byte {error.start})") from None  # fmt: skip
     if cache is not None:
         cache.file_key, cache.file_text = key, text
     return text
@@ -405,30 +424,32 @@ def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file:
 
 # ----------------------------------------------------------------------------- CPU <-> GPU
 
-_loader: concurrent.futures.ThreadPoolExecutor | None = None
 
-
-def _load_image(path: str) -> np.ndarray:
+def _load_image(path: Path) -> np.ndarray:
+    """Read and decode an image file (on a worker thread): the file is opened as nodes._paths
+    opens files, and its size is checked from the header before any pixel is decoded."""
     from PIL import Image
 
-    with Image.open(path) as image:
+    data = read_patch_file(path, "image")
+    with Image.open(io.BytesIO(data)) as image:
+        check_texture_size(image.size)
         return np.asarray(image.convert("RGBA"), dtype=np.uint8)
 
 
-def _file_stamp(path: str) -> int | None:
+def _file_stamp(path: Path) -> int | None:
     """The file's modification time (ns), None if it cannot be read."""
     try:
-        return Path(path).stat().st_mtime_ns
+        return path.stat().st_mtime_ns
     except OSError:
         return None
 
 
-def _load_failure(path: str, error: BaseException) -> str:
-    """One line saying why `path` did not load."""
+def _load_failure(name: str, error: BaseException) -> str:
+    """One line saying why the image `name` did not load."""
     if isinstance(error, OSError) and error.strerror:
-        return f"{path}: {error.strerror}"
+        return f"{name}: {error.strerror}"
     lines = str(error).strip().splitlines()
-    return f"{path}: {lines[0] if lines else type(error).__name__}"
+    return f"{name}: {lines[0] if lines else type(error).__name__}"
 
 
 class ImageState(GPUTargets):
@@ -440,10 +461,10 @@ class ImageState(GPUTargets):
     def __init__(self, path: str = "") -> None:
         super().__init__(path)
         self.pending: concurrent.futures.Future[np.ndarray] | None = None
-        self.loading = ""
+        self.loading: Path | None = None
         self.loading_stamp: int | None = None
-        self.loaded = ""
-        self.failed: tuple[str, int | None, str] | None = None
+        self.loaded: Path | None = None
+        self.failed: tuple[Path, int | None, str] | None = None
 
 
 @node("gpu.image", init_state=ImageState, hints={"path": "file"})
@@ -452,37 +473,35 @@ def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
     until then the node reports deferred and keeps its previous texture. A file that does not
     load fails the node until the path or the file changes. A relative path is relative to the
     patch file's folder."""
-    global _loader
     gl = _gpu(ctx)
     if not path:
         return None
-    path = str(_in_folder(path, ctx.folder))
-    if state.loaded == path and "out" in state.targets and state.gl is gl:
+    name = path
+    resolved = resolve_patch_path(ctx.folder, name, "image")
+    if state.loaded == resolved and "out" in state.targets and state.gl is gl:
         return state.targets["out"]
     if state.failed is not None:
         failed_path, failed_stamp, message = state.failed
-        if failed_path == path and _file_stamp(path) == failed_stamp:
+        if failed_path == resolved and _file_stamp(resolved) == failed_stamp:
             raise OSError(message)  # a new exception each time: nothing piles up on it
         state.failed = None
-    if state.loading != path or state.pending is None:
-        if _loader is None:
-            _loader = concurrent.futures.ThreadPoolExecutor(2, "patchbay-image")
-        state.loading = path
-        state.loading_stamp = _file_stamp(path)
-        state.pending = _loader.submit(_load_image, path)
+    if state.loading != resolved or state.pending is None:
+        state.loading = resolved
+        state.loading_stamp = _file_stamp(resolved)
+        state.pending = ctx.submit(_load_image, resolved)
     if not state.pending.done():
-        raise Deferred(f"loading {path}")
-    pending, state.pending, state.loading = state.pending, None, ""
+        raise Deferred(f"loading {shown(name)}")
+    pending, state.pending, state.loading = state.pending, None, None
     try:
         pixels = pending.result()
     except Exception as error:  # decoding failed: remembered, so the file is not loaded again
-        state.failed = (path, state.loading_stamp, _load_failure(path, error))
+        state.failed = (resolved, state.loading_stamp, _load_failure(shown(name), error))
         raise OSError(state.failed[2]) from None
     if state.gl is not gl:
         state.close()
         state.gl = gl
     target = state.replace("out", gl.upload(pixels))
-    state.loaded = path
+    state.loaded = resolved
     return target
 
 
@@ -494,6 +513,9 @@ def gpu_from_array(ctx: Any, state: GPUTargets, array: Array = np.zeros(0)) -> T
     pixels = np.asarray(array)
     if pixels.size == 0:
         return None
+    if pixels.ndim not in (2, 3):
+        raise ValueError(f"expected an HxW or HxWxC array, got {pixels.ndim} dimensions")
+    check_texture_size((pixels.shape[1], pixels.shape[0]))
     if pixels.dtype != np.uint8:
         pixels = pixels.astype(np.float32)
     if state.gl is not gl:

@@ -182,3 +182,15 @@ def test_the_editor_without_a_display_says_so_in_one_line() -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no display" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_bench_load_section_reports_both_link_orders_per_size() -> None:
+    from app.bench import load_section
+
+    report = load_section([20, 40], repeats=1)
+    assert set(report) == {"forward/20", "forward/40", "reversed/20", "reversed/40"}
+    for key, row in report.items():
+        assert row["nodes"] == int(key.split("/")[1]) and row["mb"] > 0
+        assert row["ms_per_mb"] > 0 and row["ms_per_1000_nodes"] > 0
+    assert report["forward/20"]["vs_smallest"] == report["reversed/20"]["vs_smallest"] == 1.0
+    assert "vs_forward" in report["reversed/40"]

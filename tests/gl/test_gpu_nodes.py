@@ -283,7 +283,8 @@ def test_image_loads_in_the_background(
         return real_load(name)
 
     monkeypatch.setattr(gpu_library, "_load_image", slow_load)
-    image = any_rig.add("gpu.image", path=str(path))
+    any_rig.patch.folder = tmp_path
+    image = any_rig.add("gpu.image", path="picture.png")
     any_rig.link(image, any_rig.add("gpu.output"))
     any_rig.run(3)
     assert any_rig.evaluator.status(image) == "deferred"
@@ -297,7 +298,8 @@ def test_image_loads_in_the_background(
 
 
 def test_image_reports_a_missing_file(rig: Rig, tmp_path: Path) -> None:
-    image = rig.add("gpu.image", path=str(tmp_path / "missing.png"))
+    rig.patch.folder = tmp_path
+    image = rig.add("gpu.image", path="missing.png")
     rig.link(image, rig.add("gpu.output"))
     run_until_settled(rig, image)
     assert rig.evaluator.status(image) == "failed"
@@ -597,14 +599,14 @@ def test_a_broken_shader_on_a_hot_input_raises_fresh_errors(
 
 def _counting_reads(monkeypatch: pytest.MonkeyPatch, watched: Path) -> list[Path]:
     reads: list[Path] = []
-    real = Path.read_text
+    real = gpu_library.read_patch_file
 
-    def read_text(self: Path, *args: Any, **kwargs: Any) -> str:
-        if self.name == watched.name:
-            reads.append(self)
-        return real(self, *args, **kwargs)
+    def read_patch_file(path: Path, kind: Any) -> bytes:
+        if path.name == watched.name:
+            reads.append(path)
+        return real(path, kind)
 
-    monkeypatch.setattr(Path, "read_text", read_text)
+    monkeypatch.setattr(gpu_library, "read_patch_file", read_patch_file)
     return reads
 
 
@@ -624,15 +626,15 @@ def test_a_hot_shader_file_is_read_once_until_it_changes(
     path.write_text(text)
     reads = _counting_reads(monkeypatch, path)
     scans: list[str] = []
-    real_comments = _glsl._COMMENTS_RE
+    real_comments = _glsl._without_comments
 
-    class CountingComments:
-        def sub(self, replacement: str, text: str) -> str:
-            scans.append(text)
-            return real_comments.sub(replacement, text)
+    def counting_comments(text: str) -> str:
+        scans.append(text)
+        return real_comments(text)
 
-    monkeypatch.setattr(_glsl, "_COMMENTS_RE", CountingComments())
-    shader = rig.add("gpu.shader", source="", file=str(path), tint=(0, 1, 0, 1))
+    monkeypatch.setattr(_glsl, "_without_comments", counting_comments)
+    rig.patch.folder = tmp_path
+    shader = rig.add("gpu.shader", source="", file="tint.glsl", tint=(0, 1, 0, 1))
     rig.link(rig.add("time.seconds"), shader, "t")
     rig.link(shader, rig.add("gpu.output"))
     reads.clear()
@@ -753,7 +755,8 @@ def test_an_image_that_does_not_decode_is_not_loaded_again(
         return real_load(name)
 
     monkeypatch.setattr(gpu_library, "_load_image", counting_load)
-    ctx = SimpleNamespace(gpu=gl, folder=tmp_path)
+    workers = concurrent.futures.ThreadPoolExecutor(1)
+    ctx = SimpleNamespace(gpu=gl, folder=tmp_path, submit=workers.submit)
     state = gpu_library.ImageState()
 
     def run(name: str) -> Any:
@@ -782,3 +785,4 @@ def test_an_image_that_does_not_decode_is_not_loaded_again(
     assert len(loads) == 2 and target.size == (4, 4)
     assert np.array_equal(gl.readback(target), picture)
     state.close()
+    workers.shutdown()

@@ -222,12 +222,12 @@ def test_failed_write_in_the_middle_leaves_the_old_file_intact(
     before = path.read_bytes()
     real_write = fileformat._atomic_write
 
-    def half_write(target: Path, write: Any) -> None:
+    def half_write(target: Path, write: Any, mode: int | None) -> None:
         def broken(handle: Any) -> None:
             handle.write(b'{"format": "patch')
             raise OSError("disk full")
 
-        real_write(target, broken)
+        real_write(target, broken, mode)
 
     monkeypatch.setattr(fileformat, "_atomic_write", half_write)
     with pytest.raises(OSError, match="disk full"):

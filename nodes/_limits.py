@@ -1,0 +1,81 @@
+"""Resource limits: how much a patch file may make patchbay read, allocate and build.
+
+A patch file is data from a stranger, so everything in it that costs memory or time is checked
+against a `Limits` before anything is allocated: the loader checks sizes, counts and declared array
+shapes (sidecar headers are read before their data), and nodes that allocate from their values
+(`array.range`, texture sizes) check them when they run. Exceeding a limit is one line naming the
+limit, e.g. `... (limit max_array_elements = 16777216)`.
+
+The limits in force are process-wide (`active_limits()`): the command line replaces them for files
+the person trusts (`--trust`, `--limit NAME=VALUE`, see app/cli.py). Every default leaves room for
+the bundled examples and the benchmark patches many times over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a patch may cost; every field is a maximum."""
+
+    #: Bytes of the `.patchbay` JSON file itself.
+    file_bytes: int = 16 * MIB
+    #: Nodes in a patch.
+    nodes: int = 100_000
+    #: Links in a patch.
+    links: int = 400_000
+    #: Characters of any one string in a patch file (shader sources are strings).
+    string_chars: int = 1 * MIB
+    #: Digits of any one integer in a patch file.
+    int_digits: int = 100
+    #: Elements of any one array: stored in the file, in a sidecar, or made by a node.
+    array_elements: int = 16 * MIB
+    #: Bytes of all the arrays read from a patch's sidecar files together (as loaded).
+    sidecar_bytes: int = 1024 * MIB
+    #: Pixels on either side of a texture (render targets, images, the patch resolution).
+    texture_side: int = 8192
+    #: Bytes of a shader source file.
+    shader_file_bytes: int = 1 * MIB
+    #: Bytes of an image file (before decoding; the decoded size is held by `texture_side`).
+    image_file_bytes: int = 256 * MIB
+
+    def exceeded(self, name: str, amount: int) -> str:
+        """The one-line reason for `amount` being above the limit `name`."""
+        return f"{amount} is above the limit {name} = {getattr(self, name)}"
+
+    def replaced(self, **changes: int) -> Limits:
+        """A copy with some limits changed; ValueError naming an unknown limit or a bad value."""
+        names = {limit.name for limit in dataclasses.fields(self)}
+        for name, value in changes.items():
+            if name not in names:
+                raise ValueError(f"unknown limit {name!r} (limits: {', '.join(sorted(names))})")
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"limit {name} must be a non-negative integer")
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULT_LIMITS = Limits()
+
+#: The limits of `--trust`: a file the person vouches for may use the whole machine.
+TRUSTED_LIMITS = Limits(
+    **{limit.name: sys.maxsize for limit in dataclasses.fields(Limits)}
+).replaced(int_digits=sys.get_int_max_str_digits() or 4300, texture_side=16384)
+
+_active = DEFAULT_LIMITS
+
+
+def active_limits() -> Limits:
+    """The limits in force in this process."""
+    return _active
+
+
+def set_active_limits(limits: Limits) -> None:
+    """Replace the limits in force (the command line does, before loading a file)."""
+    global _active
+    _active = limits

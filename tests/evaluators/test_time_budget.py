@@ -1,0 +1,95 @@
+"""A node that runs too long in one frame is bypassed on later frames, in every evaluator, until
+it is retried; the rest of the patch keeps running on its last output."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+from evaluators._context import NODE_TIME_BUDGET_SECONDS
+from nodes import LIBRARY, Determinism, Patch, node
+
+SLEEP_SECONDS = 0.3
+BUDGET_SECONDS = 0.1  # well under the sleep: a sleep never returns early
+calls: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def slow_nodes() -> Iterator[None]:
+    """Two test node types that sleep while `asleep` is set, one HOT and one CONST."""
+    for type_id, determinism in (("test.slow_hot", Determinism.NONDETERMINISTIC),
+                                 ("test.slow_const", Determinism.DETERMINISTIC)):  # fmt: skip
+
+        @node(type_id, determinism=determinism)
+        def slow(x: float = 1.0, asleep: bool = True, _type_id: str = type_id) -> float:
+            calls.append(_type_id)
+            if asleep:
+                time.sleep(SLEEP_SECONDS)
+            return x * 2.0
+
+    calls.clear()
+    yield
+    del LIBRARY["test.slow_hot"], LIBRARY["test.slow_const"]
+
+
+def make_evaluator(kind: type, patch: Patch) -> Any:
+    if kind is DualEvaluator:
+        evaluator = DualEvaluator(patch, background=False, debounce=0.0)
+    else:
+        evaluator = kind(patch)
+    evaluator.ctx.time_budget = BUDGET_SECONDS
+    return evaluator
+
+
+def run_until(evaluator: Any, done: Any, start: int = 0) -> int:
+    """Run frames until `done()`, by a deadline; returns the next frame number."""
+    frame = start
+    deadline = time.monotonic() + 60
+    while not done():
+        assert time.monotonic() < deadline, "gave up waiting"
+        evaluator.run_frame(frame / 60.0, frame)
+        frame += 1
+    return frame
+
+
+@pytest.mark.parametrize("type_id", ["test.slow_hot", "test.slow_const"])
+@pytest.mark.parametrize("kind", [LazyEvaluator, FlatEvaluator, DualEvaluator])
+def test_a_slow_node_is_bypassed_until_retried(kind: type, type_id: str) -> None:
+    patch = Patch()
+    seconds = patch.add_node("time.seconds", node_id="t")
+    slow = patch.add_node(type_id, {"x": 21.0}, node_id="slow")
+    after = patch.add_node("math.add", {"b": 1.0}, node_id="after")
+    sink = patch.add_node("output.value", node_id="sink")
+    clock = patch.add_node("output.value", node_id="clock")
+    patch.connect(slow, "out", after, "a")
+    patch.connect(after, "out", sink, "in")
+    patch.connect(seconds, "out", clock, "in")
+    evaluator = make_evaluator(kind, patch)
+    frame = run_until(evaluator, lambda: evaluator.status(slow) == "failed")
+    message = evaluator.error(slow)
+    assert message.startswith("took 0.") and "bypassed" in message and "retry" in message
+    assert evaluator.output(sink) == 43.0  # what it computed, slowly, is kept and used
+    ran = len(calls)
+    for _ in range(3):
+        evaluator.run_frame(frame / 60.0, frame)
+        frame += 1
+    assert len(calls) == ran  # bypassed: not run again
+    assert evaluator.status(slow) == "failed" and evaluator.error(slow) == message
+    assert evaluator.output(clock) == pytest.approx((frame - 1) / 60.0)  # the rest runs
+    patch.set_value(slow, "asleep", False)
+    evaluator.retry(slow)
+    evaluator.run_frame(frame / 60.0, frame)
+    run_until(evaluator, lambda: evaluator.status(slow) in ("ok", "cached"), frame + 1)
+    assert len(calls) > ran
+    assert evaluator.error(slow) is None and evaluator.output(sink) == 43.0
+
+
+def test_the_default_budget_is_one_second() -> None:
+    assert NODE_TIME_BUDGET_SECONDS == 1.0
+    patch = Patch()
+    patch.add_node("output.value")
+    assert LazyEvaluator(patch).ctx.time_budget == NODE_TIME_BUDGET_SECONDS

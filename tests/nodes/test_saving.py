@@ -1,0 +1,192 @@
+"""Saving: temporary files, permissions, values that cannot round-trip, and saves killed midway."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from nodes import Patch, PatchValueError, load_patch, save_patch
+from nodes._fileformat import remove_stale_temporary_files
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def patch_with(value: object) -> Patch:
+    patch = Patch()
+    patch.add_node("value.any", {"value": value}, node_id="v")
+    return patch
+
+
+def temporary_files(folder: Path) -> list[str]:
+    return sorted(entry.name for entry in folder.iterdir() if ".tmp-" in entry.name)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array(["text"]),
+        np.array([1 + 2j]),
+        np.array([datetime.datetime(2020, 1, 1)], dtype="datetime64[s]"),
+        np.zeros(3, dtype=[("a", "f4"), ("b", "i2")]),
+        np.array([object()], dtype=object),
+        np.arange(3.0).astype(">f8"),
+        {1, 2},
+        "lone surrogate \ud800",
+    ],
+    ids=[
+        "unicode",
+        "complex",
+        "datetime",
+        "structured",
+        "object",
+        "big_endian",
+        "set",
+        "surrogate",
+    ],
+)
+def test_values_that_cannot_round_trip_are_refused_before_anything_is_written(
+    tmp_path: Path, value: object
+) -> None:
+    path = tmp_path / "p.patchbay"
+    save_patch(patch_with(1.0), path)
+    before = sorted(tmp_path.iterdir()), path.read_bytes()
+    with pytest.raises(PatchValueError, match=r"^v\.value: ") as caught:
+        save_patch(patch_with(value), path)
+    assert "\n" not in str(caught.value)
+    assert isinstance(caught.value, ValueError)  # what the editor's Save and autosave catch
+    assert (sorted(tmp_path.iterdir()), path.read_bytes()) == before
+
+
+def test_saving_keeps_the_permissions_of_the_file_and_its_sidecar(tmp_path: Path) -> None:
+    path = tmp_path / "p.patchbay"
+    patch = patch_with(np.arange(100_000.0))
+    sidecar = save_patch(patch, path)
+    assert sidecar is not None
+    os.chmod(path, 0o664)
+    os.chmod(sidecar, 0o664)
+    patch.set_value("v", "value", np.arange(100_001.0))  # a new sidecar
+    new_sidecar = save_patch(patch, path)
+    assert new_sidecar is not None and new_sidecar != sidecar
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664
+    assert stat.S_IMODE(new_sidecar.stat().st_mode) == 0o664
+
+
+def test_a_new_file_gets_the_umask_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        save_patch(patch_with(1.0), tmp_path / "p.patchbay")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "p.patchbay").stat().st_mode) == 0o644
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_temporary_files_of_killed_saves_are_removed(tmp_path: Path) -> None:
+    dead = _dead_pid()
+    stale = [
+        tmp_path / f".p.patchbay.tmp-{dead}-0123456789abcdef",
+        tmp_path / f".p.patchbay.0123456789ab.npz.tmp-{dead}-0123456789abcdef",
+    ]
+    other = tmp_path / f".q.patchbay.tmp-{dead}-0123456789abcdef"
+    live = tmp_path / f".p.patchbay.tmp-{os.getppid()}-0123456789abcdef"  # a running process
+    for made in (*stale, other, live):
+        made.write_bytes(b"partial")
+    save_patch(patch_with(1.0), tmp_path / "p.patchbay")
+    assert temporary_files(tmp_path) == sorted([other.name, live.name])
+    assert remove_stale_temporary_files(tmp_path) == 1  # the editor's clean-up on start
+    assert temporary_files(tmp_path) == [live.name]
+
+
+SAVER = """
+import sys
+import numpy as np
+from nodes import Patch, save_patch
+
+path = sys.argv[1]
+patches = []
+for size in (70_000, 90_000):
+    patch = Patch()
+    patch.add_node("value.array", {"value": np.full(size, float(size))}, node_id="v")
+    patches.append(patch)
+print("ready", flush=True)
+turn = 0
+while True:
+    save_patch(patches[turn % 2], path)
+    turn += 1
+"""
+
+
+def test_a_save_killed_at_any_moment_leaves_a_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "p.patchbay"
+    save_patch(patch_with(0.0), path)
+    for delay in (0.0, 0.003, 0.007, 0.011, 0.017, 0.023, 0.031, 0.043, 0.059, 0.071):
+        saver = subprocess.Popen(
+            [sys.executable, "-c", SAVER, str(path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        assert saver.stdout is not None and saver.stdout.readline() == "ready\n"
+        time.sleep(delay)  # somewhere in the middle of some save
+        saver.send_signal(signal.SIGKILL)
+        saver.wait()
+        loaded = load_patch(path)  # the old or the new file, whole
+        value = loaded.value("v", "value")
+        if isinstance(value, np.ndarray):
+            assert value.size in (70_000, 90_000) and np.all(value == value.size)
+    save_patch(load_patch(path), path)
+    assert temporary_files(tmp_path) == []
+    sidecars = [entry for entry in tmp_path.iterdir() if entry.suffix == ".npz"]
+    assert len(sidecars) <= 1
+
+
+NUMBER_DTYPES = st.sampled_from(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64"]
+)  # fmt: skip
+ANY_DTYPES = st.one_of(
+    NUMBER_DTYPES.map(np.dtype),
+    hnp.byte_string_dtypes(),
+    hnp.unicode_string_dtypes(),
+    hnp.complex_number_dtypes(),
+    hnp.datetime64_dtypes(),
+    hnp.timedelta64_dtypes(),
+    hnp.floating_dtypes(endianness=">"),
+    hnp.array_dtypes(allow_subarrays=True),
+)
+ARRAYS = ANY_DTYPES.flatmap(
+    lambda dtype: hnp.arrays(
+        dtype, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)
+    )
+) | NUMBER_DTYPES.flatmap(lambda dtype: hnp.arrays(dtype, st.integers(9000, 9100)))  # sidecars
+
+
+@settings(max_examples=150, deadline=None)
+@given(array=ARRAYS)
+def test_any_array_that_saves_loads_back_equal(array: np.ndarray) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "p.patchbay"
+        try:
+            save_patch(patch_with(array), path)
+        except PatchValueError:
+            assert not path.exists()
+            return
+        loaded = load_patch(path).value("v", "value")
+    assert isinstance(loaded, np.ndarray)
+    assert loaded.dtype == array.dtype and loaded.shape == array.shape
+    assert np.array_equal(loaded, array, equal_nan=array.dtype.kind == "f")
