@@ -20,50 +20,12 @@ A file beyond the limits fails `check` (exit status 2) with the limit named.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
 
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED
-
-
-def _limit_arguments(command: argparse.ArgumentParser) -> None:
-    from nodes._limits import DEFAULT_LIMITS
-
-    defaults = ", ".join(
-        f"{field.name}={getattr(DEFAULT_LIMITS, field.name)}"
-        for field in dataclasses.fields(DEFAULT_LIMITS)
-    )
-    command.add_argument(
-        "--trust", action="store_true", help="a file you trust: lift the resource limits"
-    )
-    command.add_argument(
-        "--limit",
-        dest="limits",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"change one resource limit (defaults: {defaults})",
-    )
-
-
-def apply_limits(options: argparse.Namespace) -> None:
-    """Put the limits asked for on the command line in force; PatchError on a bad --limit."""
-    from nodes import PatchError
-    from nodes._limits import DEFAULT_LIMITS, TRUSTED_LIMITS, set_active_limits
-
-    limits = TRUSTED_LIMITS if getattr(options, "trust", False) else DEFAULT_LIMITS
-    changes = {}
-    for item in getattr(options, "limits", []):
-        name, sep, value = item.partition("=")
-        if not sep or not value.strip().isdigit():
-            raise PatchError(f"--limit {item}: expected NAME=VALUE, e.g. nodes=500000")
-        changes[name.strip()] = int(value)
-    try:
-        set_active_limits(limits.replaced(**changes))
-    except ValueError as error:
-        raise PatchError(f"--limit: {error}") from None
+from app.limit_options import add_limit_arguments, apply_limits, limit_flags
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,11 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument(
         "--attach", action="store_true", help="take the patch of the engine already playing"
     )
-    _limit_arguments(edit)
+    add_limit_arguments(edit)
 
     run = commands.add_parser("run", help="play a patch (output window, or headless)")
     run.add_argument("file")
-    _limit_arguments(run)
+    add_limit_arguments(run)
     run.add_argument("--headless", action="store_true", help="no window: evaluate frames only")
     run.add_argument("--frames", type=int, default=None, help="number of frames to play")
     run.add_argument("--fps", type=float, default=60.0, help="frame clock rate (t = frame / fps)")
@@ -98,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="validate a patch file")
     check.add_argument("file")
-    _limit_arguments(check)
+    add_limit_arguments(check)
 
     listing = commands.add_parser("nodes", help="list the node library")
     listing.add_argument("--json", action="store_true")
@@ -137,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_editor(
                 getattr(options, "file", None),
+                engine_args=limit_flags(options),
                 attach=getattr(options, "attach", False),
                 output=getattr(options, "output", False),
                 screen=getattr(options, "screen", None),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
@@ -76,13 +77,15 @@ def launch_editor(
     screen: int | None = None,
     fullscreen: bool = False,
     state_dir: Path | None = None,
+    engine_args: Sequence[str] = (),
 ) -> QtEditorWindow:
     """Show the editor with its engine (see the module note). `attach` takes the running engine's
     patch even when `path` is given; `output` opens the output window (on `screen`, fullscreen or
-    not). A QApplication must exist. Raises RuntimeError when no engine can be started."""
+    not); `engine_args` go to the engine process (the resource limits). A QApplication must
+    exist. Raises RuntimeError when no engine can be started."""
     state_dir = state_dir or default_state_dir()
     try:
-        client = EngineClient(EngineProcess(state_dir / "engine"))
+        client = EngineClient(EngineProcess(state_dir / "engine", engine_args))
         attached = client.start(attach=attach or path is None)
     except (OSError, EOFError, ProtocolError) as error:
         raise RuntimeError(str(error)) from None
@@ -105,6 +108,7 @@ def run_editor(
     output: bool = False,
     screen: int | None = None,
     fullscreen: bool = False,
+    engine_args: Sequence[str] = (),
 ) -> int:
     """Run the editor until its window closes; returns the process exit code (see
     `launch_editor` for the options)."""
@@ -121,7 +125,12 @@ def run_editor(
     collect_on_gui_thread(app)
     try:  # the window is held here: it lives as long as the event loop
         window = launch_editor(
-            path, attach=attach, output=output, screen=screen, fullscreen=fullscreen
+            path,
+            attach=attach,
+            output=output,
+            screen=screen,
+            fullscreen=fullscreen,
+            engine_args=engine_args,
         )
     except RuntimeError as error:
         print(f"patchbay: cannot start the engine: {error}", file=sys.stderr)

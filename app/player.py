@@ -24,6 +24,7 @@ import numpy as np
 
 from app.engine import Engine, FrameLog
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_NO_GL
+from app.limit_options import limit_flags
 from app.patch_info import output_node, parse_size, uses_gpu
 from evaluators import DualEvaluator
 from nodes import Patch, PatchError, load_patch
@@ -128,6 +129,7 @@ def run_command(options: argparse.Namespace) -> int:
     from app.engine_client import EngineProcess, default_state_dir, supervise
 
     arguments = ["--file", str(options.file), "--output", "--fps", str(options.fps)]
+    arguments += limit_flags(options)
     if options.frames is not None:
         arguments += ["--frames", str(options.frames)]
     if options.size:

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import QApplication
 from app.engine import WATCHDOG_S, Engine, EngineServer, FrameLog
 from app.engine_client import engine_address, engine_key
 from app.exit_codes import EXIT_BAD_INPUT
+from app.limit_options import add_limit_arguments, apply_limits
 from app.patch_info import output_node, parse_size
 from app.qt_output import (
     QtOutputWindow,
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fullscreen", action="store_true")
     parser.add_argument("--size", default=None, help="render size WxH (default: the patch's)")
     parser.add_argument("--watchdog", type=float, default=WATCHDOG_S)
+    add_limit_arguments(parser)
     return parser
 
 
@@ -174,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     run_dir: Path = options.run_dir
     try:
+        apply_limits(options)  # for the file and for every patch an editor sends
         patch = load_patch(options.file) if options.file else Patch()
         if options.size:
             patch.update_settings(resolution=list(parse_size(options.size)))

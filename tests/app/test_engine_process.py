@@ -218,3 +218,17 @@ def test_patchbay_run_restarts_a_hung_engine_with_the_node_bypassed(tmp_path: Pa
     assert done.returncode == 0, done.stderr[-3000:]
     assert "restarting the engine (slow hung, bypassed)" in done.stderr
     assert EngineProcess(tmp_path / "state" / "engine").running_pid() is None
+
+
+def test_the_engine_checks_what_editors_send_against_the_limits_it_was_given(
+    run_dir: Path,
+) -> None:
+    client = EngineClient(EngineProcess(run_dir, ["--limit", "nodes=2"]))
+    client.start()
+    editor = Editor(client, show_patch())  # three nodes: one over the limit
+    editor.send_patch()
+    assert editor.wait(lambda: any(m["type"] == "error" for m in editor.messages))
+    error = next(m for m in editor.messages if m["type"] == "error")["message"]
+    assert "nodes" in error and "\n" not in error and len(error) <= 300
+    assert client.evaluator.nodes() == set()  # the engine plays what it had: nothing
+    client.close()
