@@ -206,6 +206,8 @@ class Engine:
         self.in_sync = True
         self.frame_started: float | None = None  # monotonic time, while a frame runs
         self.output_open = False
+        self.output_screen: str | None = None  # where the output window is (set by the host)
+        self.output_fullscreen = False
         self.on_output_request: Callable[[dict[str, Any]], None] | None = None
         self.on_quit: Callable[[], None] | None = None
         self.presents_frames = False  # True while an output window logs presented frames
@@ -216,12 +218,11 @@ class Engine:
         self._thumbnail_nodes: list[str] = []
         self._thumbnail_queue: list[str] = []
         self._thumbnail_round_at = 0.0
-        self._thumbnails: dict[str, bytes | None] = {}
         self._previews: list[tuple[str, str]] = []
         self._report_at = 0.0
-        self._applied: list[Any] = [None, None]
-        self._reported_revision = -1
-        self._report_cursor = 0  # [seq of the last edits, first frame showing it]
+        self._applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
+        self._reported_revision = -1  # of the last report that listed every node id
+        self._report_cursor = 0  # where the next report's slice of nodes starts
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
@@ -416,6 +417,8 @@ class Engine:
             "build_ms": round(ev.last_build_seconds * 1000, 1),
             "paused": self.paused,
             "output_open": self.output_open,
+            "output_screen": self.output_screen,
+            "output_fullscreen": self.output_fullscreen,
             "bypassed": dict(self.ctx.bypassed),
             "nodes": nodes,
             "values": values,

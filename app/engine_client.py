@@ -389,6 +389,9 @@ class RemoteEvaluator:
         self.reports = 0
         self.paused = False
         self.output_open = False
+        self.output_screen: str | None = None
+        self.output_fullscreen = False
+        self.output_before: tuple[bool, str | None, bool] = (False, None, False)
         self.problem: str | None = None
         self.images: dict[tuple[str, str, str], tuple[tuple[int, int], bytes]] = {}
         self.bypassed: dict[str, str] = {}
@@ -407,6 +410,8 @@ class RemoteEvaluator:
             self.frame = int(report.get("frame", 0))
             self.paused = bool(report.get("paused"))
             self.output_open = bool(report.get("output_open"))
+            self.output_screen = report.get("output_screen")
+            self.output_fullscreen = bool(report.get("output_fullscreen"))
             ids = report.get("ids")
             if isinstance(ids, list):  # what the engine plays now: forget the others
                 self._nodes = {str(n): self._nodes.get(str(n), []) for n in ids}
@@ -425,6 +430,8 @@ class RemoteEvaluator:
         """The engine is gone (being restarted): `problem` says why until its next report."""
         with self._lock:
             self.problem = why
+            # what the output window was, for the editor to ask the next engine for the same
+            self.output_before = (self.output_open, self.output_screen, self.output_fullscreen)
 
     def take_image(self, node_id: str, pin: str, role: str) -> tuple[tuple[int, int], bytes] | None:
         """The newest picture of a node's texture output (`thumbnail` or `preview`), once."""

@@ -27,8 +27,9 @@ Engine -> editor
     patch     {rev, vrev, document, arrays, folder, path}: the running patch (get_patch)
     resync    {reason}: revisions disagreed; the engine ignores edits until the next `patch`
     report    {frame, rev, applied, fps, frame_ms, mode, build_ms, paused, output_open,
-               bypassed, ids, nodes, values, images}: at most ~30 a second. `applied` is
-              [seq, frame]: the last `edits` applied and the first frame that shows it. `nodes`
+               output_screen, output_fullscreen, bypassed, ids, nodes, values, images}: at
+              most ~30 a second. `applied` is [seq, frame]: the last `edits` applied and the
+              first frame that shows it; `output_screen` names the output window's screen. `nodes`
               maps id -> [class, status, error] for a slice of the nodes (round robin) and the
               watched ones; `ids`, sent when the patch changed and once per round, lists every
               node the engine plays;

@@ -469,8 +469,10 @@ class QtEditorWindow(QMainWindow):
                 why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
                 self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
                 self.send_patch()
-                if self.output_action.isChecked():
-                    self.engine.send({"type": "output", "open": True})
+                was_open, label, fullscreen = self.engine.evaluator.output_before
+                if was_open:  # as it was: same screen, fullscreen or not
+                    screen = int(label.split(":")[0]) if label and label[:1].isdigit() else None
+                    self.show_output_on(screen, fullscreen=fullscreen)
             elif kind == "resync":
                 self.send_patch()
             elif kind == "error":

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication
 
 from app.engine import WATCHDOG_S, Engine, EngineServer, FrameLog
@@ -98,6 +98,8 @@ class QtEngineHost:
         self.engine.step()
         if self.window is not None:
             self.window.update()
+            if self.engine.frame % 15 == 0:  # Esc or F in the window change these
+                self._describe_window(self.window)
         now = time.perf_counter()
         self._due += self.period
         if self._due < now - self.period:  # far behind (a stall): start again from now
@@ -148,6 +150,13 @@ class QtEngineHost:
             self.window.show()
         self.engine.output_open = True
         return True
+
+    def _describe_window(self, window: QtOutputWindow) -> None:
+        screens = QGuiApplication.screens()
+        screen = window.screen()
+        index = screens.index(screen) if screen in screens else 0
+        self.engine.output_screen = dict(screen_choices()).get(index)
+        self.engine.output_fullscreen = window.visibility() == QWindow.Visibility.FullScreen
 
     def close_window(self) -> None:
         window, self.window = self.window, None

@@ -37,7 +37,7 @@ def report(values: dict[str, Any]) -> None:
 
 
 def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) -> None:
-    editor = launch_editor(patch_path, output=True, state_dir=state_dir)
+    editor = launch_editor(patch_path, output=True, screen=1, fullscreen=True, state_dir=state_dir)
     editor.resize(1400, 850)
     editor.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
     remote = editor.evaluator
@@ -45,6 +45,7 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     values: dict[str, Any] = {"editor_pid": os.getpid()}
     values["engine_pid"] = editor.engine.engine.running_pid()
     values["playing"] = wait_until(app, lambda: remote.frame > 30 and remote.output_open)
+    values["output_on"] = wait_until(app, lambda: remote.output_fullscreen) and remote.output_screen
     values["statuses"] = {node: remote.status(node) for node in editor.patch.nodes}
     values["classes"] = {node: remote.node_class(node) for node in editor.patch.nodes}
     values["thumbnail"] = wait_until(app, lambda: editor.canvas.thumbnail_item("noise") is not None)
@@ -171,6 +172,9 @@ def attach(app: QApplication, state_dir: Path) -> None:
     )
     values["new_engine_pid"] = editor.engine.engine.running_pid()
     values["output_open_after_restart"] = wait_until(app, lambda: remote.output_open)
+    values["output_after_restart"] = (
+        wait_until(app, lambda: remote.output_fullscreen) and remote.output_screen
+    )
     report(values)
     editor.close()
 

@@ -62,7 +62,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """One show: the editor probe (then killed) and an attaching editor, with their reports."""
     folder = tmp_path_factory.mktemp("engine_editor")
     state_dir, log = folder / "state", folder / "frames.log"
-    with private_display("1280x800x24") as display:
+    with private_display("1280x800x24", "640x480x24") as display:
         env = {**display, "PATCHBAY_FRAME_LOG": str(log)}
         ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
         editor = subprocess.Popen(
@@ -100,6 +100,10 @@ def test_the_editor_and_the_engine_are_separate_processes(session: dict) -> None
     show = session["show"]
     assert show["engine_pid"] not in (None, show["editor_pid"])
     assert show["playing"], session["editor_stderr"]
+
+
+def test_the_output_goes_fullscreen_on_the_screen_asked_for(session: dict) -> None:
+    assert session["show"]["output_on"] == "1: screen (640x480)"  # --screen 1 --fullscreen
 
 
 def test_statuses_pictures_and_thumbnails_come_back_from_the_engine(session: dict) -> None:
@@ -140,4 +144,7 @@ def test_a_new_editor_attaches_and_brings_a_killed_engine_back(session: dict) ->
     assert attach["title"].startswith("engine_editor_saved.patchbay *")
     assert attach["restarted"] and attach["new_engine_pid"] != attach["engine_pid"]
     assert attach["nodes_after_restart"] and attach["output_open_after_restart"]
+    assert attach["output_after_restart"] == "1: screen (640x480)"  # where it was
     assert session["frames_at_end"] > session["killed_at"] + 60
+    # perform mode: closing the attached editor with the output open left the show playing
+    assert session.get("engine_after_attach_closed") == attach["new_engine_pid"]
