@@ -11,6 +11,8 @@ Sections:
 - gpu: a 10-pass 1080p chain, per-pass cost by size, readbacks per frame, pool size after 1,000
   edits (app/gpu_bench.py).
 - editor: load and repaint times of 200 / 1,000 / 2,000-node patches (app/qt_bench.py).
+- autosave: the longest stall of the GUI thread while a patch with a 100 MB array is autosaved,
+  on the GUI thread (the old way) and by the editor session's worker (app/autosave_bench.py).
 - show: the output's frame intervals while the editor is stressed, with the output in the engine
   process and in the editor's own process, and edit-to-output latency (app/show_bench.py).
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
@@ -349,6 +351,12 @@ def _editor_section(quick: bool) -> Report:
     return editor_bench((200,) if quick else (200, 1000, 2000))
 
 
+def _autosave_section(quick: bool) -> Report:
+    from app.autosave_bench import autosave_bench
+
+    return autosave_bench(quick)
+
+
 def _show_section(quick: bool) -> Report:
     from app.show_bench import show_bench
 
@@ -371,6 +379,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "freeze": lambda: freeze_section(quick),
         "gpu": lambda: _gpu_section(quick),
         "editor": lambda: _editor_section(quick),
+        "autosave": lambda: _autosave_section(quick),
         "show": lambda: _show_section(quick),
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
     }

@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         "--only",
         nargs="+",
         default=None,
-        choices=("evaluators", "live_edit", "freeze", "gpu", "editor", "show", "load"),
+        choices=("evaluators", "live_edit", "freeze", "gpu", "editor", "autosave", "show", "load"),
         help="run only these sections",
     )
     return parser

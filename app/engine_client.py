@@ -29,9 +29,10 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from multiprocessing.connection import Client
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -376,6 +377,17 @@ class RemoteTexture:
         return "texture " + "x".join(str(v) for v in self.size)
 
 
+Member = TypeVar("Member", bound=StrEnum)
+
+
+def _member(kind: type[Member], text: Any, default: Member) -> Member:
+    """`kind(text)`, or `default` for text a newer or broken engine sent."""
+    try:
+        return kind(text)
+    except ValueError:
+        return default
+
+
 class RemoteEvaluator:
     """The newest report of the engine, read like an evaluator (see the module note): it
     satisfies `evaluators.Evaluator`."""
@@ -403,7 +415,7 @@ class RemoteEvaluator:
     def update(self, report: dict[str, Any], blobs: list[bytes]) -> None:
         """Take a report (reader thread)."""
         with self._lock:
-            self.mode = EvaluatorMode(report.get("mode", "lazy"))
+            self.mode = _member(EvaluatorMode, report.get("mode"), EvaluatorMode.LAZY)
             self.last_frame_seconds = float(report.get("frame_ms", 0.0)) / 1000
             self.last_build_seconds = float(report.get("build_ms", 0.0)) / 1000
             self.fps = float(report.get("fps", 0.0))
@@ -444,11 +456,11 @@ class RemoteEvaluator:
 
     def status(self, node_id: str) -> NodeStatus:
         entry = self._nodes.get(node_id)
-        return NodeStatus(entry[1]) if entry else NodeStatus.IDLE  # not reported yet
+        return _member(NodeStatus, entry[1] if entry else None, NodeStatus.IDLE)  # or unreported
 
     def node_class(self, node_id: str) -> NodeClass:
         entry = self._nodes.get(node_id)
-        return NodeClass(entry[0]) if entry else NodeClass.CONST
+        return _member(NodeClass, entry[0] if entry else None, NodeClass.CONST)
 
     def error(self, node_id: str) -> str | None:
         entry = self._nodes.get(node_id)

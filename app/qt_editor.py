@@ -914,7 +914,7 @@ class QtEditorWindow(QMainWindow):
         if self.gl is None:
             return None
         if self.output_window is None:
-            window = open_output_window(self.evaluator, self.gl)  # frames come from tick()
+            window = open_output_window(self.evaluator)  # frames come from tick()
             window.installEventFilter(self)
             self.output_window = window
             log = self._frame_log = FrameLog.from_environment()

@@ -11,12 +11,11 @@ Pieces:
 - `QtOutputWindow`: a top-level `QOpenGLWindow` that shows the `gpu.output` texture, letterboxed.
   Fullscreen on a chosen screen (`show_fullscreen(screen)`), movable between screens at runtime,
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
-- `QtFrameDriver`: runs the patch's frames from the window's `frameSwapped` (vsync paced), with a
-  timer while the window is hidden. `open_output_window()` opens a window with a driver, or
-  without one for a process that runs its own frame loop (the editor, the engine).
+- `open_output_window()` opens one on a running patch; the process that runs the frames (the
+  engine, or an editor running its patch itself) repaints it after each frame.
 
-Playing a patch (`patchbay run`) is not here: the engine process (app.qt_engine) and the player
-(app.player) use these windows.
+Running frames and playing a patch (`patchbay run`) are not here: the engine process
+(app.qt_engine) and the player (app.player) use these windows.
 - `QtTexturePreview`: a `QOpenGLWidget` showing any texture of the patch (node previews).
 
 Rules from the GL notes that this module follows:
@@ -29,13 +28,12 @@ Rules from the GL notes that this module follows:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import moderngl
 import numpy as np
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import (
     QAction,
     QCursor,
@@ -370,69 +368,6 @@ def _release_view(surface: QtOutputWindow | QtTexturePreview) -> None:
         surface.doneCurrent()
 
 
-class QtFrameDriver(QObject):
-    """Runs frames of `evaluator` on `gl`, paced by the window's buffer swaps (vsync), or by a
-    timer at `fps` while the window is not exposed. The clock is real time since `start()`.
-    `frames` stops after that many frames and calls `on_done`."""
-
-    def __init__(
-        self,
-        evaluator: Any,
-        gl: GLService,
-        window: QtOutputWindow,
-        fps: float = 60.0,
-        frames: int | None = None,
-        on_done: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(window)
-        self.evaluator = evaluator
-        self.gl = gl
-        self.window = window
-        self.frames = frames
-        self.on_done = on_done
-        self.frame = 0
-        self.last_frame_seconds = 0.0
-        self._started = time.perf_counter()
-        self._running = False
-        self._timer = QTimer(self)
-        self._timer.setInterval(max(1, round(1000 / fps)))
-        self._timer.timeout.connect(self._on_timer)
-        window.frameSwapped.connect(self._on_swapped)
-
-    def start(self) -> None:
-        self._started = time.perf_counter()
-        self._running = True
-        self._timer.start()
-        self.step()
-
-    def stop(self) -> None:
-        self._running = False
-        self._timer.stop()
-
-    def step(self) -> None:
-        """Run one frame now and ask the window to show it."""
-        if not self._running:
-            return
-        if self.frames is not None and self.frame >= self.frames:
-            self.stop()
-            if self.on_done is not None:
-                self.on_done()
-            return
-        started = time.perf_counter()
-        with self.gl.frame():
-            self.evaluator.run_frame(started - self._started, self.frame)
-        self.frame += 1
-        self.last_frame_seconds = time.perf_counter() - started
-        self.window.update()
-
-    def _on_swapped(self) -> None:
-        self.step()
-
-    def _on_timer(self) -> None:
-        if not self.window.isExposed():
-            self.step()
-
-
 def output_source(evaluator: Any, node_id: str | None = None) -> TextureSource:
     """A callable returning the texture of `node_id`'s output (default: the patch's first
     `gpu.output` node, looked up again after structural edits)."""
@@ -453,26 +388,18 @@ def output_source(evaluator: Any, node_id: str | None = None) -> TextureSource:
 
 def open_output_window(
     evaluator: Any,
-    gl: GLService,
     *,
     node_id: str | None = None,
-    drive: bool = False,
-    fps: float = 60.0,
     screen: int | None = None,
     fullscreen: bool = False,
 ) -> QtOutputWindow:
     """Show an output window for a running patch (its `gpu.output` texture) and return it.
 
-    `gl` must come from `create_gl_service()`. With `drive=True` the window's frame swaps run
-    the patch's frames (`window.driver`, a QtFrameDriver); the editor, which runs its own frame
-    loop, passes False and calls `window.update()` after each frame it runs (repainting after
-    every swap would spin without vsync).
+    The patch's textures must come from the GL service of `create_gl_service()`. Whoever runs the
+    frames calls `window.update()` after each one (repainting after every swap would spin
+    without vsync).
     """
     window = QtOutputWindow(output_source(evaluator, node_id))
-    window.driver = None  # type: ignore[attr-defined]
-    if drive:
-        driver = QtFrameDriver(evaluator, gl, window, fps=fps)
-        window.driver = driver  # type: ignore[attr-defined]
     if fullscreen or screen is not None:
         if fullscreen:
             window.show_fullscreen(screen)
@@ -483,20 +410,15 @@ def open_output_window(
             window.show()
     else:
         window.show()
-    if drive:
-        window.driver.start()  # type: ignore[attr-defined]
     return window
 
 
 def close_output_window(window: QtOutputWindow) -> None:
-    """Stop the window's frame driver, free its GL objects, hide it and delete it through Qt's
-    event loop (deleting a shown QOpenGLWindow from Python's garbage collector crashes).
+    """Free the window's GL objects, hide it and delete it through Qt's event loop (deleting a
+    shown QOpenGLWindow from Python's garbage collector crashes).
 
     Hidden, not closed: `close()` destroys the native window, and the QOpenGLWindow destructor
     then makes its context current on the destroyed surface, which crashes in the GL driver."""
-    driver = getattr(window, "driver", None)
-    if driver is not None:
-        driver.stop()
     window.release_gl()
     window.hide()
     QCoreApplication.processEvents()

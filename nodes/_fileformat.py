@@ -664,7 +664,9 @@ def _digest(arrays: Mapping[str, np.ndarray]) -> str:
     for key in sorted(arrays):
         array = np.ascontiguousarray(arrays[key])
         digest.update(f"{key}:{array.dtype.str}:{array.shape};".encode())
-        digest.update(array.tobytes())
+        # The array's own buffer, not a `tobytes()` copy: hashing it lets other threads run
+        # (an autosave on a worker must not stall the GUI thread for the length of a memcpy).
+        digest.update(array.data)
     return digest.hexdigest()[:12]
 
 

@@ -302,3 +302,12 @@ def test_patch_clock_stops_while_paused() -> None:
 def test_one_line_escapes_and_shortens() -> None:
     assert one_line("a\nb\x1b[31m") == "a\\nb\\x1b[31m"
     assert len(one_line("x" * 10_000)) == 300
+
+
+def test_the_autosave_benchmark_runs_both_ways() -> None:
+    from app.autosave_bench import autosave_bench
+
+    report = autosave_bench(repeats=1, megabytes=1)
+    assert report["array_mb"] == 1 and report["repeats"] == 1
+    assert report["gui_thread_save_gap_ms"] > 0 and report["worker_autosave_written_ms"] > 0
+    assert isinstance(report["under_one_frame"], bool)
