@@ -2,7 +2,7 @@
 
     patchbay [edit] [FILE] [LIMITS] [--output [--screen N] [--fullscreen]] [--attach]   the editor
     patchbay run FILE [LIMITS] [--headless --frames N] [--fps F] [--print NODE.PIN ...] [--out DIR]
-    patchbay freeze FILE -o OUT
+    patchbay freeze FILE -o OUT [LIMITS]
     patchbay check FILE [LIMITS]
     patchbay nodes [--json]
     patchbay bench [--json] [--quick]
@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     freeze = commands.add_parser("freeze", help="export a frozen runtime patch")
     freeze.add_argument("file")
     freeze.add_argument("-o", "--output", required=True)
+    _limit_arguments(freeze)
 
     check = commands.add_parser("check", help="validate a patch file")
     check.add_argument("file")
@@ -86,14 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(args)
     command = options.command or "edit"
     try:
-        if command in ("edit", "run", "check"):
-            from nodes import PatchError
+        from nodes import PatchError
 
-            try:
-                apply_limits(options)
-            except PatchError as error:
-                print(f"patchbay {command}: {error}", file=sys.stderr)
-                return EXIT_BAD_INPUT
+        try:
+            apply_limits(options)  # every command: the defaults unless its flags say otherwise
+        except PatchError as error:
+            print(f"patchbay {command}: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         if command == "edit":
             from app.editor import run_editor
 
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "freeze":
             from app.export import freeze_command
 
-            return freeze_command(options.file, options.output)
+            return _guarded(lambda: freeze_command(options.file, options.output))
         if command == "bench":
             from app.bench import bench_command
 

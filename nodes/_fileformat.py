@@ -338,7 +338,7 @@ def _check_sizes(document: Any, limits: Limits, fail: Any) -> None:
     for key, limit_name in (("nodes", "nodes"), ("links", "links")):
         items = document.get(key)
         if isinstance(items, list) and len(items) > getattr(limits, limit_name):
-            raise fail(key, f"{len(items)} {key}: {limits.exceeded(limit_name, len(items))}")
+            raise fail(key, limits.exceeded(limit_name, len(items)))
     stack: list[tuple[Any, str]] = [(document, "")]
     while stack:
         item, place = stack.pop()

@@ -10,8 +10,10 @@ noise driven by `time.seconds` is HOT and renders every frame.
 Files: a `file` (gpu.shader) or `path` (gpu.image) is relative to the folder of the patch's file
 (`ctx.folder`), or to the current directory for a patch that was never saved, and must stay inside
 it (or the built-in resources, or a trusted folder): `nodes._paths` resolves and opens it, regular
-files only, within the size limits. Images are read and decoded on the context's worker pool, never
-on the frame path; shader files are small (`Limits.shader_file_bytes`) and read when they change.
+files only, within the size limits. Files are read (and images decoded) on the context's worker
+pool, never on the frame path: the node is deferred until then. A shader file is read once per
+version (modification time and size; the patch reads it first, to derive the node's pins) and
+looked up with one `stat` a frame.
 
 Sizes: every render target is at most `Limits.texture_side` pixels a side (checked before it is
 acquired), and so is a decoded image or an uploaded array.
@@ -29,12 +31,14 @@ Known downsides:
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import functools
 import io
 import math
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -293,28 +297,14 @@ _PIN_OF_UNIFORM = {
 }
 
 
-class _FileText:
-    """The text of the shader file last read, with the (path, mtime, size) it was read at."""
-
-    __slots__ = ("file_key", "file_text")
-
-    def __init__(self) -> None:
-        self.file_key: tuple[Path, int, int] | None = None
-        self.file_text = ""
+_SHADER_FILES_KEPT = 32
+_shader_files: collections.OrderedDict[tuple[Path, int, int], str] = collections.OrderedDict()
+_shader_files_lock = threading.Lock()
 
 
-def shader_text(
-    source: str, file: str, folder: Path | None = None, cache: _FileText | None = None
-) -> str:
-    """The fragment shader a gpu.shader node runs: `source` if given, else `file`: a .glsl file
-    relative to `folder` (the patch file's, else the current directory) and inside it (see
-    nodes._paths), or else a bundled shader name (`noise` or `noise.glsl`). With `cache`, a file
-    is read again only when its modification time or size changes. Errors are one line:
-    PathRefusedError (a ValueError) for a name or file that may not be used, FileNotFoundError."""
-    if source.strip():
-        return source
-    if not file:
-        raise ValueError("no shader: set source or file")
+def _shader_file(file: str, folder: Path | None) -> tuple[Path, int, int] | str:
+    """Where the shader file `file` is, as (real path, mtime, size), or the text of the bundled
+    shader of that name when there is no such file. One `stat`, no read."""
     path = resolve_patch_path(folder, file, "shader")
     try:
         info = os.stat(path)
@@ -324,17 +314,48 @@ def shader_text(
             with contextlib.suppress(KeyError):
                 return builtin_shader(name)
         raise FileNotFoundError(f"shader file {shown(file)} not found") from None
-    key = (path, info.st_mtime_ns, info.st_size)
-    if cache is not None and cache.file_key == key:
-        return cache.file_text
+    return (path, info.st_mtime_ns, info.st_size)
+
+
+def _kept_text(key: tuple[Path, int, int]) -> str | None:
+    with _shader_files_lock:
+        text = _shader_files.get(key)
+        if text is not None:
+            _shader_files.move_to_end(key)
+        return text
+
+
+def _read_shader_file(key: tuple[Path, int, int]) -> str:
+    """Read a shader file (as nodes._paths opens files) and keep its text by (path, mtime,
+    size); the last few are kept, so every node and pin derivation reads a version once."""
+    path = key[0]
     try:
         text = read_patch_file(path, "shader").decode("utf-8")
     except UnicodeDecodeError as error:
-        raise PathRefusedError(f"shader file {shown(file)}: not UTF-8 text ({error.reason} at "
-                               f"byte {error.start})") from None  # fmt: skip
-    if cache is not None:
-        cache.file_key, cache.file_text = key, text
+        raise PathRefusedError(f"shader file {shown(path.name)}: not UTF-8 text ({error.reason} "
+                               f"at byte {error.start})") from None  # fmt: skip
+    with _shader_files_lock:
+        _shader_files[key] = text
+        while len(_shader_files) > _SHADER_FILES_KEPT:
+            _shader_files.popitem(last=False)
     return text
+
+
+def shader_text(source: str, file: str, folder: Path | None = None) -> str:
+    """The fragment shader a gpu.shader node runs: `source` if given, else `file`: a .glsl file
+    relative to `folder` (the patch file's, else the current directory) and inside it (see
+    nodes._paths), or else a bundled shader name (`noise` or `noise.glsl`). A file is read once
+    per version (modification time and size). Errors are one line: PathRefusedError (a
+    ValueError) for a name or file that may not be used, FileNotFoundError. Reads the file here:
+    for patch edits and loading; the node itself reads on the context's worker pool."""
+    if source.strip():
+        return source
+    if not file:
+        raise ValueError("no shader: set source or file")
+    found = _shader_file(file, folder)
+    if isinstance(found, str):
+        return found
+    return _kept_text(found) or _read_shader_file(found)
 
 
 @functools.lru_cache(maxsize=64)
@@ -368,14 +389,35 @@ def shader_pins(values: Mapping[str, Any], folder: Path | None = None) -> tuple[
 
 class ShaderState(GPUTargets):
     """The node's target, the last source that compiled (rendered while an edit is broken) and
-    the text of its shader file as last read."""
+    the read of a new version of its shader file, while one runs on the worker pool."""
 
-    __slots__ = ("good_source", "text")
+    __slots__ = ("good_source", "reading")
 
     def __init__(self, path: str = "") -> None:
         super().__init__(path)
         self.good_source: str | None = None
-        self.text = _FileText()
+        self.reading: tuple[tuple[Path, int, int], concurrent.futures.Future[str]] | None = None
+
+
+def _frame_shader_text(ctx: Any, state: ShaderState, source: str, file: str) -> str:
+    """The shader text for a frame: a version of the file not read yet is read on the worker
+    pool (the node is deferred meanwhile), never on the frame path."""
+    if source.strip() or not file:
+        return shader_text(source, file, ctx.folder)
+    found = _shader_file(file, ctx.folder)
+    if isinstance(found, str):
+        return found
+    text = _kept_text(found)
+    if text is not None:
+        state.reading = None
+        return text
+    if state.reading is None or state.reading[0] != found:
+        state.reading = (found, ctx.submit(_read_shader_file, found))
+    future = state.reading[1]
+    if not future.done():
+        raise Deferred(f"reading {shown(file)}")
+    state.reading = None
+    return future.result()
 
 
 @node(
@@ -394,7 +436,7 @@ def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file:
     patch file's folder. A shader that does not compile fails the node with the driver's line and
     column, and the last good one keeps rendering."""
     gl = _gpu(ctx)
-    text = shader_text(source, file, ctx.folder, state.text)
+    text = _frame_shader_text(ctx, state, source, file)
     error = gl.shader_error(text)
     if error is None:
         state.good_source = text

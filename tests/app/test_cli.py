@@ -194,3 +194,18 @@ def test_bench_load_section_reports_both_link_orders_per_size() -> None:
         assert row["ms_per_mb"] > 0 and row["ms_per_1000_nodes"] > 0
     assert report["forward/20"]["vs_smallest"] == report["reversed/20"]["vs_smallest"] == 1.0
     assert "vs_forward" in report["reversed/40"]
+
+
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (["--limit", "nodez=3"], "unknown limit 'nodez'"),
+        (["--limit", "nodes"], "expected NAME=VALUE"),
+        (["--limit", "nodes=2"], "limit nodes = 2"),
+    ],
+)
+def test_limit_flags(patch_file: Path, capsys, arguments: list[str], says: str) -> None:
+    assert main(["check", str(patch_file), *arguments]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and says in err
+    assert main(["check", str(patch_file), "--trust", "--limit", "nodes=6"]) == 0
