@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     freeze = commands.add_parser("freeze", help="export a frozen runtime patch")
     freeze.add_argument("file")
     freeze.add_argument("-o", "--output", required=True)
-    _limit_arguments(freeze)
+    add_limit_arguments(freeze)
 
     check = commands.add_parser("check", help="validate a patch file")
     check.add_argument("file")
