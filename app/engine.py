@@ -442,10 +442,10 @@ class Engine:
             self._thumbnail_queue = list(self._thumbnail_nodes)
         for node_id in self._thumbnail_queue[:THUMBNAILS_PER_FRAME]:
             instance = self.patch.nodes.get(node_id)
-            pin = next((o.name for o in instance.spec.outputs if o.type == "texture"), None) \
-                if instance is not None else None  # fmt: skip
-            if pin is not None:
-                found += self._picture(node_id, pin, THUMBNAIL_SIZE, "thumbnail")
+            outputs = instance.spec.outputs if instance is not None else ()
+            texture_pin = next((o.name for o in outputs if o.type == "texture"), None)
+            if texture_pin is not None:
+                found += self._picture(node_id, texture_pin, THUMBNAIL_SIZE, "thumbnail")
         del self._thumbnail_queue[:THUMBNAILS_PER_FRAME]
         return found
 

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from nodes import Patch, PatchEvent, patch_from_dict, patch_to_dict
+from nodes import Link, Patch, PatchEvent, patch_from_dict, patch_to_dict
 
 SCHEMA_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -274,9 +274,9 @@ def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
         elif kind == "remove_node":
             patch.remove_node(str(op["node"]))
         elif kind == "connect":
-            patch.connect(*(str(part) for part in op["link"]))
+            patch.connect(*_link(op))
         elif kind == "disconnect":
-            link = tuple(str(part) for part in op["link"])
+            link = _link(op)
             if link in patch.links:  # else removed already, as a consequence of another edit
                 patch.disconnect(*link)
         elif kind == "set_value":
@@ -289,6 +289,13 @@ def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
             raise ProtocolError(f"edits: unknown op {kind!r}")
     except (KeyError, TypeError) as error:
         raise ProtocolError(f"edits {kind}: malformed ({error})") from None
+
+
+def _link(op: dict[str, Any]) -> Link:
+    parts = op["link"]
+    if not isinstance(parts, list) or len(parts) != 4:
+        raise ProtocolError(f"edits {op.get('op')}: a link is [src, src_pin, dst, dst_pin]")
+    return Link(*(str(part) for part in parts))
 
 
 # ----------------------------------------------------------------------------- reports
