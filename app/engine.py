@@ -15,6 +15,13 @@ Revisions: after applying an edit the engine compares its patch's counters with 
 sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
 A new patch keeps the ExecutionContext, so what is playing (LFO phases, feedback) goes on.
 
+Garbage collection: a full collection of the engine's heap (the libraries it imported and the
+patch) takes tens of milliseconds, which is frames. So once a patch runs as a flat program the
+engine freezes what the collector tracks (`gc.freeze`): later collections look only at what came
+after, and take about a millisecond. Objects stay freed by reference counting as usual; only
+reference cycles among frozen objects would outlive their use, and the evaluators break theirs
+when released.
+
 The watchdog is a thread that notices a frame running longer than `watchdog_s`: it names the node
 the frame thread is inside (`evaluators.node_running_in`), writes it to `hang_file` and ends the
 process with EXIT_HUNG, so the supervisor restarts the engine with that node bypassed.
@@ -23,6 +30,7 @@ process with EXIT_HUNG, so the supervisor restarts the engine with that node byp
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import queue
@@ -223,6 +231,7 @@ class Engine:
         self._applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
         self._reported_revision = -1  # of the last report that listed every node id
         self._report_cursor = 0  # where the next report's slice of nodes starts
+        self._freeze_due = True  # freeze the collector's objects once this patch runs flat
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
@@ -259,6 +268,9 @@ class Engine:
                 if self.editor is not None and self.gpu is not None:
                     images = self._images()
             self.frame_started = None
+            if self._freeze_due and self.evaluator.mode == "flat":
+                gc.freeze()
+                self._freeze_due = False
             self.frame += 1
             self._fps_frames += 1
             if self.frame_log is not None and not self.presents_frames:
@@ -365,6 +377,7 @@ class Engine:
         self.evaluator = DualEvaluator(patch, context=self.ctx)
         self.evaluator.watch(n for n in self._watched if n in patch.nodes)
         self.in_sync = True
+        self._freeze_due = True
 
     # ----------------------------------------------------------------- reports
     def _maybe_report(self, images: list[tuple[dict[str, Any], bytes]]) -> None:

@@ -106,7 +106,7 @@ class Patch:
         self.folder: Path | None = None
         self.revision = 0
         self.value_revision = 0
-        self._listeners: list[Listener] = []
+        self._listeners: dict[object, Listener] = {}
         self._next_id = 1
 
     # ----------------------------------------------------------------- queries
@@ -155,15 +155,19 @@ class Patch:
     # ----------------------------------------------------------------- events
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(event)` after every edit; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        # The unsubscribe function holds a key, not the listener: an evaluator that keeps it is
+        # then no reference cycle through its own bound method once it has unsubscribed.
+        key = object()
+        self._listeners[key] = listener
+        listeners = self._listeners
+        return lambda: listeners.pop(key, None) and None
 
     def _emit(self, event: PatchEvent) -> None:
         if event.kind == "structural":
             self.revision += 1
         elif event.kind == "value":
             self.value_revision += 1
-        for listener in list(self._listeners):
+        for listener in list(self._listeners.values()):
             listener(event)
 
     # ----------------------------------------------------------------- nodes

@@ -429,3 +429,27 @@ def test_copy_is_detached_and_shares_values() -> None:
     assert seen == []
     twin.set_value(a, "value", np.zeros(3))
     assert patch.value(a, "value") is big
+
+
+def test_an_unsubscribed_listener_leaves_no_reference_cycle_behind() -> None:
+    import gc
+    import weakref
+
+    class Listener:
+        def __init__(self, patch: Patch) -> None:
+            self.unsubscribe = patch.subscribe(self.on_event)
+
+        def on_event(self, event) -> None:
+            pass
+
+    patch = Patch()
+    listener = Listener(patch)
+    patch.add_node("value.float")
+    listener.unsubscribe()
+    gone = weakref.ref(listener)
+    gc.disable()
+    try:
+        del listener
+        assert gone() is None  # freed by reference counting alone, no collection needed
+    finally:
+        gc.enable()
