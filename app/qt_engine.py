@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -224,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app.exec()
     finally:
+        gc.unfreeze()  # Qt's wrappers are torn down in order, not left frozen to the exit
         host.timer.stop()
         server.close()
         with contextlib.suppress(OSError):
