@@ -209,3 +209,12 @@ def test_limit_flags(patch_file: Path, capsys, arguments: list[str], says: str) 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and says in err
     assert main(["check", str(patch_file), "--trust", "--limit", "nodes=6"]) == 0
+
+
+def test_a_command_run_in_process_leaves_the_limits_as_it_found_them(patch_file: Path) -> None:
+    from nodes._limits import active_limits
+
+    before = active_limits()
+    assert main(["check", str(patch_file), "--trust", "--limit", "nodes=6"]) == 0
+    assert main(["check", str(patch_file), "--limit", "nodes=2"]) == 2
+    assert active_limits() == before
