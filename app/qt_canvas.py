@@ -55,6 +55,7 @@ from app.qt_commands import (
     NodeRecord,
     RewireCommand,
 )
+from evaluators import NodeClass, NodeStatus
 from nodes import LIBRARY, Link, Patch, PatchError, PatchEvent
 
 PIN_COLORS = {
@@ -71,7 +72,11 @@ PIN_COLORS = {
 }
 
 # Node body colours by evaluation class and status.
-CLASS_COLORS = {"CONST": (46, 72, 110), "USER": (38, 110, 80), "HOT": (176, 96, 20)}
+CLASS_COLORS = {
+    NodeClass.CONST: (46, 72, 110),
+    NodeClass.USER: (38, 110, 80),
+    NodeClass.HOT: (176, 96, 20),
+}
 FAILED_COLOR = (190, 30, 30)
 DEFERRED_BORDER = (200, 120, 255)
 IDLE_OPACITY = 0.4
@@ -608,7 +613,9 @@ class QtPatchCanvas(QObject):
         return port.view.sceneBoundingRect().center()
 
     # ------------------------------------------------------------------ evaluation state
-    def decorate(self, node_id: str, node_class: str, status: str, error: str | None) -> None:
+    def decorate(
+        self, node_id: str, node_class: NodeClass, status: NodeStatus, error: str | None
+    ) -> None:
         """Colour a node by its class and status; failed red with the message as tooltip.
 
         A node not built yet (while loading) is decorated when it is built."""
@@ -623,11 +630,13 @@ class QtPatchCanvas(QObject):
         node_class, status, error = self._decor[node_id]
         view = self._views[node_id]
         inst = self.patch.nodes[node_id]
-        color = FAILED_COLOR if status == "failed" else CLASS_COLORS.get(node_class, (60, 60, 60))
+        failed = status == NodeStatus.FAILED
+        color = FAILED_COLOR if failed else CLASS_COLORS.get(node_class, (60, 60, 60))
         view.set_color(*color)
         item = view.view
-        item.border_color = (*DEFERRED_BORDER, 255) if status == "deferred" else (74, 84, 85, 255)
-        item.setOpacity(IDLE_OPACITY if status == "idle" else 1.0)
+        deferred = status == NodeStatus.DEFERRED
+        item.border_color = (*DEFERRED_BORDER, 255) if deferred else (74, 84, 85, 255)
+        item.setOpacity(IDLE_OPACITY if status == NodeStatus.IDLE else 1.0)
         tip = f"{node_id} ({inst.type_id}) · {node_class} · {status}"
         if error:
             tip += f"\n{error}"
