@@ -86,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.insert(0, "edit")  # `patchbay FILE` opens the editor on FILE
     options = _parser().parse_args(args)
     command = options.command or "edit"
+    from nodes._limits import active_limits, set_active_limits
+
+    limits_before = active_limits()  # a command's limits end with it (main run in-process)
     try:
         from nodes import PatchError
 
@@ -123,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bench_command(options)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        set_active_limits(limits_before)
     return 0
 
 

@@ -205,7 +205,11 @@ def test_bench_load_section_reports_both_link_orders_per_size() -> None:
     ],
 )
 def test_limit_flags(patch_file: Path, capsys, arguments: list[str], says: str) -> None:
+    from nodes._limits import active_limits
+
+    before = active_limits()
     assert main(["check", str(patch_file), *arguments]) == 2
+    assert active_limits() is before  # the limits of a command end with it
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and says in err
     assert main(["check", str(patch_file), "--trust", "--limit", "nodes=6"]) == 0
