@@ -31,9 +31,17 @@ def slow_nodes() -> Iterator[None]:
                 time.sleep(SLEEP_SECONDS)
             return x * 2.0
 
+    @node("test.collects", determinism=Determinism.NONDETERMINISTIC)
+    def collects(x: float = 1.0) -> float:
+        import gc
+
+        calls.append("test.collects")
+        gc.collect()
+        return x
+
     calls.clear()
     yield
-    del LIBRARY["test.slow_hot"], LIBRARY["test.slow_const"]
+    del LIBRARY["test.slow_hot"], LIBRARY["test.slow_const"], LIBRARY["test.collects"]
 
 
 def make_evaluator(kind: type, patch: Patch) -> Any:
@@ -86,6 +94,29 @@ def test_a_slow_node_is_bypassed_until_retried(kind: type, type_id: str) -> None
     run_until(evaluator, lambda: evaluator.status(slow) in ("ok", "cached"), frame + 1)
     assert len(calls) > ran
     assert evaluator.error(slow) is None and evaluator.output(sink) == 43.0
+
+
+@pytest.mark.parametrize("kind", [LazyEvaluator, FlatEvaluator])
+def test_time_in_the_garbage_collector_is_no_nodes_fault(kind: type) -> None:
+    """A collection that runs during a node (here one made slow on purpose) is left out."""
+    import gc
+
+    def slow_collection(phase: str, info: dict) -> None:
+        if phase == "start":
+            time.sleep(SLEEP_SECONDS)
+
+    patch = Patch()
+    collecting = patch.add_node("test.collects", node_id="collects")
+    patch.connect(collecting, "out", patch.add_node("output.value"), "in")
+    evaluator = make_evaluator(kind, patch)
+    gc.callbacks.append(slow_collection)
+    try:
+        evaluator.run_frame(0.0, 0)
+        evaluator.run_frame(1 / 60, 1)
+    finally:
+        gc.callbacks.remove(slow_collection)
+    assert calls.count("test.collects") == 2
+    assert evaluator.status(collecting) == "ok"
 
 
 def test_the_default_budget_is_one_second() -> None:
