@@ -23,9 +23,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from app.limit_options import add_limit_arguments, apply_limits, limit_flags
+
+if TYPE_CHECKING:
+    from nodes import Patch
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -156,7 +160,28 @@ def _check(path: str) -> int:
     kind = "frozen patch" if patch.frozen else "patch"
     sinks = sum(1 for node in patch.nodes.values() if node.spec.sink)
     print(f"{path}: ok: {kind}, {len(patch.nodes)} nodes, {len(patch.links)} links, {sinks} sinks")
+    for warning in _refused_file_names(patch):
+        print(f"{path}: warning: {warning}")
     return 0
+
+
+def _refused_file_names(patch: Patch) -> list[str]:
+    """One line per file name in the patch's values that it may not use (the patch loads, and
+    those nodes fail when they run)."""
+    from nodes._errors import one_line
+    from nodes._paths import PathRefusedError, resolve_patch_path
+
+    found = []
+    for node in patch.nodes.values():
+        for pin in node.inputs:
+            name = node.values.get(pin.name)
+            if pin.hint != "file" or not isinstance(name, str) or not name:
+                continue
+            try:
+                resolve_patch_path(patch.folder, name, "file")
+            except PathRefusedError as refused:
+                found.append(one_line(f"{node.id}.{pin.name}: {refused} (the node will fail)"))
+    return found
 
 
 def _nodes(as_json: bool) -> int:

@@ -12,11 +12,12 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 - `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
   properties such as `resolution`; `folder`: the patch's `folder` (relative file names in values
   resolve against it; None: the current directory).
-
 - `bypassed`: nodes that ran longer than `time_budget` seconds in one frame (default
   `NODE_TIME_BUDGET_SECONDS`), with the message they report ("took 1.3 s, bypassed; retry to run
-  it again"). Every evaluator skips them (their outputs keep the last good value) until
-  `retry(node_id)`; `bypass_epoch` changes with the set, so flat programs notice cheaply.
+  it again"), measured on `busy_clock()`, which stops while the garbage collector runs (a pause
+  of the whole process is no node's fault). Every evaluator skips them (their outputs keep the
+  last good value) until `retry(node_id)`; `bypass_epoch` changes with the set, so flat programs
+  notice cheaply.
 - `submit(fn, *args)`: a worker pool for blocking work (file reads, image decoding) that nodes
   start and then report `Deferred` until it is done; `release_all()` shuts it down.
 
@@ -37,6 +38,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import gc
+import time
 from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,31 @@ from nodes._errors import one_line
 
 #: How long one node may run in one frame before it is bypassed on later frames.
 NODE_TIME_BUDGET_SECONDS = 1.0
+
+
+class _CollectorTime:
+    """Seconds the garbage collector has run so far in this process (a `gc.callbacks` entry)."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.spent += time.perf_counter() - self._started
+
+
+_COLLECTOR_TIME = _CollectorTime()
+gc.callbacks.append(_COLLECTOR_TIME)
+
+
+def busy_clock() -> float:
+    """Seconds on a clock that stops while the garbage collector runs: node timings."""
+    return time.perf_counter() - _COLLECTOR_TIME.spent
+
+
 WORKER_THREADS = 2
 
 HOT, USER, CONST = NodeClass.HOT, NodeClass.USER, NodeClass.CONST

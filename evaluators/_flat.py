@@ -42,6 +42,7 @@ from evaluators._context import (
     StoredPull,
     bind_capture,
     bind_compute,
+    busy_clock,
     default_outputs,
     error_text,
     last_output,
@@ -375,9 +376,9 @@ class FlatProgram:
             self.timing = False
             self._run_timed(steps)
             return
-        started = time.perf_counter()
+        started = busy_clock()
         self._run_list(steps, index)
-        if time.perf_counter() - started > self.ctx.time_budget:
+        if busy_clock() - started > self.ctx.time_budget:
             self.timing = True
 
     def _run_list(self, steps: list[Step], index: dict[int, int]) -> None:
@@ -395,7 +396,7 @@ class FlatProgram:
 
     def _run_timed(self, steps: list[Step]) -> None:
         """The HOT loop with a clock around each step: bypasses the nodes over the budget."""
-        slots, clock, budget = self.slots, time.perf_counter, self.ctx.time_budget
+        slots, clock, budget = self.slots, busy_clock, self.ctx.time_budget
         for call, get, out in steps:
             started = clock()
             try:
@@ -412,7 +413,7 @@ class FlatProgram:
 
     def _run_steps_timed(self, i: int) -> Exception | None:
         """Run one node's steps (a cold or pulled node), timed; returns its failure, if any."""
-        started = time.perf_counter()
+        started = busy_clock()
         failed = None
         for call, get, out in self.node_steps[i]:
             try:
@@ -421,7 +422,7 @@ class FlatProgram:
                 self._record_failure(i, problem)
                 failed = problem
                 break
-        took = time.perf_counter() - started
+        took = busy_clock() - started
         if took > self.ctx.time_budget:
             self._bypass(i, took)
         return failed

@@ -29,6 +29,7 @@ from evaluators._context import (
     StoredPull,
     bind_capture,
     bind_compute,
+    busy_clock,
     default_outputs,
     error_text,
     last_output,
@@ -303,7 +304,7 @@ class LazyEvaluator:
                 args.append(self.ctx.feedback.get(first, values[second]))
         error = None
         self.nodes_run += 1
-        started = time.perf_counter()
+        started = busy_clock()
         try:
             result = plan.fn(*args)
         except Deferred:
@@ -316,7 +317,7 @@ class LazyEvaluator:
         else:
             outputs[node_id] = (result,) if plan.single else tuple(result)
             self._status[node_id] = OK
-        took = time.perf_counter() - started
+        took = busy_clock() - started
         if took > self.ctx.time_budget:
             self._status[node_id] = FAILED
             self._errors[node_id] = self.ctx.bypass(node_id, took)

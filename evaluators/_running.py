@@ -16,8 +16,13 @@ from evaluators._flat import FlatProgram
 from evaluators._lazy import LazyEvaluator
 
 _LAZY_RUN = LazyEvaluator._run_node.__code__
-_FLAT_LIST = FlatProgram._run_list.__code__
-_FLAT_SINGLE = (FlatProgram._run_cold.__code__, FlatProgram.pull.__code__)
+# The HOT loop, and its timed copy that runs after a frame over the time budget.
+_FLAT_LIST = (FlatProgram._run_list.__code__, FlatProgram._run_timed.__code__)
+_FLAT_SINGLE = (
+    FlatProgram._run_cold.__code__,
+    FlatProgram.pull.__code__,
+    FlatProgram._run_steps_timed.__code__,
+)
 
 
 def node_running_in(thread_id: int) -> str | None:
@@ -28,7 +33,7 @@ def node_running_in(thread_id: int) -> str | None:
         if code is _LAZY_RUN:
             return str(local.get("node_id"))
         program = local.get("self")
-        if code is _FLAT_LIST and isinstance(program, FlatProgram) and "out" in local:
+        if code in _FLAT_LIST and isinstance(program, FlatProgram) and "out" in local:
             return program.ir.ids[program.owner[local["out"]]]
         if code in _FLAT_SINGLE and isinstance(program, FlatProgram) and "i" in local:
             return program.ir.ids[local["i"]]

@@ -53,7 +53,9 @@ class Link(NamedTuple):
 @dataclass
 class NodeInstance:
     """One node in a patch. `values` holds a value for every input pin (defaults filled in); the
-    Patch replaces the dict on every edit instead of changing it, so it can be shared as is."""
+    Patch replaces the dict on every edit instead of changing it, so it can be shared as is.
+    `added_values` are the values it was added with (read from a file, say): a file name among
+    them that an edit would refuse is still taken back by an edit (undo)."""
 
     id: str
     spec: NodeSpec
@@ -61,6 +63,7 @@ class NodeInstance:
     pos: tuple[float, float] = (0.0, 0.0)
     inputs: tuple[PinSpec, ...] = ()
     stamp: int = field(default_factory=lambda: next(_stamps))
+    added_values: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def type_id(self) -> str:
@@ -199,7 +202,7 @@ class Patch:
             raise PatchValueError(f"bad node id {node_id!r}")
         node_values, inputs = self._checked_values(node_id, spec, values or {})
         where = (float(pos[0]), float(pos[1])) if pos else (0.0, 0.0)
-        instance = NodeInstance(node_id, spec, node_values, where, inputs)
+        instance = NodeInstance(node_id, spec, node_values, where, inputs, added_values=node_values)
         self.nodes[node_id] = instance
         self._emit(PatchEvent("structural", "add_node", node_id))
         return node_id
@@ -251,13 +254,19 @@ class Patch:
 
         All or nothing: a value the pin cannot take (a wrong type, a file name a patch may not
         use) raises PatchValueError before anything changes. A value that merely makes the node
-        fail when it runs (a missing file) is applied."""
+        fail when it runs (a missing file, or a refused file name the node was added with, which
+        an undo brings back) is applied."""
         instance = self.node(node_id)
         spec_pin = instance.input(pin)
         if spec_pin is None:
             raise UnknownPinError(f"node {node_id!r} ({instance.type_id}) has no input {pin!r}")
         new = _coerce(node_id, spec_pin, value)
-        if spec_pin.hint == "file" and isinstance(new, str) and new:
+        if (
+            spec_pin.hint == "file"
+            and isinstance(new, str)
+            and new
+            and new != instance.added_values.get(pin)
+        ):
             try:
                 resolve_patch_path(self.folder, new, "file")
             except PathRefusedError as refused:

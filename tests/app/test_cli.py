@@ -205,7 +205,11 @@ def test_bench_load_section_reports_both_link_orders_per_size() -> None:
     ],
 )
 def test_limit_flags(patch_file: Path, capsys, arguments: list[str], says: str) -> None:
+    from nodes._limits import active_limits
+
+    before = active_limits()
     assert main(["check", str(patch_file), *arguments]) == 2
+    assert active_limits() is before  # the limits of a command end with it
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and says in err
     assert main(["check", str(patch_file), "--trust", "--limit", "nodes=6"]) == 0
@@ -218,3 +222,19 @@ def test_a_command_run_in_process_leaves_the_limits_as_it_found_them(patch_file:
     assert main(["check", str(patch_file), "--trust", "--limit", "nodes=6"]) == 0
     assert main(["check", str(patch_file), "--limit", "nodes=2"]) == 2
     assert active_limits() == before
+
+
+def test_check_warns_of_file_names_the_patch_may_not_use(tmp_path: Path, capsys) -> None:
+    patch = Patch()
+    patch.add_node("gpu.shader", {"source": "", "file": "noise"}, node_id="fine")
+    patch.add_node("gpu.image", {"path": "pictures/a.png"}, node_id="missing_but_fine")
+    path = tmp_path / "p.patchbay"
+    save_patch(patch, path)
+    text = path.read_text().replace('"noise"', '"/etc/passwd"')
+    path.write_text(text.replace('"pictures/a.png"', '"../../\\u001b[2Jx.png"'))
+    assert main(["check", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("ok: patch, 2 nodes, 0 links, 0 sinks")
+    assert len(lines) == 3 and all(": warning: " in line for line in lines[1:])
+    assert "fine.file" in lines[1] and "absolute paths are not allowed" in lines[1]
+    assert "missing_but_fine.path" in lines[2] and "\x1b" not in lines[2]

@@ -3,19 +3,22 @@ it is retried; the rest of the patch keeps running on its last output."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
 from evaluators._context import NODE_TIME_BUDGET_SECONDS
 from nodes import LIBRARY, Determinism, Patch, node
 
 SLEEP_SECONDS = 0.3
 BUDGET_SECONDS = 0.1  # well under the sleep: a sleep never returns early
 calls: list[str] = []
+waiting = threading.Event()  # test.waits blocks while this is set ...
+released = threading.Event()  # ... until this is
 
 
 @pytest.fixture(autouse=True)
@@ -31,9 +34,26 @@ def slow_nodes() -> Iterator[None]:
                 time.sleep(SLEEP_SECONDS)
             return x * 2.0
 
+    @node("test.collects", determinism=Determinism.NONDETERMINISTIC)
+    def collects(x: float = 1.0) -> float:
+        import gc
+
+        calls.append("test.collects")
+        gc.collect()
+        return x
+
+    @node("test.waits", determinism=Determinism.NONDETERMINISTIC)
+    def waits(x: float = 1.0) -> float:
+        if waiting.is_set():
+            released.wait(30)
+        return x
+
     calls.clear()
+    waiting.clear()
+    released.clear()
     yield
-    del LIBRARY["test.slow_hot"], LIBRARY["test.slow_const"]
+    for type_id in ("test.slow_hot", "test.slow_const", "test.collects", "test.waits"):
+        del LIBRARY[type_id]
 
 
 def make_evaluator(kind: type, patch: Patch) -> Any:
@@ -86,6 +106,54 @@ def test_a_slow_node_is_bypassed_until_retried(kind: type, type_id: str) -> None
     run_until(evaluator, lambda: evaluator.status(slow) in ("ok", "cached"), frame + 1)
     assert len(calls) > ran
     assert evaluator.error(slow) is None and evaluator.output(sink) == 43.0
+
+
+@pytest.mark.parametrize("kind", [LazyEvaluator, FlatEvaluator])
+def test_time_in_the_garbage_collector_is_no_nodes_fault(kind: type) -> None:
+    """A collection that runs during a node (here one made slow on purpose) is left out."""
+    import gc
+
+    def slow_collection(phase: str, info: dict) -> None:
+        if phase == "start":
+            time.sleep(SLEEP_SECONDS)
+
+    patch = Patch()
+    collecting = patch.add_node("test.collects", node_id="collects")
+    patch.connect(collecting, "out", patch.add_node("output.value"), "in")
+    evaluator = make_evaluator(kind, patch)
+    gc.callbacks.append(slow_collection)
+    try:
+        evaluator.run_frame(0.0, 0)
+        evaluator.run_frame(1 / 60, 1)
+    finally:
+        gc.callbacks.remove(slow_collection)
+    assert calls.count("test.collects") == 2
+    assert evaluator.status(collecting) == "ok"
+
+
+@pytest.mark.parametrize("caching", [True, False])
+def test_the_watchdog_names_a_node_stuck_in_the_timed_loop(caching: bool) -> None:
+    """After a frame over the budget the flat program times its HOT steps one by one: a node that
+    then hangs is still named for the engine's watchdog."""
+    patch = Patch()
+    stuck = patch.add_node("test.waits", node_id="stuck")
+    patch.connect(stuck, "out", patch.add_node("output.value"), "in")
+    evaluator = FlatEvaluator(patch, caching=caching)
+    evaluator.run_frame(0.0, 0)
+    assert evaluator.program is not None
+    evaluator.program.timing = True  # as after a frame over the budget
+    waiting.set()
+    worker = threading.Thread(target=evaluator.run_frame, args=(1 / 60, 1))
+    worker.start()
+    named = None
+    deadline = time.monotonic() + 30
+    while named is None and time.monotonic() < deadline:
+        named = node_running_in(worker.ident or 0)
+        time.sleep(0.005)
+    released.set()
+    worker.join()
+    evaluator.close()
+    assert named == "stuck"
 
 
 def test_the_default_budget_is_one_second() -> None:

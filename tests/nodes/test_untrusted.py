@@ -403,3 +403,13 @@ def test_nodes_that_allocate_check_the_limits_when_they_run(kind) -> None:
 def test_limits_name_unknown_limits() -> None:
     with pytest.raises(ValueError, match="unknown limit 'nodez'"):
         Limits().replaced(nodez=3)
+
+
+def test_a_refused_file_name_the_node_was_loaded_with_can_come_back_by_undo(tmp_path: Path) -> None:
+    nodes = [{"id": "s", "type": "gpu.shader", "values": {"source": "", "file": "/etc/passwd"}}]
+    patch = load_patch(write_patch(tmp_path, nodes))
+    patch.set_value("s", "file", "noise")
+    patch.set_value("s", "file", "/etc/passwd")  # what an undo does: the node fails again
+    assert patch.value("s", "file") == "/etc/passwd"
+    with pytest.raises(PatchValueError):
+        patch.set_value("s", "file", "/etc/shadow")
