@@ -337,9 +337,6 @@ class Engine:
             if self.in_sync and not apply_edits(self.patch, message, blobs):
                 self._ask_resync("revisions disagree")
             self._applied = [message.get("seq"), self.frame]
-            edited = {op.get("node") for op in message["ops"] if op.get("op") == "set_value"}
-            for node_id in edited & self.ctx.bypassed.keys():
-                self.evaluator.retry(node_id)  # an edit of a bypassed node: another chance
         elif kind == "path":
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None
@@ -356,6 +353,10 @@ class Engine:
             self.output_open = bool(message.get("open"))
             if self.on_output_request is not None:
                 self.on_output_request(message)
+        elif kind == "retry":
+            node_id = str(message.get("node"))
+            if node_id in self.patch.nodes:
+                self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
         elif kind == "quit":

@@ -20,6 +20,7 @@ Editor -> engine
     images    {thumbnails: [node ids], previews: [[node, pin], ...]}: textures to send back small
     output    {open, screen, fullscreen}: the output window
     pause     {paused}
+    retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
     quit      {}: stop the engine (the editor closed on purpose)
 
 Engine -> editor

@@ -184,6 +184,7 @@ class QtEditorWindow(QMainWindow):
         self.canvas.refused.connect(self._on_refused)
         self.canvas.selection_changed.connect(self._on_selection)
         self.inspector.value_edited.connect(self._on_value_edited)
+        self.inspector.retry_requested.connect(self.retry_node)
         self.library.create_requested.connect(self._create_at_center)
         self.undo_stack.cleanChanged.connect(self._on_clean_changed)
 
@@ -868,7 +869,8 @@ class QtEditorWindow(QMainWindow):
         if node_id is None or node_id not in self.patch.nodes:
             return
         ev = self.evaluator
-        self.inspector.set_state(ev.node_class(node_id), ev.status(node_id), ev.error(node_id))
+        self.inspector.set_state(ev.node_class(node_id), ev.status(node_id), ev.error(node_id),
+                                 self.is_bypassed(node_id))  # fmt: skip
         outputs = self.patch.nodes[node_id].spec.outputs
         self.preview.show_values({o.name: ev.output(node_id, o.name) for o in outputs})
         if isinstance(ev, RemoteEvaluator):
@@ -876,6 +878,20 @@ class QtEditorWindow(QMainWindow):
                 picture = ev.take_image(node_id, out.name, "preview")
                 if picture is not None:
                     self.preview.show_picture(out.name, _qimage(*picture))
+
+    def is_bypassed(self, node_id: str) -> bool:
+        """Whether the node is bypassed (it took too long in a frame, or hung the engine)."""
+        if isinstance(self.evaluator, RemoteEvaluator):
+            return node_id in self.evaluator.bypassed
+        return node_id in self.context.bypassed
+
+    def retry_node(self, node_id: str) -> None:
+        """Run a bypassed node again from the next frame (the inspector's Retry)."""
+        if self.engine is not None:
+            self.engine.send({"type": "retry", "node": node_id})
+        elif isinstance(self.evaluator, DualEvaluator):
+            self.evaluator.retry(node_id)
+        self.statusBar().showMessage(f"Retrying {node_id}", 3000)
 
     def _update_status(self) -> None:
         ev = self.evaluator

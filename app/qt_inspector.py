@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSlider,
     QSpinBox,
     QVBoxLayout,
@@ -103,6 +104,7 @@ class QtInspector(QWidget):
     """Edits the input values of one node."""
 
     value_edited = Signal(str, str, object, object)  # node id, pin, value, gesture token or None
+    retry_requested = Signal(str)  # node id: run a node bypassed for taking too long again
 
     def __init__(self) -> None:
         super().__init__()
@@ -116,10 +118,14 @@ class QtInspector(QWidget):
         self._error = QLabel()
         self._error.setWordWrap(True)
         self._error.setStyleSheet("color: #ff6060;")
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.setToolTip("Run this node again (it was bypassed for taking too long)")
+        self.retry_button.clicked.connect(self._retry)
+        self.retry_button.hide()
         self._form_host = QWidget()
         self._form = QFormLayout(self._form_host)
         layout = QVBoxLayout(self)
-        for widget in (self._title, self._state, self._error, self._form_host):
+        for widget in (self._title, self._state, self._error, self.retry_button, self._form_host):
             layout.addWidget(widget)
         layout.addStretch(1)
         self._error.hide()
@@ -131,6 +137,7 @@ class QtInspector(QWidget):
         while self._form.rowCount():
             self._form.removeRow(0)
         self._error.hide()
+        self.retry_button.hide()
         self._state.clear()
         if patch is None or node_id is None or node_id not in patch.nodes:
             self.node_id = None
@@ -231,11 +238,19 @@ class QtInspector(QWidget):
         for name, setter in self._setters.items():
             setter(inst.values[name])
 
-    def set_state(self, node_class: str, status: str, error: str | None) -> None:
-        """Show the node's evaluation class and status, and its error message if it failed."""
+    def set_state(
+        self, node_class: str, status: str, error: str | None, bypassed: bool = False
+    ) -> None:
+        """Show the node's evaluation class and status, its error message if it failed, and a
+        Retry button if it is bypassed."""
         self._state.setText(f"class {node_class} · {status}")
         self._error.setVisible(bool(error))
         self._error.setText(error or "")
+        self.retry_button.setVisible(bypassed)
+
+    def _retry(self) -> None:
+        if self.node_id is not None:
+            self.retry_requested.emit(self.node_id)
 
 
 def _quiet(widget: QWidget, setter: Callable[[Any], None], value: Any) -> None:

@@ -170,6 +170,8 @@ class ExecutionContext:
             self.release_node(event.node_id)
             if self.bypassed.pop(event.node_id, None) is not None:
                 self.bypass_epoch += 1
+        elif event.op == "set_value" and event.node_id in self.bypassed:
+            self.unbypass(event.node_id)  # an edit of a bypassed node gives it another chance
         elif event.op == "settings" and "resolution" in (event.value or {}):
             self.cache.clear()
             self.cache_epoch += 1

@@ -289,3 +289,14 @@ def test_the_remote_evaluator_is_an_evaluator_speaking_its_vocabulary() -> None:
     assert isinstance(remote.mode, EvaluatorMode) and remote.output("out") >= 10.0
     assert remote.status("nosuch") is NodeStatus.IDLE
     engine.close()
+
+
+def test_retry_runs_a_bypassed_node_again() -> None:
+    patch = chain_patch()
+    engine = Engine(Patch(), bypass={"add": "stopped: took longer than 2 s"})
+    editor = EditorEnd(engine, patch)
+    editor.read_until("report", lambda m: m["nodes"].get("add", [0, 0])[1] == "failed")
+    editor.channel.send({"type": "retry", "node": "add"})
+    report = editor.read_until("report", lambda m: m["nodes"]["add"][1] == "ok")
+    assert report["bypassed"] == {}
+    engine.close()

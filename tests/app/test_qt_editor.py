@@ -297,3 +297,24 @@ def test_create_gl_service_reports_moderngl_errors_as_runtime_errors(qtbot, monk
     monkeypatch.setattr(qt_output.moderngl, "create_context", failing)
     with pytest.raises(RuntimeError, match="no usable OpenGL"):
         qt_output.create_gl_service()
+
+
+def test_a_node_bypassed_for_taking_too_long_can_be_retried_from_the_inspector(editor, ui, qtbot):
+    patch = Patch()
+    patch.add_node("time.frame", None, (0, 0), node_id="frame")
+    patch.add_node("debug.sleep", {"seconds": 0.3}, (200, 0), node_id="slow")
+    patch.add_node("output.value", None, (400, 0), node_id="out")
+    patch.connect("frame", "out", "slow", "x")
+    patch.connect("slow", "out", "out", "in")
+    ui.show_patch(editor, patch)
+    editor.context.time_budget = 0.1
+    editor.canvas.select(["slow"])
+    qtbot.waitUntil(lambda: editor.is_bypassed("slow"))
+    retry = editor.inspector.retry_button
+    qtbot.waitUntil(lambda: not retry.isHidden())
+    assert "bypassed" in editor.evaluator.error("slow")
+    editor.context.time_budget = 10.0  # the machine got faster: the same node now fits
+    retry.click()
+    qtbot.waitUntil(lambda: editor.evaluator.status("slow") == "ok")
+    assert not editor.is_bypassed("slow")
+    qtbot.waitUntil(lambda: retry.isHidden())

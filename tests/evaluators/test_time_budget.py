@@ -161,3 +161,26 @@ def test_the_default_budget_is_one_second() -> None:
     patch = Patch()
     patch.add_node("output.value")
     assert LazyEvaluator(patch).ctx.time_budget == NODE_TIME_BUDGET_SECONDS
+
+
+@pytest.mark.parametrize("kind", [LazyEvaluator, FlatEvaluator, DualEvaluator])
+def test_an_edit_of_a_bypassed_node_gives_it_another_chance(kind: type) -> None:
+    patch = Patch()
+    patch.add_node("time.frame", None, node_id="frame")
+    patch.add_node("debug.sleep", {"seconds": 2 * BUDGET_SECONDS}, node_id="slow")
+    patch.add_node("output.value", None, node_id="out")
+    patch.connect("frame", "out", "slow", "x")
+    patch.connect("slow", "out", "out", "in")
+    evaluator = kind(patch)
+    evaluator.ctx.time_budget = BUDGET_SECONDS
+    frame = 0
+    while "slow" not in evaluator.ctx.bypassed and frame < 5:
+        evaluator.run_frame(frame / 60, frame)
+        frame += 1
+    assert evaluator.status("slow") == "failed"
+    patch.set_value("slow", "seconds", 0.0)  # the person fixes it
+    assert "slow" not in evaluator.ctx.bypassed
+    for step in range(3):
+        evaluator.run_frame((frame + step) / 60, frame + step)
+    assert evaluator.status("slow") == "ok" and evaluator.output("out") == frame + 2
+    evaluator.close()
