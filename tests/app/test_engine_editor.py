@@ -54,7 +54,8 @@ def read_report(process: subprocess.Popen[str]) -> dict:
         if line.startswith("REPORT "):
             return json.loads(line.removeprefix("REPORT "))
     process.wait(timeout=60)
-    pytest.fail(f"the editor probe ended without a report ({process.returncode})")
+    errors = process.stderr.read()[-3000:] if process.stderr else ""
+    pytest.fail(f"the editor probe ended without a report ({process.returncode}):\n{errors}")
 
 
 @pytest.fixture(scope="module")
