@@ -22,28 +22,9 @@ from PySide6.QtCore import QCoreApplication, QRectF, Qt
 from PySide6.QtWidgets import QApplication
 
 from app.qt_editor import QtEditorWindow
-from nodes import Patch
+from evaluators.bench_patches import grid_chain
 
-COLUMNS = 40
-SPACING = (220.0, 130.0)
 REPEATS = 5
-
-
-def grid_chain(size: int) -> Patch:
-    """`size` nodes: time.seconds -> math.add -> ... -> output.value, laid out in rows."""
-    patch = Patch()
-
-    def pos(i: int) -> tuple[float, float]:
-        return (i % COLUMNS) * SPACING[0], (i // COLUMNS) * SPACING[1]
-
-    previous = patch.add_node("time.seconds", pos=pos(0), node_id="n0")
-    for i in range(1, size - 1):
-        current = patch.add_node("math.add", {"b": 1.0}, pos=pos(i), node_id=f"n{i}")
-        patch.connect(previous, "out", current, "a")
-        previous = current
-    sink = patch.add_node("output.value", pos=pos(size - 1), node_id=f"n{size - 1}")
-    patch.connect(previous, "out", sink, "in")
-    return patch
 
 
 def _median_seconds(action: Any) -> float:

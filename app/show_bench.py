@@ -6,7 +6,9 @@ window open, and goes through the stresses a person puts it through during a sho
 pan, select-all and paste of 1,000 nodes, opening a 2,000-node file, saving a patch with a 100 MB
 array, 500 undo steps. The output's frame intervals are read from the frame log
 (`PATCHBAY_FRAME_LOG`) of the process that presents them, per stress: p50, p99, max and the
-frames longer than two frame periods. The same script runs twice, side by side in one run:
+frames longer than two frame periods. The same script runs twice, side by side in one run, after
+the show played for a few seconds by `patchbay run` with no editor at all (`no editor`: what
+"normal" is on this machine):
 
 - `engine`: `patchbay edit` as shipped, the output in the engine process;
 - `in_editor`: the output window in the editor's own process, driven by the editor's frame loop
@@ -45,13 +47,52 @@ PHASE_IDLE_S = 2.0
 
 
 def show_bench(quick: bool) -> dict[str, Any]:
-    """Both modes side by side (see the module note)."""
+    """Both modes side by side, after the same patch played with no editor at all (`patchbay
+    run`), which is what "normal" means on this machine (see the module note)."""
     with _display() as env, tempfile.TemporaryDirectory(prefix="patchbay-show-") as tmp:
         work = Path(tmp)
+        _write_patches(work)
         report: dict[str, Any] = {"frame_period_ms": round(FRAME_PERIOD_S * 1000, 2)}
+        report["no editor"] = _run_alone(work / "alone", env, 180 if quick else 360)
         for mode in ("engine", "in_editor"):
-            report[mode] = _run_mode(mode, work / mode, env, quick)
+            report[mode] = _run_mode(mode, work, env, quick)
         return report
+
+
+def _write_patches(work: Path) -> None:
+    """The show (the noise example plus a 1,000-node chain) and a 2,000-node file to open."""
+    from evaluators.bench_patches import grid_chain
+    from nodes import load_patch, save_patch
+
+    examples = Path(__file__).resolve().parents[1] / "resources" / "examples"
+    show = load_patch(examples / "noise_color.patchbay")
+    chain = grid_chain(1000)
+    for instance in chain.nodes.values():
+        x, y = instance.pos
+        show.add_node(instance.type_id, instance.values, (x, y + 600), node_id=instance.id)
+    for link in chain.links:
+        show.connect(*link)
+    save_patch(show, work / "show.patchbay")
+    save_patch(grid_chain(2000), work / "big.patchbay")
+
+
+def _environment(env: dict[str, str], log: Path, state: Path) -> dict[str, str]:
+    env = {**env, "PATCHBAY_FRAME_LOG": str(log), "PATCHBAY_STATE_DIR": str(state)}
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
+
+
+def _run_alone(work: Path, env: dict[str, str], frames: int) -> dict[str, Any]:
+    """The show played by `patchbay run` with no editor; its first second is left out."""
+    work.mkdir(parents=True)
+    log = work / "frames.log"
+    show = work.parent / "show.patchbay"
+    command = [sys.executable, "-m", "app.cli", "run", str(show), "--frames", str(frames)]
+    subprocess.run(command, env=_environment(env, log, work / "state"), timeout=300, check=True)
+    frames_logged = _read_log(log)
+    start = frames_logged[min(60, len(frames_logged) - 1)][0] if frames_logged else 0.0
+    return _intervals(frames_logged, start, float("inf"))
 
 
 @contextlib.contextmanager
@@ -78,12 +119,11 @@ def _display() -> Iterator[dict[str, str]]:
         server.wait(timeout=10)
 
 
-def _run_mode(mode: str, work: Path, env: dict[str, str], quick: bool) -> dict[str, Any]:
+def _run_mode(mode: str, root: Path, env: dict[str, str], quick: bool) -> dict[str, Any]:
+    work = root / mode
     work.mkdir(parents=True)
     log, state = work / "frames.log", work / "state"
-    env = {**env, "PATCHBAY_FRAME_LOG": str(log), "PATCHBAY_STATE_DIR": str(state)}
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env = _environment(env, log, state)
     command = [sys.executable, "-m", "app.show_bench", mode, str(state), str(work)]
     if quick:
         command.append("--quick")
@@ -178,10 +218,8 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
 
     from app.editor import launch_editor
     from app.engine_client import RemoteEvaluator
-    from app.qt_bench import grid_chain
     from app.qt_editor import QtEditorWindow
     from app.qt_output import configure_qt_gl
-    from nodes import load_patch, save_patch
 
     configure_qt_gl(swap_interval=0)
     app = QApplication(sys.argv[:1])
@@ -200,18 +238,7 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
         window.close()
         return 0
 
-    examples = Path(__file__).resolve().parents[1] / "resources" / "examples"
-    show = load_patch(examples / "noise_color.patchbay")
-    chain = grid_chain(1000)
-    for instance in chain.nodes.values():
-        x, y = instance.pos
-        show.add_node(instance.type_id, instance.values, (x, y + 600), node_id=instance.id)
-    for link in chain.links:
-        show.connect(*link)
-    show_path = work / "show.patchbay"
-    save_patch(show, show_path)
-    big_path = work / "big.patchbay"
-    save_patch(grid_chain(2000), big_path)
+    show_path, big_path = work.parent / "show.patchbay", work.parent / "big.patchbay"
 
     if mode == "engine":
         window = launch_editor(str(show_path), output=True, state_dir=state)

@@ -102,3 +102,25 @@ def layered_dag(size: int, width: int = 50, seed: int = 4) -> Patch:
 
 
 CASES = {"hot_chain": hot_chain, "mostly_constant": mostly_constant, "layered_dag": layered_dag}
+
+
+GRID_COLUMNS = 40
+GRID_SPACING = (220.0, 130.0)
+
+
+def grid_chain(size: int) -> Patch:
+    """`size` nodes: time.seconds -> math.add -> ... -> output.value, laid out in rows on the
+    canvas (for the editor and show benchmarks)."""
+    patch = Patch()
+
+    def pos(i: int) -> tuple[float, float]:
+        return (i % GRID_COLUMNS) * GRID_SPACING[0], (i // GRID_COLUMNS) * GRID_SPACING[1]
+
+    previous = patch.add_node("time.seconds", pos=pos(0), node_id="n0")
+    for i in range(1, size - 1):
+        current = patch.add_node("math.add", {"b": 1.0}, pos=pos(i), node_id=f"n{i}")
+        patch.connect(previous, "out", current, "a")
+        previous = current
+    sink = patch.add_node("output.value", pos=pos(size - 1), node_id=f"n{size - 1}")
+    patch.connect(previous, "out", sink, "in")
+    return patch

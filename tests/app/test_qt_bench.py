@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.qt_bench import editor_bench, grid_chain
+from app.qt_bench import editor_bench
+from evaluators.bench_patches import grid_chain
 
 MEASURES = {
     "open_s",

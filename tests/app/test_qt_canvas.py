@@ -11,7 +11,6 @@ from collections import Counter
 from PySide6.QtCore import QCoreApplication, QPointF, Qt, QTimer
 from PySide6.QtTest import QTest
 
-from app.qt_bench import grid_chain
 from app.qt_canvas import (
     CLASS_COLORS,
     DEFERRED_BORDER,
@@ -19,6 +18,7 @@ from app.qt_canvas import (
     SELECTED_OUTLINE,
     SIMPLE_BELOW_ZOOM,
 )
+from evaluators.bench_patches import grid_chain
 from nodes import Patch
 
 
