@@ -360,6 +360,8 @@ class Engine:
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
         elif kind == "quit":
+            if message.get("unless_showing") and self.output_open:
+                return  # perform mode: the show goes on without its editor
             if self.on_quit is not None:
                 self.on_quit()
         else:

@@ -350,17 +350,19 @@ class EngineClient:
             messages, self._messages = self._messages, []
         return messages
 
-    def close(self, *, stop_engine: bool = True) -> None:
-        """Disconnect; with `stop_engine`, ask the engine to quit (the editor closed normally)."""
+    def close(self, *, stop_engine: bool = True, unless_showing: bool = False) -> None:
+        """Disconnect; with `stop_engine`, ask the engine to quit (the editor closed normally),
+        and wait for it. With `unless_showing` the engine decides: it plays on while its output
+        window is open (perform mode), which only it knows for sure at that moment."""
         self._closing = True
         channel, self._channel = self._channel, None
         if channel is None:
             return
         if stop_engine:
             with contextlib.suppress(OSError, ValueError), self._send_lock:
-                channel.send({"type": "quit"})
+                channel.send({"type": "quit", "unless_showing": unless_showing})
         channel.close()
-        if stop_engine and self.engine.process is not None:
+        if stop_engine and not unless_showing and self.engine.process is not None:
             try:
                 self.engine.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

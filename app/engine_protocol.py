@@ -21,7 +21,8 @@ Editor -> engine
     output    {open, screen, fullscreen}: the output window
     pause     {paused}
     retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
-    quit      {}: stop the engine (the editor closed on purpose)
+    quit      {unless_showing}: stop the engine (the editor closed on purpose); with
+              `unless_showing`, only if its output window is closed (perform mode)
 
 Engine -> editor
     hello     {schema, pid, rev, vrev, gl}: `gl` says whether GPU nodes can run

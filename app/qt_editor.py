@@ -1002,7 +1002,7 @@ class QtEditorWindow(QMainWindow):
         self._autosave.stop()
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()
-            self.engine.close(stop_engine=not self.engine.evaluator.output_open)
+            self.engine.close(stop_engine=True, unless_showing=True)
             self.session.close()
             event.accept()
             return

@@ -300,3 +300,22 @@ def test_retry_runs_a_bypassed_node_again() -> None:
     report = editor.read_until("report", lambda m: m["nodes"]["add"][1] == "ok")
     assert report["bypassed"] == {}
     engine.close()
+
+
+def test_an_editor_closing_stops_the_engine_unless_its_output_is_showing() -> None:
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, Patch())
+    quits: list[bool] = []
+    engine.on_quit = lambda: quits.append(True)
+    engine.output_open = True  # the host opened the output window: perform mode
+    editor.channel.send({"type": "quit", "unless_showing": True})
+    editor.read_until("report")
+    assert quits == []
+    engine.output_open = False
+    editor.channel.send({"type": "quit", "unless_showing": True})
+    deadline = time.monotonic() + TIMEOUT_S
+    while not quits and time.monotonic() < deadline:
+        engine.step()
+        time.sleep(0.005)
+    assert quits == [True]
+    engine.close()
