@@ -2,9 +2,10 @@
 
 The patch runs in an engine process (app.qt_engine): `run_editor` attaches to the engine already
 running for the state folder (an editor that was killed, or `patchbay run`, left it playing) and
-takes its patch as the document, unless a FILE was named without `--attach`; otherwise it starts
-one. Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared, no
-vsync wait in the editor's own windows). It offers to restore a recovery file left by a session
+takes its patch as the document; a FILE named without `--attach` is opened instead and sent to
+that engine (never a second engine beside it). Only when none is running does it start one.
+Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared, no vsync
+wait in the editor's own windows). It offers to restore a recovery file left by a session
 that did not close cleanly (not when attaching: the engine's patch is newer), and runs the event
 loop.
 """
@@ -79,17 +80,18 @@ def launch_editor(
     state_dir: Path | None = None,
     engine_args: Sequence[str] = (),
 ) -> QtEditorWindow:
-    """Show the editor with its engine (see the module note). `attach` takes the running engine's
-    patch even when `path` is given; `output` opens the output window (on `screen`, fullscreen or
-    not); `engine_args` go to the engine process (the resource limits). A QApplication must
-    exist. Raises RuntimeError when no engine can be started."""
+    """Show the editor with its engine (see the module note). A running engine is always attached
+    to; `attach` takes its patch as the document even when `path` is given; `output` opens the
+    output window (on `screen`, fullscreen or not); `engine_args` go to the engine process (the
+    resource limits). A QApplication must exist. Raises RuntimeError when no engine can be
+    started."""
     state_dir = state_dir or default_state_dir()
     try:
         client = EngineClient(EngineProcess(state_dir / "engine", engine_args))
-        attached = client.start(attach=attach or path is None)
+        attached = client.start()
     except (OSError, EOFError, ProtocolError) as error:
         raise RuntimeError(str(error)) from None
-    if attached:
+    if attached and (attach or path is None):
         window = QtEditorWindow(state_dir, engine=client)
         window.show()
         if not window.attach():

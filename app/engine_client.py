@@ -258,14 +258,16 @@ class EngineClient:
         self._restarting = False
 
     # ----------------------------------------------------------------- connecting
-    def start(self, *, attach: bool = True) -> bool:
+    def start(self) -> bool:
         """Connect to the engine running for this folder (True: attached to a running one), or
-        start one."""
-        if attach and self.engine.running_pid() is not None:
+        start one. There is never a second engine beside a running one: one that does not
+        answer is stopped first."""
+        if self.engine.running_pid() is not None:
             with contextlib.suppress(OSError, EOFError, ProtocolError):
                 self._open(self.engine.connect())
                 self.attached = True
                 return True
+            self.engine.kill()
         self.engine.start()
         self._open(self.engine.connect())
         return False

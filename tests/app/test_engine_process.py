@@ -15,6 +15,7 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,3 +233,31 @@ def test_the_engine_checks_what_editors_send_against_the_limits_it_was_given(
     assert "nodes" in error and "\n" not in error and len(error) <= 300
     assert client.evaluator.nodes() == set()  # the engine plays what it had: nothing
     client.close()
+
+
+def test_an_editor_opening_a_file_joins_the_running_engine_instead_of_starting_another(
+    qtbot: Any, run_dir: Path, tmp_path: Path
+) -> None:
+    from app.editor import launch_editor
+    from nodes import save_patch
+
+    first = EngineClient(EngineProcess(run_dir))
+    assert first.start() is False
+    Editor(first, show_patch()).send_patch()
+    engine_pid = first.engine.running_pid()
+    first.close(stop_engine=False)  # an editor that went away: the engine plays on
+
+    opened = Patch()
+    opened.add_node("time.seconds", None, node_id="seconds")
+    opened.add_node("output.value", None, node_id="shown")
+    opened.connect("seconds", "out", "shown", "in")
+    save_patch(opened, tmp_path / "next.patchbay")
+    window = launch_editor(str(tmp_path / "next.patchbay"), state_dir=run_dir.parent)
+    qtbot.addWidget(window)
+    window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    assert window.engine is not None and window.engine.attached
+    assert window.engine.engine.running_pid() == engine_pid  # no second engine beside it
+    assert set(window.patch.nodes) == {"seconds", "shown"}  # the file, not the engine's patch
+    qtbot.waitUntil(lambda: window.evaluator.nodes() == {"seconds", "shown"})  # sent to it
+    window.close()
+    assert wait_for(lambda: EngineProcess(run_dir).running_pid() is None)
