@@ -24,7 +24,10 @@ when released.
 
 The watchdog is a thread that notices a frame running longer than `watchdog_s`: it names the node
 the frame thread is inside (`evaluators.node_running_in`), writes it to `hang_file` and ends the
-process with EXIT_HUNG, so the supervisor restarts the engine with that node bypassed.
+process with EXIT_HUNG, so the supervisor restarts the engine with that node bypassed. It also
+touches a heartbeat file while the frame loop turns: a process stuck where this thread cannot see
+or cannot run (native code holding the interpreter, a stuck drain or paint) stops beating, and
+the supervisor outside (`app.engine_client`) kills and restarts it.
 """
 
 from __future__ import annotations
@@ -69,11 +72,14 @@ FRAME_LOG_FLUSH_S = 0.5
 
 class FrameLog:
     """`PATCHBAY_FRAME_LOG=PATH`: one line `<time.monotonic() seconds> <frame index>` appended per
-    presented frame, flushed at least every 0.5 s."""
+    presented frame, flushed at least every 0.5 s: by the next frame, or during a stall by
+    `flush_if_due()` from another thread (the engine's watchdog), so the lines before a stall are
+    on disk even if the process is then killed."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._file: TextIO = open(path, "a", encoding="ascii", buffering=1 << 16)  # noqa: SIM115
         self._flushed = time.monotonic()
+        self._lock = threading.Lock()
 
     @classmethod
     def from_environment(cls) -> FrameLog | None:
@@ -82,13 +88,24 @@ class FrameLog:
 
     def presented(self, frame: int) -> None:
         now = time.monotonic()
-        self._file.write(f"{now:.6f} {frame}\n")
-        if now - self._flushed >= FRAME_LOG_FLUSH_S:
-            self._file.flush()
-            self._flushed = now
+        with self._lock:
+            self._file.write(f"{now:.6f} {frame}\n")
+            if now - self._flushed >= FRAME_LOG_FLUSH_S:
+                self._flush(now)
+
+    def flush_if_due(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._flushed >= FRAME_LOG_FLUSH_S and not self._file.closed:
+                self._flush(now)
+
+    def _flush(self, now: float) -> None:
+        self._file.flush()
+        self._flushed = now
 
     def close(self) -> None:
-        self._file.close()
+        with self._lock:
+            self._file.close()
 
 
 class EditorLink:
@@ -199,8 +216,10 @@ class Engine:
         gpu: Any = None,
         bypass: dict[str, str] | None = None,
         frame_log: FrameLog | None = None,
+        supervised: bool = False,
     ) -> None:
         self.gpu = gpu
+        self.supervised = supervised  # `patchbay run` restarts this process, not its editors
         self.ctx = ExecutionContext(gpu)
         self.ctx.bypassed.update(bypass or {})
         self.patch = patch
@@ -210,6 +229,7 @@ class Engine:
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.editor: EditorLink | None = None
         self.frame = 0
+        self.steps = 0  # turns of the frame loop, paused or not (the watchdog's heartbeat)
         self.paused = False
         self.in_sync = True
         self.frame_started: float | None = None  # monotonic time, while a frame runs
@@ -279,6 +299,7 @@ class Engine:
             with self.gpu.frame():
                 images = self._images()
         self._maybe_report(images)
+        self.steps += 1
 
     # ----------------------------------------------------------------- messages
     def drain(self) -> None:
@@ -306,6 +327,7 @@ class Engine:
                     "vrev": self.patch.value_revision,
                     "gl": self.gpu is not None,
                     "gl_renderer": self.gpu.info.get("GL_RENDERER") if self.gpu else None,
+                    "supervised": self.supervised,
                 }
             )
             return
@@ -482,20 +504,31 @@ class Engine:
                  pixels.tobytes())]  # fmt: skip
 
     # ----------------------------------------------------------------- watchdog
-    def start_watchdog(self, limit_s: float, hang_file: Path) -> None:
+    def start_watchdog(self, limit_s: float, hang_file: Path, heartbeat_file: Path) -> None:
         """Stop the process (EXIT_HUNG) when a frame runs longer than `limit_s`, after writing
-        the node it was inside to `hang_file` (see the module note)."""
+        the node it was inside to `hang_file`; touch `heartbeat_file` while steps go on (see the
+        module note)."""
         frame_thread = threading.get_ident()
+        heartbeat_file.touch()
 
         def watch() -> None:
+            steps = self.steps
             while True:
                 time.sleep(min(0.1, limit_s / 4))
+                if self.steps != steps:
+                    steps = self.steps
+                    with contextlib.suppress(OSError):
+                        os.utime(heartbeat_file)
+                if self.frame_log is not None:
+                    self.frame_log.flush_if_due()
                 started = self.frame_started
                 if started is None or time.monotonic() - started < limit_s:
                     continue
                 node_id = node_running_in(frame_thread)
                 seconds = time.monotonic() - started
-                hang_file.write_text(json.dumps({"node": node_id, "seconds": seconds}), "utf-8")
+                hang_file.write_text(
+                    json.dumps({"node": node_id, "seconds": seconds, "limit": limit_s}), "utf-8"
+                )
                 if self.frame_log is not None:
                     with contextlib.suppress(OSError, ValueError):
                         self.frame_log.close()

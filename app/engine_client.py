@@ -109,10 +109,25 @@ class EngineProcess:
         self.env = env
         self.process: subprocess.Popen[bytes] | None = None
         self.bypass: dict[str, str] = {}
+        self._started_at = time.time()
+        self.stalled = 0.0  # seconds without a heartbeat when the supervisor killed it
 
     @property
     def hang_file(self) -> Path:
         return self.run_dir / "hang.json"
+
+    @property
+    def heartbeat_file(self) -> Path:
+        return self.run_dir / "heartbeat"
+
+    def silent_for(self) -> float:
+        """Seconds since the engine's frame loop last turned (its watchdog touches the heartbeat
+        file), or since it was started when it has not beaten yet."""
+        try:
+            beat = self.heartbeat_file.stat().st_mtime
+        except OSError:
+            beat = self._started_at
+        return max(0.0, time.time() - max(beat, self._started_at))
 
     def running_pid(self) -> int | None:
         """The pid of the engine serving this folder, if one is alive."""
@@ -127,8 +142,10 @@ class EngineProcess:
 
     def start(self) -> None:
         """Start a new engine (bypassing the nodes in `bypass`) and wait until it listens."""
-        with contextlib.suppress(FileNotFoundError):
-            (self.run_dir / "engine.json").unlink()
+        for stale in (self.run_dir / "engine.json", self.heartbeat_file):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+        self._started_at = time.time()
         arguments = [
             sys.executable, "-m", "app.qt_engine",
             "--run-dir", str(self.run_dir),
@@ -176,11 +193,12 @@ class EngineProcess:
             self.hang_file.unlink()
         except (OSError, ValueError):
             return None
-        node = info.get("node") if isinstance(info, dict) else None
-        if not isinstance(node, str):
+        if not isinstance(info, dict) or not isinstance(info.get("node"), str):
             return None
-        self.bypass[node] = f"stopped: took longer than {WATCHDOG_S:g} s"
-        return node
+        limit = info.get("limit")
+        limit = limit if isinstance(limit, (int, float)) else WATCHDOG_S
+        self.bypass[info["node"]] = f"stopped: took longer than {limit:g} s"
+        return str(info["node"])
 
     def kill(self) -> None:
         pid = self.running_pid() or (self.process.pid if self.process is not None else None)
@@ -199,11 +217,13 @@ MAX_RESTARTS = 5
 RESTART_WINDOW_S = 10.0
 
 
-def supervise(engine: EngineProcess) -> int:
-    """`patchbay run FILE`: start the engine and restart it whenever it dies or its watchdog
-    stops it (with the hung node bypassed), until it quits by itself. Returns its exit code; a
-    bad start (exit 2: bad input) is not retried, nor an engine that dies `MAX_RESTARTS` times
-    within `RESTART_WINDOW_S`."""
+def supervise(engine: EngineProcess, watchdog_s: float = WATCHDOG_S) -> int:
+    """`patchbay run FILE`: start the engine and restart it whenever it dies, its watchdog stops
+    it (with the hung node bypassed) or its heartbeat stops for `watchdog_s` + a grace period
+    (stuck where its own watchdog cannot act: it is killed), until it quits by itself. Returns
+    its exit code; a bad start (exit 2: bad input) is not retried, nor an engine that stops
+    `MAX_RESTARTS` times within `RESTART_WINDOW_S`. Editors attached to it leave restarts to
+    this loop (the engine says `supervised` in its hello)."""
     restarts: list[float] = []
     if engine.running_pid() is not None:
         print(
@@ -223,7 +243,7 @@ def supervise(engine: EngineProcess) -> int:
             return 1
         assert engine.process is not None
         try:
-            code = engine.process.wait()
+            code = _wait_while_beating(engine, watchdog_s + HANG_GRACE_S)
         except KeyboardInterrupt:
             engine.process.send_signal(signal.SIGINT)
             return engine.process.wait()
@@ -236,7 +256,24 @@ def supervise(engine: EngineProcess) -> int:
             print(f"patchbay run: the engine keeps stopping (exit {code})", file=sys.stderr)
             return 1
         why = f"{node} hung, bypassed" if node else f"exit {code}"
+        if code == -signal.SIGKILL and engine.stalled:
+            why = f"no frame for {engine.stalled:.1f} s, killed"
         print(f"patchbay run: restarting the engine ({why})", file=sys.stderr)
+
+
+def _wait_while_beating(engine: EngineProcess, limit_s: float) -> int:
+    """Wait for the engine process to end; kill it when its heartbeat stops for `limit_s`
+    (recorded in `engine.stalled`). Returns its exit code."""
+    assert engine.process is not None
+    engine.stalled = 0.0
+    while True:
+        try:
+            return engine.process.wait(timeout=0.25)
+        except subprocess.TimeoutExpired:
+            silent = engine.silent_for()
+            if silent > limit_s:
+                engine.stalled = silent
+                engine.process.kill()
 
 
 class EngineClient:
@@ -310,11 +347,15 @@ class EngineClient:
 
     def _restart_engine(self, why: str) -> None:
         try:
-            self.engine.kill()
-            node = self.engine.take_hang()
-            if self._closing:
-                return
-            self.engine.start()
+            node = None
+            if self.hello.get("supervised"):
+                self._await_supervisor_restart()
+            else:
+                self.engine.kill()
+                node = self.engine.take_hang()
+                if self._closing:
+                    return
+                self.engine.start()
             self._open(self.engine.connect())
             self.restarts += 1
             with self._lock:
@@ -324,6 +365,16 @@ class EngineClient:
                 self._messages.append(({"type": "engine_failed", "message": str(error)}, []))
         finally:
             self._restarting = False
+
+    def _await_supervisor_restart(self) -> None:
+        """`patchbay run` restarts its engine itself: wait for the new one (two restarters would
+        kill each other's engines). Its reports say what it bypassed."""
+        gone = self.hello.get("pid")
+        deadline = time.monotonic() + START_TIMEOUT_S + self.watchdog_s + HANG_GRACE_S
+        while self.engine.running_pid() in (None, gone):
+            if time.monotonic() > deadline or self._closing:
+                raise RuntimeError("the engine of patchbay run did not come back")
+            time.sleep(0.05)
 
     # ----------------------------------------------------------------- talking
     @property

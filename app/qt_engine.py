@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fullscreen", action="store_true")
     parser.add_argument("--size", default=None, help="render size WxH (default: the patch's)")
     parser.add_argument("--watchdog", type=float, default=WATCHDOG_S)
+    parser.add_argument(
+        "--supervised", action="store_true", help="restarted by `patchbay run`, not by editors"
+    )
     add_limit_arguments(parser)
     return parser
 
@@ -210,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gpu=gl,
         bypass={str(k): str(v) for k, v in bypass.items()},
         frame_log=FrameLog.from_environment(),
+        supervised=options.supervised,
     )
     host = QtEngineHost(app, engine, options.fps)
     host.frames_limit = options.frames
@@ -218,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     info_path.write_text(json.dumps({"pid": os.getpid(), "address": server.address}), "utf-8")
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: app.quit())
-    engine.start_watchdog(options.watchdog, run_dir / "hang.json")
+    engine.start_watchdog(options.watchdog, run_dir / "hang.json", run_dir / "heartbeat")
     if options.output:
         host.open_window(options.screen, options.fullscreen)
     host.start()

@@ -222,6 +222,26 @@ def test_the_frame_log_has_one_line_per_frame_with_its_monotonic_time(tmp_path: 
     assert times == sorted(times) and times[-1] <= time.monotonic()
 
 
+def test_the_watchdog_flushes_the_frame_log_and_beats_while_frames_stall(tmp_path: Path) -> None:
+    path, heartbeat = tmp_path / "frames.log", tmp_path / "heartbeat"
+    engine = Engine(chain_patch(), frame_log=FrameLog(path))
+    engine.start_watchdog(60.0, tmp_path / "hang.json", heartbeat)
+    engine.step()
+    engine.step()  # then the frame loop stalls: no frame flushes these lines
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(path.read_text().splitlines()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.read_text().split()[1::2] == ["0", "1"]  # on disk, flushed by the watchdog
+    beat = heartbeat.stat().st_mtime
+    time.sleep(1.0)
+    assert heartbeat.stat().st_mtime == beat  # no step: no beat
+    engine.step()
+    while heartbeat.stat().st_mtime == beat and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert heartbeat.stat().st_mtime > beat  # a step: a beat
+    engine.close()
+
+
 @pytest.mark.parametrize("kind", [LazyEvaluator, FlatEvaluator, DualEvaluator])
 def test_the_node_a_thread_is_stuck_in_is_named(kind) -> None:
     patch = chain_patch()

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from app.engine_client import EngineClient, EngineProcess
+from app.engine_client import EngineClient, EngineProcess, pid_alive
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from nodes import Patch
 from tests.waiting import TIMEOUT_S
@@ -261,3 +261,63 @@ def test_an_editor_opening_a_file_joins_the_running_engine_instead_of_starting_a
     qtbot.waitUntil(lambda: window.evaluator.nodes() == {"seconds", "shown"})  # sent to it
     window.close()
     assert wait_for(lambda: EngineProcess(run_dir).running_pid() is None)
+
+
+def run_command(tmp_path: Path, frames: int) -> tuple[list[str], dict[str, str]]:
+    """`patchbay run` on a small playing patch, with its own state folder."""
+    from nodes import save_patch
+
+    patch = show_patch()
+    save_patch(patch, tmp_path / "show.patchbay")
+    env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "app.cli", "run", str(tmp_path / "show.patchbay"),
+               "--frames", str(frames)]  # fmt: skip
+    return command, env
+
+
+def test_patchbay_run_kills_and_restarts_an_engine_whose_frame_loop_stopped(
+    tmp_path: Path,
+) -> None:
+    command, env = run_command(tmp_path, 120)
+    player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    engine = EngineProcess(tmp_path / "state" / "engine")
+    try:
+        assert wait_for(lambda: engine.running_pid() is not None or player.poll() is not None)
+        frozen = engine.running_pid()
+        assert frozen is not None
+        os.kill(frozen, signal.SIGSTOP)  # stuck where its own watchdog cannot run
+        _, errors = player.communicate(timeout=300)
+    finally:
+        player.kill()
+    assert player.returncode == 0, errors[-3000:]
+    assert "restarting the engine (no frame for" in errors  # killed by the supervisor
+    assert not pid_alive(frozen)
+
+
+def test_an_editor_leaves_restarting_a_patchbay_run_engine_to_its_supervisor(
+    tmp_path: Path,
+) -> None:
+    command, env = run_command(tmp_path, 100_000)
+    player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    engine = EngineProcess(tmp_path / "state" / "engine")
+    try:
+        assert wait_for(lambda: engine.running_pid() is not None or player.poll() is not None)
+        client = EngineClient(EngineProcess(tmp_path / "state" / "engine"))
+        assert client.start() is True and client.hello["supervised"] is True
+        editor = Editor(client, show_patch())
+        editor.send_patch()
+        assert editor.wait(lambda: client.evaluator.frame > 3)
+        first = client.engine.running_pid()
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        assert editor.wait(lambda: any(m["type"] == "restarted" for m in editor.messages))
+        second = client.engine.running_pid()
+        assert second not in (None, first) and client.hello["pid"] == second
+        assert editor.wait(lambda: (client.evaluator.output("out") or 0) > 3)  # playing again
+        assert player.poll() is None  # the supervisor still runs: its engine was not replaced
+        client.close()  # stops the engine: the supervisor ends with it
+        _, errors = player.communicate(timeout=120)
+    finally:
+        player.kill()
+    assert errors.count("restarting the engine") == 1, errors[-3000:]
