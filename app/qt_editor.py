@@ -621,7 +621,8 @@ class QtEditorWindow(QMainWindow):
 
     def offer_recovery(self) -> bool:
         """If editors that are no longer running left autosaved work, offer to restore it
-        (one of it); True if restored. Declining removes what was offered."""
+        (one of it); True if restored. Declining removes what was offered; work that fails to
+        load is never removed."""
         offered = self.session.orphaned_recoveries()
         if not offered:
             return False
@@ -632,9 +633,9 @@ class QtEditorWindow(QMainWindow):
         self.session.release(r for r in offered if r != chosen)  # offered again next time
         try:
             patch = self.session.restore(chosen)
-        except PatchError as error:
-            self.report_error(str(error))
-            self.session.discard([chosen])
+        except PatchError as error:  # kept: offered again next time, and there to open by hand
+            self.session.release([chosen])
+            self.report_error(f"{error}; the autosaved work stays in {chosen.patch_file}")
             return False
         self.set_patch(patch, chosen.original)
         self.session.mark_unsaved()

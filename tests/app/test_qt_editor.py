@@ -194,6 +194,24 @@ def test_declining_a_restore_keeps_a_running_editors_work(qtbot, ui, dialogs, tm
         running.communicate("stop\n", timeout=TIMEOUT_S)
 
 
+def test_autosaved_work_that_fails_to_load_is_kept(qtbot, ui, dialogs, tmp_path):
+    state = tmp_path / "state"
+    assert run_editor(state, 0.8, CRASH).wait(TIMEOUT_S) == 1
+    [recovery] = list((state / "recovery").glob("*.patchbay"))
+    recovery.write_text('{"format": "patchbay", "version": 1, "nodes": [', "utf-8")  # torn
+    dialogs.restore = True
+    editor = ui.make_editor(qtbot, state, dialogs)
+    assert not editor.offer_recovery()
+    assert len(dialogs.errors) == 1 and str(recovery) in dialogs.errors[0]
+    assert "\n" not in dialogs.errors[0] and recovery.exists()
+    offered = []
+    again = ui.make_editor(qtbot, state, dialogs)
+    again.ask_restore = lambda recoveries: offered.extend(recoveries)  # declines: None
+    editor.close()  # let go of it
+    again.offer_recovery()
+    assert [r.patch_file for r in offered] == [recovery]  # offered again, not lost
+
+
 def test_autosave_follows_edits_without_a_save(editor, ui, qtbot):
     ui.show_patch(editor, slider_patch())
     editor.session.autosave_delay_s = 0.0
