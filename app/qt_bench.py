@@ -25,6 +25,7 @@ from app.qt_editor import QtEditorWindow
 from evaluators.bench_patches import grid_chain
 
 REPEATS = 5
+LOAD_TIMEOUT_S = 120.0  # a canvas still loading after this is broken, not slow
 
 
 def _median_seconds(action: Any) -> float:
@@ -76,7 +77,13 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
             app.processEvents()
             opened = time.perf_counter()
             stall = opened - started
-            while window.canvas.loading:
+            deadline = time.monotonic() + LOAD_TIMEOUT_S
+            while window.canvas.loading:  # no sleep: the loading runs in these turns
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the editor canvas was still drawing the {size}-node patch "
+                        f"after {LOAD_TIMEOUT_S:.0f} s"
+                    )
                 turn = time.perf_counter()
                 app.processEvents()
                 stall = max(stall, time.perf_counter() - turn)

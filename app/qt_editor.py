@@ -117,6 +117,7 @@ NO_GL_WIDGET_PLATFORMS = ("offscreen", "minimal")
 STATUS_EVERY_S = 0.5
 AUTOSAVE_POLL_MS = 250  # how often the window lets the session start or collect an autosave
 FILE_FILTER = "patchbay patches (*.patchbay);;All files (*)"
+ATTACH_TIMEOUT_S = 30.0  # for the running engine's patch (a big one is tens of MB of blobs)
 
 
 def create_editor_gl() -> tuple[GLService | None, str]:
@@ -507,12 +508,12 @@ class QtEditorWindow(QMainWindow):
             self._fps, self._fps_since = remote.fps, now
             self._update_status()
 
-    def attach(self) -> bool:
+    def attach(self, timeout: float = ATTACH_TIMEOUT_S) -> bool:
         """Take the running engine's patch as the document (an editor attaching to a show);
-        False if it did not come within 10 s."""
+        False if it did not come within `timeout` seconds."""
         if self.engine is None or not self.engine.send({"type": "get_patch"}):
             return False
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for message, blobs in self.engine.poll():
                 if message.get("type") == "patch":

@@ -8,6 +8,7 @@ PATCHBAY_REQUIRE_GL=1 (CI), where they fail.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+START_TIMEOUT_S = 60.0  # until Xvfb names its display
 
 
 def unavailable(message: str) -> None:
@@ -41,14 +43,20 @@ def private_display(*screens: str) -> Iterator[dict[str, str]]:
     )
     os.close(write_end)
     with os.fdopen(read_end) as pipe:
-        display = pipe.readline().strip()
+        started, _, _ = select.select([pipe], [], [], START_TIMEOUT_S)
+        display = pipe.readline().strip() if started else ""
     if not display:
         server.kill()
-        unavailable("Xvfb did not start")
+        server.wait()
+        unavailable("Xvfb did not start" + ("" if started else f" in {START_TIMEOUT_S:.0f} s"))
     env = {**os.environ, "DISPLAY": f":{display}", "QT_QPA_PLATFORM": "xcb"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     try:
         yield env
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

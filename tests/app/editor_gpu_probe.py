@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from app.editor import open_editor
 from app.qt_output import QtTexturePreview, configure_qt_gl
-from tests.waiting import run_for, wait_until
+from tests.waiting import run_for, wait_for, wait_until
 
 
 def image_array(image: QImage) -> np.ndarray:
@@ -70,7 +70,7 @@ def grab_window(app: QApplication, window) -> np.ndarray | None:
 
     window.paint_hooks.append(hook)
     window.update()
-    wait_until(app, lambda: "image" in captured)
+    wait_for(app, lambda: "image" in captured, "a paint of the output window")
     window.paint_hooks.remove(hook)
     return image_array(captured["image"]) if "image" in captured else None
 
@@ -100,7 +100,7 @@ def main() -> int:
     editor = open_editor(str(patch_path), state_dir)
     editor.resize(1400, 850)
     editor.move(0, 0)
-    wait_until(app, editor.isVisible)
+    wait_for(app, editor.isVisible, "the editor to show")
     ev = editor.evaluator
     report: dict[str, Any] = {
         "platform": app.platformName(),
@@ -108,17 +108,25 @@ def main() -> int:
         "gpu_label": editor.status_labels["gpu"].text(),
         "output_action_enabled": editor.output_action.isEnabled(),
     }
-    wait_until(app, lambda: ev.mode == "flat" and ev.status("output") in ("ok", "cached"))
+    wait_for(
+        app,
+        lambda: ev.mode == "flat" and ev.status("output") in ("ok", "cached"),
+        "the patch to run flat with its output ok",
+    )
     report["statuses"] = {node_id: ev.status(node_id) for node_id in editor.patch.nodes}
     report["errors"] = {n: ev.error(n) for n in editor.patch.nodes if ev.error(n)}
 
     # the selected GPU node's texture in the preview panel
     editor.canvas.select(["noise"])
-    wait_until(app, lambda: isinstance(editor.preview.row_widget("out"), QtTexturePreview))
+    wait_for(
+        app,
+        lambda: isinstance(editor.preview.row_widget("out"), QtTexturePreview),
+        "a GL texture preview of the selected node",
+    )
     row = editor.preview.row_widget("out")
     report["preview_widget"] = type(row).__name__
     frames = editor._frame
-    wait_until(app, lambda: editor._frame >= frames + 6)
+    wait_for(app, lambda: editor._frame >= frames + 6, "6 frames")
     canvas = editor.canvas
     thumbnail_of = canvas.thumbnail_item
     report["thumbnail_while_running"] = wait_until(app, lambda: thumbnail_of("noise") is not None)
@@ -126,7 +134,7 @@ def main() -> int:
     # Space pauses: the textures hold still while they are compared. (Xvfb has no window
     # manager to activate the window, and shortcuts only reach the active window.)
     editor.activateWindow()
-    wait_until(app, editor.isActiveWindow)
+    wait_for(app, editor.isActiveWindow, "the editor to be the active window")
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     QTest.keyClick(viewer, Qt.Key.Key_Space)
@@ -143,7 +151,7 @@ def main() -> int:
 
     # canvas thumbnails: the paused frame's, once the one from before the pause is taken away
     canvas.set_thumbnail("noise", None)
-    wait_until(app, lambda: canvas.thumbnail_item("noise") is not None)
+    wait_for(app, lambda: canvas.thumbnail_item("noise") is not None, "a paused thumbnail")
     item = canvas.thumbnail_item("noise")
     thumb = image_array(item.pixmap().toImage()) if item is not None else None
     if thumb is not None:
@@ -160,7 +168,7 @@ def main() -> int:
     # the whole editor, GL widgets composited
     painted = PaintCounter(row, editor.output_preview)
     editor.refresh_textures()
-    wait_until(app, lambda: painted.all_painted())
+    wait_for(app, painted.all_painted, "a paint of both GL previews")
     shot = editor.grab().toImage()
     screenshot.parent.mkdir(parents=True, exist_ok=True)
     report["screenshot_saved"] = shot.save(str(screenshot))
@@ -183,7 +191,9 @@ def main() -> int:
     # View > Output Window: a separate window with the gpu.output texture
     editor.output_action.trigger()
     window = editor.output_window
-    wait_until(app, lambda: window.isExposed() and window.view is not None)
+    wait_for(
+        app, lambda: window.isExposed() and window.view is not None, "the output window to show"
+    )
     report["output_checked"] = editor.output_action.isChecked()
     shown = grab_window(app, window)
     report["output_window"] = compare(shown, output) if shown is not None else None
@@ -196,24 +206,29 @@ def main() -> int:
     report["screen_menu"] = [action.text() for action in menu.actions()]
     screens = QGuiApplication.screens()
     menu.actions()[len(screens) - 1].trigger()
-    wait_until(app, lambda: window.visibility() == QWindow.Visibility.FullScreen
-         and window.geometry() == screens[-1].geometry())  # fmt: skip
+    wait_for(app, lambda: window.visibility() == QWindow.Visibility.FullScreen
+             and window.geometry() == screens[-1].geometry(),
+             "the output window fullscreen on the last screen")  # fmt: skip
     report["fullscreen_on_last"] = (window.visibility() == QWindow.Visibility.FullScreen
                                     and window.screen() is screens[-1])  # fmt: skip
     shown = grab_window(app, window)
     report["fullscreen_window"] = compare(shown, output) if shown is not None else None
     app.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
                                     Qt.KeyboardModifier.NoModifier))  # fmt: skip
-    wait_until(app, lambda: window.visibility() != QWindow.Visibility.FullScreen)
+    wait_for(
+        app,
+        lambda: window.visibility() != QWindow.Visibility.FullScreen,
+        "Esc to leave fullscreen",
+    )
     report["after_escape"] = window.visibility().name
 
     # Space resumes; the output window follows the frames
     editor.activateWindow()
-    wait_until(app, editor.isActiveWindow)
+    wait_for(app, editor.isActiveWindow, "the editor to be the active window again")
     viewer.setFocus()
     QTest.keyClick(viewer, Qt.Key.Key_Space)
     frames = editor._frame
-    wait_until(app, lambda: editor._frame >= frames + 10)
+    wait_for(app, lambda: editor._frame >= frames + 10, "10 frames after resuming")
     report["resumed_frames"] = editor._frame - frames
     report["status_after_resume"] = editor.status_labels["mode"].text()
 
@@ -221,18 +236,22 @@ def main() -> int:
     viewer.scale(0.1, 0.1)
     canvas.set_thumbnail("noise", None)
     frames = editor._frame
-    wait_until(app, lambda: editor._frame >= frames + 30)
+    wait_for(app, lambda: editor._frame >= frames + 30, "30 frames zoomed out")
     report["thumbnail_zoomed_out"] = canvas.thumbnail_item("noise") is not None
     viewer.scale(10.0, 10.0)
     report["thumbnail_zoomed_in"] = wait_until(app, lambda: thumbnail_of("noise") is not None)
 
     # closing the window from the window manager goes through the editor; the action follows
     window.close()
-    wait_until(app, lambda: editor.output_window is None)
+    wait_for(app, lambda: editor.output_window is None, "the output window to close")
     report["closed_by_wm"] = editor.output_window is None
     report["output_unchecked"] = not editor.output_action.isChecked()
     editor.output_action.trigger()  # and it opens again
-    wait_until(app, lambda: editor.output_window is not None and editor.output_window.isExposed())
+    wait_for(
+        app,
+        lambda: editor.output_window is not None and editor.output_window.isExposed(),
+        "the output window to open again",
+    )
     report["reopened"] = editor.output_window is not None
     editor.output_action.trigger()
     report["toggled_closed"] = editor.output_window is None

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.waiting import TIMEOUT_S, read_line
+
 ROOT = Path(__file__).resolve().parents[2]
 
 EDITOR_SCRIPT = """
@@ -40,5 +42,7 @@ def run_editor(state: Path, value: float, ending: str, *extra: str) -> subproces
         [sys.executable, "-c", script, str(state), str(value), *extra],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert process.stdout is not None and process.stdout.readline().strip() == "saved"
+    # longer than the child's own 30 s for its autosave, so that its error is what shows
+    line = read_line(process, "the editor process's autosave", timeout=2 * TIMEOUT_S)
+    assert line.strip() == "saved", f"the editor process did not save ({line!r})"
     return process

@@ -25,7 +25,7 @@ from app.qt_output import (
 )
 from evaluators import FlatEvaluator
 from nodes import Patch
-from tests.waiting import wait_until
+from tests.waiting import wait_for
 
 SPLIT = """#version 330
 in vec2 uv;
@@ -51,7 +51,7 @@ def grab(app: QApplication, window) -> list[tuple[int, int, int]]:
 
     window.paint_hooks.append(hook)
     window.update()
-    wait_until(app, lambda: "pixels" in captured)
+    wait_for(app, lambda: "pixels" in captured, "a paint of the output window")
     window.paint_hooks.remove(hook)
     return captured.get("pixels", [])
 
@@ -95,7 +95,7 @@ def main() -> int:
     target = screens[-1]
     window = open_output_window(evaluator, fullscreen=True, screen=len(screens) - 1)
     frames = FrameLoop(evaluator, gl, window)
-    wait_until(app, lambda: frames.count >= 5)
+    wait_for(app, lambda: frames.count >= 5, "5 frames")
     report["frames"] = frames.count
     report["fullscreen"] = window.visibility() == QWindow.Visibility.FullScreen
     report["on_target"] = window.screen() is target
@@ -105,7 +105,7 @@ def main() -> int:
     # a live edit shows in the next frames
     patch.set_value(shader, "top", (0.0, 1.0, 0.0, 1.0))
     frame = frames.count
-    wait_until(app, lambda: frames.count >= frame + 3)
+    wait_for(app, lambda: frames.count >= frame + 3, "3 frames after the edit")
     report["edited_pixels"] = grab(app, window)
 
     # Esc leaves fullscreen, then move to the first screen fullscreen at runtime
@@ -114,11 +114,15 @@ def main() -> int:
 
     app.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
                                     Qt.KeyboardModifier.NoModifier))  # fmt: skip
-    wait_until(app, lambda: window.visibility() != QWindow.Visibility.FullScreen)
+    wait_for(
+        app, lambda: window.visibility() != QWindow.Visibility.FullScreen, "Esc to leave fullscreen"
+    )
     report["after_escape"] = window.visibility().name
     window.show_fullscreen(0)
-    wait_until(
-        app, lambda: window.screen() is screens[0] and window.geometry() == screens[0].geometry()
+    wait_for(
+        app,
+        lambda: window.screen() is screens[0] and window.geometry() == screens[0].geometry(),
+        "the window fullscreen on the first screen",
     )
     report["moved_to_first"] = window.screen() is screens[0]
     report["moved_geometry"] = window.geometry() == screens[0].geometry()
@@ -130,9 +134,9 @@ def main() -> int:
     preview = QtTexturePreview(source=lambda: evaluator.output(shader))
     preview.resize(64, 48)
     preview.show()
-    wait_until(app, lambda: preview.isVisible() and preview.view is not None)
+    wait_for(app, lambda: preview.isVisible() and preview.view is not None, "the preview to show")
     preview.update()
-    wait_until(app, lambda: painted(preview.grabFramebuffer()))
+    wait_for(app, lambda: painted(preview.grabFramebuffer()), "a paint of the preview")
     image = preview.grabFramebuffer()
     report["preview_pixels"] = [QColor(image.pixel(32, 12)).getRgb()[:3],
                                 QColor(image.pixel(32, 36)).getRgb()[:3]]  # fmt: skip

@@ -27,7 +27,7 @@ from app.engine_protocol import (
 )
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
 from nodes import Patch, PatchFileError
-from tests.waiting import TIMEOUT_S
+from tests.waiting import BUILD_TIMEOUT_S, TIMEOUT_S
 
 
 def chain_patch() -> Patch:
@@ -201,6 +201,7 @@ def test_reports_never_hold_a_frame_back_when_the_editor_reads_nothing() -> None
     while engine.patch.nodes.keys() != patch.nodes.keys() and time.monotonic() < deadline:
         engine.step()
         time.sleep(0.001)
+    assert engine.patch.nodes.keys() == patch.nodes.keys(), "the edits never reached the engine"
     frames = engine.frame
     for _ in range(100):  # nobody reads: the sender thread blocks, the frame loop does not
         engine.step()
@@ -252,7 +253,7 @@ def test_the_node_a_thread_is_stuck_in_is_named(kind) -> None:
     evaluator = kind(patch)
     evaluator.run_frame(0.0, 0)
     if isinstance(evaluator, DualEvaluator):
-        evaluator.wait_for_flat()
+        assert evaluator.wait_for_flat(BUILD_TIMEOUT_S), "the background build never swapped in"
     patch.set_value("slow", "seconds", 1.0)
     worker = threading.Thread(target=evaluator.run_frame, args=(1.0, 1))
     worker.start()
@@ -286,7 +287,7 @@ def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
 
     deadline = time.monotonic() + TIMEOUT_S
     while not seen_all():
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline, "the reports never covered every node"
     patch.remove_node("n7")
     remote.update(editor.read_until("report", lambda m: "ids" in m and "n7" not in m["ids"]), [])
     assert remote.nodes() == set(patch.nodes)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from app.engine_client import EngineProcess
-from tests.waiting import TIMEOUT_S
+from tests.waiting import TIMEOUT_S, read_line
 from tests.xvfb import private_display
 
 pytestmark = pytest.mark.xvfb
@@ -48,9 +48,11 @@ def wait_for_frames(path: Path, count: int) -> bool:
     return True
 
 
-def read_report(process: subprocess.Popen[str]) -> dict:
-    assert process.stdout is not None
-    for line in process.stdout:
+def read_report(process: subprocess.Popen[str], timeout: float = 300.0) -> dict:
+    """The probe's report; a probe that hangs is killed after `timeout` seconds (its own waits
+    give up after TIMEOUT_S each) and fails the test with its stderr."""
+    deadline = time.monotonic() + timeout
+    while line := read_line(process, "the editor probe's report", deadline - time.monotonic()):
         if line.startswith("REPORT "):
             return json.loads(line.removeprefix("REPORT "))
     process.wait(timeout=60)

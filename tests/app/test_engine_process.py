@@ -22,7 +22,7 @@ import pytest
 from app.engine_client import EngineClient, EngineProcess, pid_alive
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from nodes import Patch
-from tests.waiting import TIMEOUT_S
+from tests.waiting import TIMEOUT_S, read_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -179,7 +179,9 @@ def test_the_engine_plays_on_when_its_editor_is_killed_and_a_new_one_attaches(
         env=env, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert first.stdout is not None and first.stdout.readline().strip() == "READY"
+        # longer than the client's own 30 s to start the engine, so that its error is what shows
+        line = read_line(first, "the editor process to start its engine", timeout=2 * TIMEOUT_S)
+        assert line.strip() == "READY", f"the editor process did not start ({line!r})"
         engine = EngineProcess(run_dir)
         engine_pid = engine.running_pid()
         assert engine_pid not in (None, first.pid)

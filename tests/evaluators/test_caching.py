@@ -5,12 +5,14 @@ modes, builds and swaps."""
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
 from nodes import Patch
+from tests.waiting import BUILD_TIMEOUT_S
 
 
 class Runner:
@@ -32,7 +34,7 @@ class Runner:
             ):
                 # the first frame after a structural edit runs lazy; let the build land for the
                 # following ones, so that both halves are exercised
-                assert evaluator.wait_for_flat()
+                assert evaluator.wait_for_flat(BUILD_TIMEOUT_S)
             evaluator.run_frame(self.frame / 60, self.frame)
             self.revision = evaluator.patch.revision
             self.frame += 1
@@ -339,7 +341,7 @@ def test_state_survives_dual_swaps() -> None:
             assert dual.output(sink) == expected[frame], frame
             assert dual.output(counter) == frame + 1, frame
             if frame in (0, 12, 25):
-                assert dual.wait_for_flat()
+                assert dual.wait_for_flat(BUILD_TIMEOUT_S)
         assert "flat" in modes and dual.swaps >= 3
         assert dual.status(lfo) == "ok"
     finally:
@@ -364,10 +366,13 @@ def test_feedback_state_survives_a_swap_while_frames_run_during_the_build() -> N
     dual = DualEvaluator(patch, debounce=0)
     try:
         frame = 0
-        while dual.swaps == 0 and frame < 100_000:
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        while dual.swaps == 0 and time.monotonic() < deadline:
             dual.run_frame(frame / 60, frame)
             assert dual.output(counter) == frame + 1, (frame, dual.mode)
             frame += 1
+            time.sleep(0.001)
+        assert dual.swaps, "the background build never swapped in"
         for _ in range(5):
             dual.run_frame(frame / 60, frame)
             assert dual.mode == "flat"
@@ -387,7 +392,7 @@ def test_dual_modes_builds_and_times() -> None:
         assert dual.mode == "lazy"
         dual.run_frame(0.0, 0)
         assert dual.last_frame_seconds > 0
-        assert dual.wait_for_flat()
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
         assert dual.mode == "flat"
         assert dual.builds == 1 and dual.swaps == 1
         assert dual.last_build_seconds > 0
@@ -401,7 +406,7 @@ def test_dual_modes_builds_and_times() -> None:
         patch.connect(add, "out", sink, "in")
         dual.run_frame(2 / 60, 2)
         assert dual.output(sink) == pytest.approx(10.0 + (2 / 60 * 0.7) % 1.0)
-        assert dual.wait_for_flat()
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
         assert dual.mode == "flat"
         assert dual.program.revision == patch.revision
         builds = dual.builds
@@ -421,7 +426,7 @@ def test_dual_debounces_builds() -> None:
     dual = DualEvaluator(patch, debounce=3600)
     try:
         dual.run_frame(0.0, 0)  # no edit yet: the first build starts at once
-        assert dual.wait_for_flat() and dual.builds == 1
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S) and dual.builds == 1
         for frame in range(1, 6):
             patch.add_node("value.float")
             dual.run_frame(frame / 60, frame)
@@ -439,7 +444,7 @@ def test_dual_does_not_swap_in_a_program_for_an_old_revision() -> None:
         old_revision = patch.revision
         extra = sink_of(patch, patch.add_node("value.float", {"value": 5.0}))
         assert patch.revision != old_revision
-        assert dual.wait_for_flat()
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
         assert dual.program.revision == patch.revision
         assert dual.builds == 2 and dual.swaps == 1  # the first program was dropped
         dual.run_frame(1 / 60, 1)
@@ -458,7 +463,7 @@ def test_dual_replays_value_edits_made_during_a_build() -> None:
     try:
         dual.run_frame(0.0, 0)  # build requested from this snapshot
         patch.set_value(slider, "value", 0.75)  # after the snapshot
-        assert dual.wait_for_flat()
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
         dual.run_frame(1 / 60, 1)
         assert dual.output(sink) == 0.75
     finally:

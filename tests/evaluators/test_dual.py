@@ -10,6 +10,7 @@ import pytest
 
 from evaluators import DualEvaluator, FlatProgram
 from nodes import Patch
+from tests.waiting import BUILD_TIMEOUT_S
 
 
 def small_patch() -> Patch:
@@ -31,7 +32,7 @@ def small_patch() -> Patch:
 def flat_dual(patch: Patch, background: bool = True) -> DualEvaluator:
     dual = DualEvaluator(patch, debounce=0.0, background=background)
     dual.run_frame(0.0, 0)
-    assert dual.wait_for_flat()
+    assert dual.wait_for_flat(BUILD_TIMEOUT_S)
     dual.run_frame(1 / 60, 1)
     return dual
 
@@ -67,7 +68,7 @@ def test_watching_a_node_no_sink_needs_rebuilds_to_compute_it() -> None:
     assert dual.mode == "lazy"
     dual.run_frame(0.5, 2)
     assert dual.output("aside") == pytest.approx(np.cos(0.5))
-    assert dual.wait_for_flat()
+    assert dual.wait_for_flat(BUILD_TIMEOUT_S)
     dual.run_frame(0.75, 3)
     assert dual.output("aside") == pytest.approx(np.cos(0.75))
     dual.close()

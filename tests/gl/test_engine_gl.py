@@ -48,6 +48,9 @@ def test_the_output_path_reads_nothing_back_and_pictures_are_small(gl: GLService
             for meta, blob in zip(message.get("images", []), blobs, strict=True):
                 pictures[meta["role"]] = (meta["size"], blob)
         time.sleep(1 / 120)
+    assert len(pictures) == 2, (
+        f"waited {TIMEOUT_S:.0f} s for a preview and a thumbnail: {list(pictures)}"
+    )
     size, pixels = pictures["preview"]
     assert size[0] <= PREVIEW_SIZE[0] and size[1] <= PREVIEW_SIZE[1]
     assert len(pixels) == size[0] * size[1] * 4 and len(set(pixels)) > 10  # a picture, not a fill

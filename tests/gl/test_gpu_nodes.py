@@ -279,7 +279,7 @@ def test_image_loads_in_the_background(
     real_load = gpu_library._load_image
 
     def slow_load(name: str) -> np.ndarray:
-        release.wait(10)
+        release.wait(60)
         return real_load(name)
 
     monkeypatch.setattr(gpu_library, "_load_image", slow_load)

@@ -20,6 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 from nodes import Patch, PatchValueError, load_patch, save_patch
 from nodes._fileformat import remove_stale_temporary_files
+from tests.waiting import read_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,7 +142,8 @@ def test_a_save_killed_at_any_moment_leaves_a_whole_file(tmp_path: Path) -> None
         saver = subprocess.Popen(
             [sys.executable, "-c", SAVER, str(path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
         )
-        assert saver.stdout is not None and saver.stdout.readline() == "ready\n"
+        line = read_line(saver, "the saver process to start")
+        assert line == "ready\n", f"the saver process did not start ({line!r})"
         time.sleep(delay)  # somewhere in the middle of some save
         saver.send_signal(signal.SIGKILL)
         saver.wait()
