@@ -17,7 +17,9 @@ the show played for a few seconds by `patchbay run` with no editor at all (`no e
 Edit-to-output latency: a value edit's time against the presentation time of the first frame that
 shows it (the engine reports which frame applied each batch of edits; in the editor's process it
 is the next frame the editor runs). In `engine` mode the bench also kills the editor (SIGKILL)
-and starts another that attaches, and reports the intervals meanwhile.
+and starts another that attaches, and reports the intervals meanwhile; that editor then kills the
+engine (SIGKILL), and the bench reports how long after the kill the engine the editor restarted
+presented its first frame (`engine killed: output back after s`).
 
 Run as `python -m app.show_bench MODE STATE_DIR WORK_DIR` it is the editor side of one mode.
 """
@@ -145,9 +147,12 @@ def _run_mode(mode: str, root: Path, env: dict[str, str], quick: bool) -> dict[s
             editor.wait()
             time.sleep(0.5)
             attach = [sys.executable, "-m", "app.show_bench", "attach", str(state), str(work)]
-            subprocess.run(attach, env=env, timeout=120, check=True, stdout=subprocess.DEVNULL)
-            phases.append(["editor killed and restarted", killed, time.monotonic() + 0.5])
-            time.sleep(0.6)
+            attached = subprocess.run(
+                attach, env=env, timeout=180, check=True, stdout=subprocess.PIPE, text=True
+            )
+            engine_killed = float(attached.stdout.split("ENGINE_KILLED ")[1].split()[0])
+            phases.append(["editor killed and restarted", killed, engine_killed])
+            result["engine killed: output back after s"] = _back_after(log, engine_killed)
     finally:
         if editor.poll() is None:
             editor.kill()
@@ -158,6 +163,12 @@ def _run_mode(mode: str, root: Path, env: dict[str, str], quick: bool) -> dict[s
         result[name] = _intervals(frames, start, end)
     result["edit_to_output"] = _latency(frames, latency)
     return result
+
+
+def _back_after(log: Path, killed: float) -> float | None:
+    """Seconds from the engine's kill to the first frame its successor presented."""
+    later = [t for t, _ in _read_log(log) if t > killed]
+    return round(later[0] - killed, 3) if later else None
 
 
 def _stop_engine(state: Path) -> None:
@@ -231,10 +242,21 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
             app.processEvents()
             time.sleep(0.002)
 
-    if mode == "attach":
+    if mode == "attach":  # then the engine is killed: the editor brings it back
         window = launch_editor(None, attach=True, state_dir=state)
         run_for(0.5)
         window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+        assert window.engine is not None
+        first = window.engine.engine.running_pid()
+        assert first is not None
+        print(f"ENGINE_KILLED {time.monotonic():.6f}", flush=True)
+        os.kill(first, signal.SIGKILL)
+        remote = window.evaluator
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            window.engine.engine.running_pid() not in (None, first) and remote.frame > 60
+        ):
+            run_for(0.05)
         window.close()
         return 0
 
