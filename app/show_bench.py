@@ -222,9 +222,20 @@ def _latency(frames: list[tuple[float, int]], edits: list[list[Any]]) -> dict[st
 # ----------------------------------------------------------------------------- the editor side
 
 
-def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
+def wheel_step(viewer: Any, delta: int) -> None:
+    """One mouse-wheel step over the middle of the canvas (negative `delta` zooms out), as a
+    person's wheel sends it."""
     from PySide6.QtCore import QPoint, QPointF, Qt
     from PySide6.QtGui import QWheelEvent
+
+    centre = QPointF(viewer.viewport().rect().center())
+    event = QWheelEvent(centre, viewer.mapToGlobal(centre.toPoint()).toPointF(), QPoint(0, 0),
+                        QPoint(0, delta), Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier,
+                        Qt.ScrollPhase.NoScrollPhase, False)  # fmt: skip
+    viewer.wheelEvent(event)
+
+
+def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.editor import launch_editor
@@ -282,13 +293,8 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     viewer = window.canvas.viewer()
 
     def wheel(steps: int, delta: int) -> None:
-        centre = QPointF(viewer.viewport().rect().center())
         for _ in range(steps):
-            event = QWheelEvent(centre, viewer.mapToGlobal(centre.toPoint()).toPointF(),
-                                QPoint(0, 0), QPoint(0, delta), Qt.MouseButton.NoButton,
-                                Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
-                                False)  # fmt: skip
-            viewer.wheelEvent(event)
+            wheel_step(viewer, delta)
             run_for(0.05)
 
     def zoom() -> None:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import QApplication, QLabel
 from app.editor import launch_editor
 from app.engine_client import RemoteEvaluator
 from app.qt_output import configure_qt_gl
+from app.show_bench import wheel_step
 from nodes import Patch, patch_to_dict, save_patch
 from tests.waiting import run_for, wait_until
 
@@ -84,10 +85,12 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     # zoom steps on the big canvas while the engine plays
     viewer = editor.canvas.viewer()
     frame = remote.frame
+    zoom_before = viewer.transform().m11()
     for step in range(20):
-        factor = 0.8 if step < 10 else 1.25
-        viewer.scale(factor, factor)
-        app.processEvents()
+        wheel_step(viewer, -120 if step < 10 else 120)
+        if step == 9:
+            values["zoomed_out"] = viewer.transform().m11() < zoom_before
+        run_for(app, 0.02)
     values["frames_during_zoom"] = (
         wait_until(app, lambda: remote.frame > frame + 10) and remote.frame - frame
     )

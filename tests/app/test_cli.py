@@ -238,3 +238,18 @@ def test_check_warns_of_file_names_the_patch_may_not_use(tmp_path: Path, capsys)
     assert len(lines) == 3 and all(": warning: " in line for line in lines[1:])
     assert "fine.file" in lines[1] and "absolute paths are not allowed" in lines[1]
     assert "missing_but_fine.path" in lines[2] and "\x1b" not in lines[2]
+
+
+def test_edit_passes_its_output_and_attach_flags_to_the_editor(monkeypatch) -> None:
+    import app.editor
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(app.editor, "run_editor", lambda *a, **k: calls.append((a, k)) or 0)
+    assert main(["edit", "show.patchbay", "--output", "--screen", "1", "--fullscreen"]) == 0
+    assert main(["edit", "--attach"]) == 0
+    (path,), options = calls[0]
+    assert path == "show.patchbay"
+    assert options["output"] and options["screen"] == 1 and options["fullscreen"]
+    assert not options["attach"]
+    (path,), options = calls[1]
+    assert path is None and options["attach"] and not options["output"]

@@ -121,7 +121,7 @@ def test_edits_reach_the_engine_while_it_plays(session: dict) -> None:
     show = session["show"]
     assert show["added_arrives"] and show["undo_arrives"]
     assert show["pasted_in_editor"] == 1005 and show["paste_arrives"]
-    assert show["frames_during_paste"] > 0 and show["frames_during_zoom"]
+    assert show["frames_during_paste"] > 0 and show["zoomed_out"] and show["frames_during_zoom"]
     assert show["undo_steps_arrive"]
     assert show["frames_during_pan"] > 0
     assert show["open_arrives"] and show["frames_during_open"] > 0

@@ -237,26 +237,58 @@ def test_the_engine_checks_what_editors_send_against_the_limits_it_was_given(
     client.close()
 
 
-def test_an_editor_opening_a_file_joins_the_running_engine_instead_of_starting_another(
-    qtbot: Any, run_dir: Path, tmp_path: Path
-) -> None:
+def seconds_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("time.seconds", None, node_id="seconds")
+    patch.add_node("output.value", None, node_id="shown")
+    patch.connect("seconds", "out", "shown", "in")
+    return patch
+
+
+def editor_window(qtbot: Any, patch: Patch, folder: Path) -> Any:
+    """The real editor window (offscreen) on `patch` saved in `folder`, with its engine in
+    `folder`/engine, as `patchbay edit FILE` opens it."""
     from app.editor import launch_editor
     from nodes import save_patch
 
+    save_patch(patch, folder / "next.patchbay")
+    window = launch_editor(str(folder / "next.patchbay"), state_dir=folder)
+    qtbot.addWidget(window)
+    window.ask_unsaved = lambda: "discard"
+    return window
+
+
+def test_the_editor_window_resends_its_patch_when_the_engine_asks_for_it(
+    qtbot: Any, run_dir: Path
+) -> None:
+    window = editor_window(qtbot, seconds_patch(), run_dir.parent)
+    remote = window.evaluator
+    qtbot.waitUntil(lambda: remote.nodes() == {"seconds", "shown"})
+    sent: list[int] = []
+    send_patch = window.send_patch
+    window.send_patch = lambda: sent.append(1) or send_patch()
+    # edits that do not fit the engine's copy (as after a lost message): it asks for the patch
+    assert window.engine.send({"type": "edits", "seq": 0, "rev": 10**6, "vrev": 0, "ops": []})
+    qtbot.waitUntil(lambda: sent == [1])  # the window answered with its whole patch
+    window.patch.add_node("value.float", {"value": 4.0}, node_id="four")
+    window.patch.disconnect("seconds", "out", "shown", "in")
+    window.patch.connect("four", "out", "shown", "in")
+    qtbot.waitUntil(lambda: remote.nodes() == {"seconds", "shown", "four"})
+    qtbot.waitUntil(lambda: remote.node_class("shown") == "CONST")  # edits apply again
+    assert sent == [1]
+    window.close()
+
+
+def test_an_editor_opening_a_file_joins_the_running_engine_instead_of_starting_another(
+    qtbot: Any, run_dir: Path
+) -> None:
     first = EngineClient(EngineProcess(run_dir))
     assert first.start() is False
     Editor(first, show_patch()).send_patch()
     engine_pid = first.engine.running_pid()
     first.close(stop_engine=False)  # an editor that went away: the engine plays on
 
-    opened = Patch()
-    opened.add_node("time.seconds", None, node_id="seconds")
-    opened.add_node("output.value", None, node_id="shown")
-    opened.connect("seconds", "out", "shown", "in")
-    save_patch(opened, tmp_path / "next.patchbay")
-    window = launch_editor(str(tmp_path / "next.patchbay"), state_dir=run_dir.parent)
-    qtbot.addWidget(window)
-    window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    window = editor_window(qtbot, seconds_patch(), run_dir.parent)
     assert window.engine is not None and window.engine.attached
     assert window.engine.engine.running_pid() == engine_pid  # no second engine beside it
     assert set(window.patch.nodes) == {"seconds", "shown"}  # the file, not the engine's patch
