@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.engine_client import EngineClient, EngineProcess, default_state_dir
 from app.engine_protocol import ProtocolError
+from app.exit_codes import EXIT_BAD_INPUT
 from app.qt_editor import QtEditorWindow
 from app.qt_gc import collect_on_gui_thread
 from app.qt_output import configure_qt_gl
@@ -117,7 +118,7 @@ def run_editor(
     reason = no_display_reason()
     if reason is not None and QApplication.instance() is None:
         print(reason, file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     app = QApplication.instance()
     if app is None:
         configure_qt_gl(swap_interval=0)
@@ -136,7 +137,7 @@ def run_editor(
         )
     except RuntimeError as error:
         print(f"patchbay: cannot start the engine: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     code = app.exec()
     window.deleteLater()
     return code

@@ -38,7 +38,7 @@ import numpy as np
 
 from app.engine import WATCHDOG_S
 from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
-from app.exit_codes import EXIT_HUNG
+from app.exit_codes import EXIT_BAD_INPUT, EXIT_HUNG
 from evaluators import EvaluatorMode, NodeClass, NodeStatus
 
 START_TIMEOUT_S = 30.0
@@ -231,7 +231,7 @@ def supervise(engine: EngineProcess, watchdog_s: float = WATCHDOG_S) -> int:
             "attach an editor with: patchbay edit --attach",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_BAD_INPUT
     while True:
         try:
             engine.start()
@@ -247,7 +247,7 @@ def supervise(engine: EngineProcess, watchdog_s: float = WATCHDOG_S) -> int:
         except KeyboardInterrupt:
             engine.process.send_signal(signal.SIGINT)
             return engine.process.wait()
-        if code in (0, 2, -signal.SIGTERM, -signal.SIGINT):
+        if code in (0, EXIT_BAD_INPUT, -signal.SIGTERM, -signal.SIGINT):
             return code if code >= 0 else 128 - code
         node = engine.take_hang()
         now = time.monotonic()
