@@ -297,29 +297,32 @@ def test_an_editor_opening_a_file_joins_the_running_engine_instead_of_starting_a
     assert wait_for(lambda: EngineProcess(run_dir).running_pid() is None)
 
 
-def run_command(tmp_path: Path, frames: int) -> tuple[list[str], dict[str, str]]:
-    """`patchbay run` on a small playing patch, with its own state folder."""
+def start_player(tmp_path: Path, frames: int) -> tuple[subprocess.Popen[str], int]:
+    """`patchbay run` on a small playing patch, with its own state folder; returns the player
+    process and the pid of its engine once that listens."""
     from nodes import save_patch
 
-    patch = show_patch()
-    save_patch(patch, tmp_path / "show.patchbay")
+    save_patch(show_patch(), tmp_path / "show.patchbay")
     env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "app.cli", "run", str(tmp_path / "show.patchbay"),
                "--frames", str(frames)]  # fmt: skip
-    return command, env
+    player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    engine = EngineProcess(tmp_path / "state" / "engine")
+    if not wait_for(lambda: engine.running_pid() is not None or player.poll() is not None):
+        player.kill()
+    pid = engine.running_pid()
+    if pid is None:
+        _, errors = player.communicate(timeout=60)
+        pytest.fail(f"patchbay run did not start its engine:\n{errors[-3000:]}")
+    return player, pid
 
 
 def test_patchbay_run_kills_and_restarts_an_engine_whose_frame_loop_stopped(
     tmp_path: Path,
 ) -> None:
-    command, env = run_command(tmp_path, 120)
-    player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    engine = EngineProcess(tmp_path / "state" / "engine")
+    player, frozen = start_player(tmp_path, 120)
     try:
-        assert wait_for(lambda: engine.running_pid() is not None or player.poll() is not None)
-        frozen = engine.running_pid()
-        assert frozen is not None
         os.kill(frozen, signal.SIGSTOP)  # stuck where its own watchdog cannot run
         _, errors = player.communicate(timeout=300)
     finally:
@@ -332,11 +335,8 @@ def test_patchbay_run_kills_and_restarts_an_engine_whose_frame_loop_stopped(
 def test_an_editor_leaves_restarting_a_patchbay_run_engine_to_its_supervisor(
     tmp_path: Path,
 ) -> None:
-    command, env = run_command(tmp_path, 100_000)
-    player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    engine = EngineProcess(tmp_path / "state" / "engine")
+    player, _ = start_player(tmp_path, 100_000)
     try:
-        assert wait_for(lambda: engine.running_pid() is not None or player.poll() is not None)
         client = EngineClient(EngineProcess(tmp_path / "state" / "engine"))
         assert client.start() is True and client.hello["supervised"] is True
         editor = Editor(client, show_patch())
