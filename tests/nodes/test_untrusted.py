@@ -400,6 +400,38 @@ def test_nodes_that_allocate_check_the_limits_when_they_run(kind) -> None:
         assert "array_elements" in evaluator.error(node_id)
 
 
+SHADER_MAIN = "in vec2 uv;\nout vec4 fragColor;\nvoid main() { fragColor = vec4(uv, 0.0, 1.0); }\n"
+
+
+def test_a_shader_with_more_uniforms_than_the_pin_limit_fails_its_node_only(
+    tmp_path: Path,
+) -> None:
+    uniforms = "".join(f"uniform float u{k};\n" for k in range(20))
+    (tmp_path / "many.glsl").write_text(uniforms + SHADER_MAIN)
+    nodes = [
+        {"id": "s", "type": "gpu.shader", "values": {"source": "", "file": "many.glsl",
+                                                      "u3": 0.5}},
+        {"id": "o", "type": "gpu.output"},
+    ]  # fmt: skip
+    links = [{"from": ["s", "out"], "to": ["o", "in"]}]
+    set_active_limits(DEFAULT_LIMITS.replaced(pins_per_node=8))
+    patch = load_patch(write_patch(tmp_path, nodes, links))
+    # The pins are not derived: the node keeps only the values it was given, and fails.
+    assert set(patch.node("s").values) == {"source", "file", "resolution", "u3"}
+    assert patch.value("s", "u3") == 0.5
+    evaluator = LazyEvaluator(patch)
+    evaluator.run_frame(0.0, 0)
+    assert evaluator.status("s") == "failed"
+    error = evaluator.error("s") or ""
+    assert "20 uniforms" in error and "pins_per_node = 8" in error and "\n" not in error
+    # The same for a source typed into the node: applied, and the node fails.
+    patch.set_value("s", "source", uniforms + SHADER_MAIN)
+    assert len(patch.node("s").inputs) < 20
+    set_active_limits(DEFAULT_LIMITS)
+    patch = load_patch(write_patch(tmp_path, nodes, links))
+    assert {f"u{k}" for k in range(20)} <= set(patch.node("s").values)
+
+
 def test_limits_name_unknown_limits() -> None:
     with pytest.raises(ValueError, match="unknown limit 'nodez'"):
         Limits().replaced(nodez=3)
