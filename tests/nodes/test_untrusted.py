@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from evaluators import FlatEvaluator, LazyEvaluator
-from nodes import Patch, PatchError, PatchFileError, PatchValueError, load_patch, save_patch
+from nodes import Patch, PatchError, PatchFileError, PatchValueError, _paths, load_patch, save_patch
 from nodes._errors import MESSAGE_CHARS, one_line, shown
 from nodes._glsl import uniform_declarations
 from nodes._limits import DEFAULT_LIMITS, Limits, active_limits, set_active_limits
@@ -130,6 +130,28 @@ def test_trusted_folders_come_from_the_environment_and_the_settings_file(
     settings.parent.mkdir(parents=True)
     settings.write_text(json.dumps({"trusted_dirs": [str(other)]}))
     assert resolve_patch_path(folder, "../other/x.glsl", "shader") == other / "x.glsl"
+
+
+def test_trusted_folders_are_read_again_only_when_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, library, other = tmp_path / "patch", tmp_path / "library", tmp_path / "other"
+    for made in (folder, library, other):
+        made.mkdir()
+    settings = tmp_path / "config" / "patchbay" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"trusted_dirs": [str(library)]}))
+    reads = []
+    read = _paths._read_trusted_folders
+    monkeypatch.setattr(_paths, "_read_trusted_folders", lambda *a: reads.append(a) or read(*a))
+    for _ in range(50):  # a shader from the library, resolved every frame
+        resolve_patch_path(folder, "../library/x.glsl", "shader")
+    assert len(reads) == 1
+    settings.write_text(json.dumps({"trusted_dirs": [str(other), str(library)]}))
+    assert resolve_patch_path(folder, "../other/x.glsl", "shader") == other / "x.glsl"
+    monkeypatch.setenv(TRUSTED_DIRS_VARIABLE, str(tmp_path))
+    assert resolve_patch_path(folder, "../x.glsl", "shader") == tmp_path / "x.glsl"
+    assert len(reads) == 3
 
 
 def test_builtin_resources_are_allowed(tmp_path: Path) -> None:
