@@ -5,7 +5,8 @@ against a `Limits` before anything is allocated: the loader checks sizes, counts
 shapes (sidecar headers are read before their data), and nodes that allocate from their values
 (`array.range`, texture sizes, the pins a shader derives) check them when they run or derive.
 Exceeding a limit is one line naming the limit, e.g. `... 20000000 is above the limit
-array_elements = 16777216`.
+array_elements = 16777216`. Saving refuses, the same way, a patch that these limits would refuse
+to load (nodes._fileformat), so a file written is a file that loads.
 
 The limits in force are process-wide (`active_limits()`): the command line replaces them for files
 the person trusts (`--trust`, `--limit NAME=VALUE`, see app/cli.py). Every default leaves room for

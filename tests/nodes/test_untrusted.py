@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import tracemalloc
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from evaluators import FlatEvaluator, LazyEvaluator
 from nodes import Patch, PatchError, PatchFileError, PatchValueError, _paths, load_patch, save_patch
 from nodes._errors import MESSAGE_CHARS, one_line, shown
+from nodes._fileformat import _check_sizes, patch_from_dict
 from nodes._glsl import uniform_declarations
 from nodes._limits import DEFAULT_LIMITS, Limits, active_limits, set_active_limits
 from nodes._paths import (
@@ -295,6 +297,55 @@ def test_resolution_beyond_the_texture_limit_is_a_file_error(tmp_path: Path) -> 
     path = write_patch(tmp_path, [], settings={"resolution": [16384, 16384]})
     with pytest.raises(PatchFileError, match="texture_side"):
         load_patch(path)
+
+
+def _deep_and_wide(depth: int, width: int, key_chars: int, bottom: object = 0) -> object:
+    value: object = [0] * width + [bottom]
+    for level in range(depth):
+        value = {f"{level:03d}" + "k" * key_chars: value}
+    return value
+
+
+def test_a_deep_and_wide_value_is_checked_in_memory_of_its_depth_not_its_size(
+    tmp_path: Path,
+) -> None:
+    value = _deep_and_wide(200, 5000, 40)
+    path = write_patch(tmp_path, [{"id": "v", "type": "value.any", "values": {"value": value}}])
+    assert load_patch(path).value("v", "value") == value
+    text = path.read_text()
+
+    def refuse(place: str, message: str) -> ValueError:
+        return ValueError(f"{place}: {message}")
+
+    tracemalloc.start()
+    try:
+        document = json.loads(text)
+        parsed = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        _check_sizes(document, DEFAULT_LIMITS, refuse)
+        checked = tracemalloc.get_traced_memory()[1] - parsed
+    finally:
+        tracemalloc.stop()
+    # The walk keeps the path to the current value, never a text per value: a place named per
+    # element would take depth x key length x width (here ~45 MB, against 0.1 MB parsed).
+    assert checked < parsed
+
+
+def test_a_value_deep_inside_is_named_by_its_place_when_it_is_beyond_a_limit(
+    tmp_path: Path,
+) -> None:
+    set_active_limits(DEFAULT_LIMITS.replaced(string_chars=1000))
+    value = _deep_and_wide(200, 5000, 3, bottom="x" * 2000)
+    path = write_patch(tmp_path, [{"id": "v", "type": "value.any", "values": {"value": value}}])
+    with pytest.raises(PatchFileError, match=r"text of 2000 characters: .*string_chars = 1000"
+                       ) as caught:  # fmt: skip
+        load_patch(path)
+    message = str(caught.value)
+    assert "nodes[0].values.value.'199kkk'" in message and "'000kkk'[5000]: text" in message
+    assert len(message) <= MESSAGE_CHARS
+    with pytest.raises(PatchFileError, match=r"nodes\[0\]\.values\.value\[2\]: an integer of 101"):
+        patch_from_dict({"format": "patchbay", "version": 1, "links": [], "nodes": [
+            {"id": "v", "type": "value.any", "values": {"value": [0, 1, 10**100]}}]})  # fmt: skip
 
 
 def test_the_patch_file_itself_must_be_a_regular_file(tmp_path: Path) -> None:
