@@ -727,7 +727,11 @@ class QtEditorWindow(QMainWindow):
     def paste(self) -> None:
         """Paste the last copy: a patch on the system clipboard (copied in any patchbay window),
         else this window's last copy."""
-        piece = self.session.to_paste(QApplication.clipboard().text())
+        try:
+            piece = self.session.to_paste(QApplication.clipboard().text())
+        except PatchError as error:  # a patch on the clipboard that a file could not hold
+            self._on_refused(str(error))
+            return
         if piece is not None:
             self._insert(piece, "paste")
 

@@ -43,7 +43,7 @@ from nodes import (
     PatchError,
     PatchEvent,
     load_patch,
-    patch_from_dict,
+    patch_from_text,
     patch_to_dict,
     save_patch,
 )
@@ -440,11 +440,13 @@ class EditorSession:
             return ""
 
     def to_paste(self, clipboard_text: str) -> Patch | None:
-        """What to paste: a patch document on the system clipboard (copied in any editor), else
-        this session's last copy."""
-        with contextlib.suppress(ValueError, PatchError):
-            return patch_from_dict(json.loads(clipboard_text), "clipboard")
-        return self._clipboard
+        """What to paste: the patch document on the system clipboard (copied in any editor), else,
+        when the clipboard holds no JSON object (nothing, or plain text), this session's last
+        copy. Clipboard text is read as a file is, with the same checks and limits: one that
+        fails them raises PatchFileError (one line) and nothing is pasted."""
+        if not clipboard_text.lstrip().startswith("{"):
+            return self._clipboard
+        return patch_from_text(clipboard_text, "clipboard")
 
     def placed_copy(self, piece: Patch) -> tuple[list[NodePlacement], list[Link]]:
         """The nodes and links of `piece` with fresh ids in the document, offset so that the

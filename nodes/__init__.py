@@ -21,6 +21,7 @@ from nodes._errors import (
 from nodes._fileformat import (
     load_patch,
     patch_from_dict,
+    patch_from_text,
     patch_to_dict,
     remove_stale_temporary_files,
     save_patch,
@@ -55,6 +56,7 @@ __all__ = [
     "load_patch",
     "node",
     "patch_from_dict",
+    "patch_from_text",
     "patch_to_dict",
     "remove_stale_temporary_files",
     "save_patch",

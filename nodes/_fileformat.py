@@ -11,9 +11,13 @@ after the patch file and a hash of its contents. Loading never executes code.
 
 A file is data from a stranger (see nodes/_limits.py and nodes/_paths.py): the JSON is read only
 from a regular file within `Limits.file_bytes`; integers, strings, node and link counts and array
-shapes are checked against the limits in force before anything is built; sidecars are opened
-through `nodes._paths` (inside the patch's folder only) and read member by member, only the members
-a value refers to, each header (shape, dtype) checked before its data is read, never with pickles.
+shapes are checked against the limits in force before anything is built (one walk whose memory is
+the document's depth, not its size: the place of a value is put into words only when it fails;
+integers are converted by json within the interpreter's own digit limit, then held to
+`int_digits` by that walk); text from elsewhere (the clipboard: `patch_from_text`) goes through
+the same checks. Sidecars are opened through `nodes._paths` (inside the patch's folder only) and
+read member by member, only the members a value refers to, each header (shape, dtype) checked
+before its data is read, never with pickles.
 Links are checked for cycles once for the whole file (one topological sort), so loading is linear
 in the size of the file whatever the order of its links.
 
@@ -26,8 +30,11 @@ rename over the old file, which keeps its permissions (a new file gets the umask
 files of saves that were killed are removed by the next save of that file, and by
 `remove_stale_temporary_files(folder)` (the editor calls it on start). Everything is serialised
 before anything is written: a value that cannot round-trip exactly (an array of strings, complex
-numbers, dates or records, a value that is no JSON) is refused with one `UnsavableValueError` line
-(a PatchValueError and a ValueError).
+numbers, dates or records, a value that is no JSON, a dict whose only key is the `$array` that
+files keep for arrays) is refused with one `UnsavableValueError` line (a PatchValueError and a
+ValueError), and so is a patch that loading would refuse under the limits in force (the same
+checks: counts, strings, integer digits, resolution, file and sidecar bytes), so a file saved
+always loads, and so does a recovery.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ import re
 import secrets
 import stat
 import struct
+import sys
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -52,9 +60,16 @@ from typing import Any
 import jsonschema
 import numpy as np
 
-from nodes._errors import PatchError, PatchFileError, UnsavableValueError, one_line, shown
+from nodes._errors import (
+    PatchError,
+    PatchFileError,
+    PatchValueError,
+    UnsavableValueError,
+    one_line,
+    shown,
+)
 from nodes._limits import Limits, active_limits
-from nodes._patch import MAX_RESOLUTION, Patch
+from nodes._patch import Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 
 FORMAT = "patchbay"
@@ -78,7 +93,7 @@ SCHEMA: dict[str, Any] = {
             "properties": {
                 "resolution": {
                     "type": "array",
-                    "items": {"type": "integer", "minimum": 1, "maximum": MAX_RESOLUTION},
+                    "items": {"type": "integer", "minimum": 1},
                     "minItems": 2,
                     "maxItems": 2,
                 }
@@ -117,9 +132,14 @@ _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 
 def _place(path: Any) -> str:
+    """A place in a document, `nodes[3].values.x`, from its keys and indexes."""
     text = ""
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            name = part if isinstance(part, str) and part.isidentifier() else shown(part)
+            text += f".{name}" if text else name
     return text or "document"
 
 
@@ -139,11 +159,21 @@ def _encode_value(value: Any, sidecar: dict[str, np.ndarray], key: str) -> Any:
                 "data": value.tolist(),
             }
         }
+    if isinstance(value, dict) and _is_array_reference(value):
+        raise UnsavableValueError(
+            f'{key}: a dict whose only key is "$array" cannot be saved (files keep that key for '
+            "arrays: it would load as one)"
+        )
     if isinstance(value, tuple):
         return list(value)
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _is_array_reference(value: dict[Any, Any]) -> bool:
+    """A value a file holds as an array: a dict whose one key is "$array"."""
+    return len(value) == 1 and "$array" in value
 
 
 #: Array dtypes a file may hold: they round-trip exactly through JSON lists and `.npz` files.
@@ -193,7 +223,7 @@ def checked_elements(shape: Any, limits: Limits) -> tuple[int, ...]:
 
 
 def _decode_value(value: Any, sidecars: _Sidecars | None, limits: Limits) -> Any:
-    if not (isinstance(value, dict) and set(value) == {"$array"}):
+    if not (isinstance(value, dict) and _is_array_reference(value)):
         return value
     spec = value["$array"]
     if not isinstance(spec, dict):
@@ -278,8 +308,8 @@ def _patch_from_document(
     if error is not None:
         raise fail(_place(error.absolute_path), error.message)
     resolution = document.get("settings", {}).get("resolution")
-    if resolution is not None and max(resolution) > limits.texture_side:
-        raise fail("settings.resolution", limits.exceeded("texture_side", max(resolution)))
+    if resolution is not None:
+        _check_resolution(resolution, limits, fail)
 
     patch = Patch()
     patch.folder = folder
@@ -330,32 +360,89 @@ def _patch_from_document(
     return patch
 
 
+def _check_resolution(resolution: Any, limits: Limits, fail: Any) -> list[int]:
+    """The patch's resolution as `Patch.update_settings` takes it (one rule for both)."""
+    try:
+        return checked_resolution(resolution, limits)
+    except PatchValueError as problem:
+        raise fail("settings.resolution", str(problem).removeprefix("resolution: ")) from None
+
+
 def _check_sizes(document: Any, limits: Limits, fail: Any) -> None:
-    """Node and link counts and string lengths against the limits, before the schema check
-    (whose messages would quote the long values) and before anything is built."""
+    """Node and link counts, string lengths and integer digits against the limits, before the
+    schema check (whose messages would quote the long values) and before anything is built.
+
+    One walk with a stack of iterators, one per open container: memory is the depth of the
+    document, time is linear in its size, and the place of a value is put into words only when
+    it fails (from the keys and indexes of the open containers). Lists and tuples are walked
+    alike, so a document about to be saved is checked as the file it becomes."""
     if not isinstance(document, dict):
         return
     for key, limit_name in (("nodes", "nodes"), ("links", "links")):
         items = document.get(key)
-        if isinstance(items, list) and len(items) > getattr(limits, limit_name):
+        if isinstance(items, list | tuple) and len(items) > getattr(limits, limit_name):
             raise fail(key, limits.exceeded(limit_name, len(items)))
-    stack: list[tuple[Any, str]] = [(document, "")]
+    chars = limits.string_chars
+    # An integer of more digits than the limit is at least this large (no digit count per int).
+    high = 10**limits.int_digits if limits.int_digits <= 100_000 else math.inf
+    low = -high
+    path: list[Any] = []  # the key or index of every open container but the innermost
+    stack: list[Any] = [_items(document, path, limits, fail)]
     while stack:
-        item, place = stack.pop()
-        if isinstance(item, str):
-            if len(item) > limits.string_chars:
-                where = place or "document"
-                raise fail(where, f"text of {len(item)} characters: "
-                           + limits.exceeded("string_chars", len(item)))  # fmt: skip
-        elif isinstance(item, dict):
-            for key, value in item.items():
-                if len(key) > limits.string_chars:
-                    count = len(key)
-                    raise fail(place or "document",
-                               f"a key of {limits.exceeded('string_chars', count)}")  # fmt: skip
-                stack.append((value, f"{place}.{shown(key)}" if place else shown(key)))
-        elif isinstance(item, list):
-            stack.extend((value, f"{place}[{index}]") for index, value in enumerate(item))
+        for key, value in stack[-1]:
+            kind = type(value)
+            if kind is int:
+                if not low < value < high:
+                    raise fail(_place([*path, key]), _scalar_problem(value, limits))
+            elif kind is float:
+                continue
+            elif kind is str:
+                if len(value) > chars:
+                    raise fail(_place([*path, key]), _scalar_problem(value, limits))
+            elif isinstance(value, dict | list | tuple):
+                path.append(key)
+                stack.append(_items(value, path, limits, fail))
+                break
+            elif isinstance(value, str | int) and not isinstance(value, bool):
+                problem = _scalar_problem(value, limits)
+                if problem is not None:
+                    raise fail(_place([*path, key]), problem)
+        else:
+            stack.pop()
+            if path:
+                path.pop()
+
+
+def _scalar_problem(value: str | int, limits: Limits) -> str | None:
+    """Why a text or an integer is beyond the limits, or None."""
+    if isinstance(value, str):
+        if len(value) <= limits.string_chars:
+            return None
+        return f"text of {len(value)} characters: " + limits.exceeded("string_chars", len(value))
+    digits = _digits(value)
+    return _int_digits_problem(digits, limits) if digits > limits.int_digits else None
+
+
+def _items(container: Any, path: list[Any], limits: Limits, fail: Any) -> Any:
+    """(key, value) pairs of a dict, whose keys are checked first, or (index, item) of a list."""
+    if not isinstance(container, dict):
+        return enumerate(container)
+    for key in container:
+        if isinstance(key, str) and len(key) > limits.string_chars:
+            raise fail(_place(path), f"a key of {limits.exceeded('string_chars', len(key))}")
+    return iter(container.items())
+
+
+def _digits(value: int) -> int:
+    """The decimal digits of an integer, also of one too long for `str` (then a close bound)."""
+    try:
+        return len(str(abs(value)))
+    except ValueError:
+        return int(abs(value).bit_length() * math.log10(2)) + 1
+
+
+def _int_digits_problem(digits: int, limits: Limits) -> str:
+    return f"an integer of {digits} digits: " + limits.exceeded("int_digits", digits)
 
 
 # ----------------------------------------------------------------------------- files
@@ -500,12 +587,25 @@ class _Sidecars:
         self.handles.clear()
 
 
+#: Digits up to which `int()` of a text is quick enough to leave to json (it is quadratic).
+_QUICK_INT_DIGITS = 10_000
+
+
+def _int_parser(limits: Limits) -> Any:
+    """How json reads integers: its own way, in C, when the interpreter bounds the digits `int()`
+    takes (`sys.get_int_max_str_digits()`, 4300 by default; beyond, json raises ValueError), and
+    `_check_sizes` holds them to `int_digits`; else (that bound lifted) a parser that counts
+    digits before converting (a call per integer: several times slower)."""
+    if 0 < sys.get_int_max_str_digits() <= _QUICK_INT_DIGITS:
+        return None
+    return _bounded_int(limits)
+
+
 def _bounded_int(limits: Limits) -> Any:
     def parse_int(text: str) -> int:
         digits = len(text) - text.startswith("-")
         if digits > limits.int_digits:
-            raise _TooLong(f"an integer of {digits} digits: "
-                           + limits.exceeded("int_digits", digits))  # fmt: skip
+            raise _TooLong(_int_digits_problem(digits, limits))
         return int(text)
 
     return parse_int
@@ -542,25 +642,49 @@ def load_patch(path: str | os.PathLike[str], folder: str | os.PathLike[str] | No
     except UnicodeDecodeError as error:
         raise PatchFileError(f"{path}: cannot read: not UTF-8 text ({error.reason} at byte "
                              f"{error.start})") from None  # fmt: skip
-    try:
-        document = json.loads(text, parse_int=_bounded_int(limits), parse_float=_bounded_float)
-    except json.JSONDecodeError as error:
-        raise PatchFileError(
-            f"{path}: line {error.lineno} column {error.colno}: invalid JSON ({error.msg})"
-        ) from None
-    except _TooLong as error:
-        raise PatchFileError(f"{path}: invalid JSON ({error})") from None
-    except RecursionError:
-        raise PatchFileError(f"{path}: invalid JSON (nested too deeply)") from None
     sidecars = _Sidecars(path.parent.absolute(), limits)
     try:
-        return _patch_from_document(document, str(path), sidecars, where, limits)
-    except RecursionError:
-        raise PatchFileError(f"{path}: nested too deeply") from None
-    except MemoryError:
-        raise PatchFileError(f"{path}: out of memory while loading") from None
+        return _patch_from_text(text, str(path), sidecars, where, limits)
     finally:
         sidecars.close()
+
+
+def patch_from_text(text: str, source: str = "<patch>", folder: Path | None = None) -> Patch:
+    """Build a patch from the text of a patch file that comes from elsewhere than a file (the
+    clipboard), with every check `load_patch` makes (the text's size within `file_bytes`);
+    PatchFileError naming `source` otherwise. Arrays must be inline: there is no sidecar."""
+    limits = active_limits()
+    size = len(text) if len(text) * 4 <= limits.file_bytes else len(text.encode("utf-8", "replace"))
+    if size > limits.file_bytes:
+        raise PatchFileError(f"{source}: {size} bytes: " + limits.exceeded("file_bytes", size))
+    return _patch_from_text(text, source, _Sidecars(None, limits, {}), folder, limits)
+
+
+def _patch_from_text(
+    text: str, source: str, sidecars: _Sidecars | None, folder: Path | None, limits: Limits
+) -> Patch:
+    try:
+        document = json.loads(text, parse_int=_int_parser(limits), parse_float=_bounded_float)
+    except json.JSONDecodeError as error:
+        raise PatchFileError(
+            f"{source}: line {error.lineno} column {error.colno}: invalid JSON ({error.msg})"
+        ) from None
+    except _TooLong as error:
+        raise PatchFileError(f"{source}: invalid JSON ({error})") from None
+    except RecursionError:
+        raise PatchFileError(f"{source}: invalid JSON (nested too deeply)") from None
+    except ValueError as error:  # an integer beyond the interpreter's digit limit
+        digits = re.search(r"has ([0-9]+) digits", str(error))
+        count = int(digits[1]) if digits else sys.get_int_max_str_digits() + 1
+        raise PatchFileError(
+            f"{source}: invalid JSON ({_int_digits_problem(count, limits)})"
+        ) from None
+    try:
+        return _patch_from_document(document, source, sidecars, folder, limits)
+    except RecursionError:
+        raise PatchFileError(f"{source}: nested too deeply") from None
+    except MemoryError:
+        raise PatchFileError(f"{source}: out of memory while loading") from None
 
 
 def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
@@ -573,14 +697,20 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
     A value that cannot be saved exactly raises UnsavableValueError before anything is written.
     """
     path = Path(path)
+    limits = active_limits()
     arrays: dict[str, np.ndarray] = {}
     document = patch_to_dict(patch, arrays)
     sidecar = path.with_name(f"{path.name}.{_digest(arrays)}.npz") if arrays else None
     for node in document["nodes"]:
         for value in node["values"].values():
-            if isinstance(value, dict) and "$array" in value and "npz" in value["$array"]:
+            # Only arrays are such dicts here: patch_to_dict refuses any other.
+            if isinstance(value, dict) and _is_array_reference(value) and "npz" in value["$array"]:
                 value["$array"]["npz"] = sidecar.name if sidecar else ""
+    _check_loadable(document, arrays, limits)
     data = _serialised(document)
+    if len(data) > limits.file_bytes:
+        raise _refused_at_save(document, "file", f"{len(data)} bytes: "
+                               + limits.exceeded("file_bytes", len(data)))  # fmt: skip
     remove_stale_temporary_files(path.parent, path.name)
     mode = _mode_of(path)
     if sidecar is not None and not sidecar.exists():
@@ -591,6 +721,36 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
         if stale != sidecar and own.match(stale.name):
             stale.unlink(missing_ok=True)
     return sidecar
+
+
+def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
+                    limits: Limits) -> None:  # fmt: skip
+    """UnsavableValueError unless `load_patch` would take the document under `limits`: the
+    checks loading makes before it builds anything (the same functions), except the schema,
+    which a document made from a Patch meets by construction. Arrays were checked one by one
+    (`_check_savable`); here their total, and the resolution, which is normalised in place."""
+
+    def refuse(place: str, message: str) -> UnsavableValueError:
+        return _refused_at_save(document, place, message)
+
+    _check_sizes(document, limits, refuse)
+    settings = document["settings"]
+    if isinstance(settings, dict) and settings.get("resolution") is not None:
+        resolution = _check_resolution(settings["resolution"], limits, refuse)
+        document["settings"] = {**settings, "resolution": resolution}
+    total = sum(array.nbytes for array in arrays.values())
+    if total > limits.sidecar_bytes:
+        raise refuse("arrays", f"arrays of {total} bytes: "
+                     + limits.exceeded("sidecar_bytes", total))  # fmt: skip
+
+
+def _refused_at_save(document: dict[str, Any], place: str, message: str) -> UnsavableValueError:
+    """The one line refusing a save; a node's value is named `id.pin` as elsewhere."""
+    match = re.match(r"nodes\[([0-9]+)\](?:\.values\.)?", place)
+    if match is not None and int(match[1]) < len(document["nodes"]):
+        node_id = str(document["nodes"][int(match[1])]["id"])
+        place = node_id + ("." if place[match.end() - 1] == "." else "") + place[match.end() :]
+    return UnsavableValueError(f"{place}: {message} (a file with it would not load)")
 
 
 def _serialised(document: dict[str, Any]) -> bytes:

@@ -3,8 +3,10 @@
 A patch file is data from a stranger, so everything in it that costs memory or time is checked
 against a `Limits` before anything is allocated: the loader checks sizes, counts and declared array
 shapes (sidecar headers are read before their data), and nodes that allocate from their values
-(`array.range`, texture sizes) check them when they run. Exceeding a limit is one line naming the
-limit, e.g. `... (limit max_array_elements = 16777216)`.
+(`array.range`, texture sizes, the pins a shader derives) check them when they run or derive.
+Exceeding a limit is one line naming the limit, e.g. `... 20000000 is above the limit
+array_elements = 16777216`. Saving refuses, the same way, a patch that these limits would refuse
+to load (nodes._fileformat), so a file written is a file that loads.
 
 The limits in force are process-wide (`active_limits()`): the command line replaces them for files
 the person trusts (`--trust`, `--limit NAME=VALUE`, see app/cli.py). Every default leaves room for
@@ -44,6 +46,9 @@ class Limits:
     shader_file_bytes: int = 1 * MIB
     #: Bytes of an image file (before decoding; the decoded size is held by `texture_side`).
     image_file_bytes: int = 256 * MIB
+    #: Input pins a node derives from its values (a shader's uniforms): each instance holds a
+    #: value for each, so a small file of many such nodes must not make them many.
+    pins_per_node: int = 1024
 
     def exceeded(self, name: str, amount: int) -> str:
         """The one-line reason for `amount` being above the limit `name`."""

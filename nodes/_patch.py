@@ -33,7 +33,9 @@ from nodes._errors import (
     UnknownNodeError,
     UnknownNodeTypeError,
     UnknownPinError,
+    shown,
 )
+from nodes._limits import Limits, active_limits
 from nodes._paths import PathRefusedError, resolve_patch_path
 from nodes._spec import NodeSpec, PinSpec, get_spec
 from nodes._types import coerce_value, types_compatible
@@ -299,9 +301,10 @@ class Patch:
         self._emit(PatchEvent("structural", "pins", instance.id))
 
     def update_settings(self, **settings: Any) -> None:
-        """Change patch settings (e.g. `resolution=[1920, 1080]`), checked first."""
+        """Change patch settings (e.g. `resolution=[1920, 1080]`), checked first (a resolution
+        against the limit `texture_side` in force, as files are)."""
         if "resolution" in settings:
-            settings["resolution"] = _checked_resolution(settings["resolution"])
+            settings["resolution"] = checked_resolution(settings["resolution"])
         self.settings.update(settings)
         self._emit(PatchEvent("value", "settings", value=dict(settings)))
 
@@ -433,16 +436,22 @@ def _kept(pin: PinSpec, values: Mapping[str, Any]) -> Any:
         return pin.default
 
 
-MAX_RESOLUTION = 16384
-
-
-def _checked_resolution(value: Any) -> list[int]:
+def checked_resolution(value: Any, limits: Limits | None = None) -> list[int]:
+    """`value` as `[width, height]` (whole numbers), or PatchValueError unless both are from 1 to
+    the limit `texture_side` (of the limits in force unless given). The one rule for a patch's
+    resolution: edits, files loaded and files saved alike."""
+    limits = limits or active_limits()
     try:
         width, height = (int(v) for v in value)
-    except (TypeError, ValueError):
-        raise PatchValueError(f"resolution: expected width and height, got {value!r}") from None
-    if not (1 <= width <= MAX_RESOLUTION and 1 <= height <= MAX_RESOLUTION):
-        raise PatchValueError(f"resolution: {width}x{height} is outside 1..{MAX_RESOLUTION}")
+    except (TypeError, ValueError, OverflowError):
+        raise PatchValueError(
+            f"resolution: expected width and height, got {shown(value)}"
+        ) from None
+    if width < 1 or height < 1:
+        raise PatchValueError(f"resolution: {width}x{height} is not a size (at least 1x1)")
+    if max(width, height) > limits.texture_side:
+        side = max(width, height)
+        raise PatchValueError(f"resolution: {limits.exceeded('texture_side', side)}")
     return [width, height]
 
 

@@ -16,7 +16,8 @@ Trusted folders (a shared shader library, say) are a setting of the person, neve
 - `PATCHBAY_TRUSTED_DIRS`: folders separated by `os.pathsep` (`:` on Linux and macOS);
 - `trusted_dirs` in `settings.json` of the user config folder (`$XDG_CONFIG_HOME/patchbay`, by
   default `~/.config/patchbay`; `%APPDATA%\\patchbay` on Windows): a list of folder names.
-Both are read when asked (`trusted_folders()`), so tests and the editor see changes.
+`trusted_folders()` reads them again only when the variable or the settings file (its `stat`)
+changed, so resolving a name every frame costs a `stat`, and tests and the editor see changes.
 
 Known downside: the check and the open are two steps; a folder on the path swapped for a symlink
 in between is not caught (O_NOFOLLOW covers the last component only).
@@ -25,6 +26,7 @@ in between is not caught (O_NOFOLLOW covers the last component only).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.resources
 import io
 import json
@@ -67,17 +69,44 @@ def user_config_folder() -> Path:
     return Path(base) / "patchbay"
 
 
+@functools.cache
 def resources_folder() -> Path:
-    """The built-in resources (shaders, examples, icons)."""
+    """The built-in resources (shaders, examples, icons); found once a process."""
     return Path(str(importlib.resources.files("resources"))).resolve()
+
+
+#: (what `trusted_folders` read from, the folders): see `trusted_folders`.
+_trusted: tuple[tuple[object, ...], tuple[Path, ...]] | None = None
 
 
 def trusted_folders() -> tuple[Path, ...]:
     """The folders the person trusts besides a patch's own: see the module note. Settings that
-    cannot be read are ignored (an unreadable settings file trusts nothing more)."""
-    names = [name for name in os.environ.get(TRUSTED_DIRS_VARIABLE, "").split(os.pathsep) if name]
+    cannot be read are ignored (an unreadable settings file trusts nothing more).
+
+    Asked for every file name a patch resolves (a running shader: every frame), so the answer is
+    kept, with the variable's value and the settings file's `stat` it came from: a call costs a
+    `stat`, and reads the settings again only when the variable or the file changed."""
+    global _trusted
+    variable = os.environ.get(TRUSTED_DIRS_VARIABLE, "")
+    settings_file = user_config_folder() / SETTINGS_FILE
+    try:
+        info = os.stat(settings_file)
+        version: tuple[object, ...] = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_dev)
+    except OSError:
+        version = ()
+    key = (variable, str(settings_file), *version)
+    kept = _trusted
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    folders = _read_trusted_folders(variable, settings_file)
+    _trusted = (key, folders)
+    return folders
+
+
+def _read_trusted_folders(variable: str, settings_file: Path) -> tuple[Path, ...]:
+    names = [name for name in variable.split(os.pathsep) if name]
     with contextlib.suppress(OSError, ValueError):
-        settings = json.loads((user_config_folder() / SETTINGS_FILE).read_text(encoding="utf-8"))
+        settings = json.loads(settings_file.read_text(encoding="utf-8"))
         listed = settings.get("trusted_dirs", []) if isinstance(settings, dict) else []
         names += [name for name in listed if isinstance(name, str) and name]
     folders = []

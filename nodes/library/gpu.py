@@ -16,7 +16,9 @@ version (modification time and size; the patch reads it first, to derive the nod
 looked up with one `stat` a frame.
 
 Sizes: every render target is at most `Limits.texture_side` pixels a side (checked before it is
-acquired), and so is a decoded image or an uploaded array.
+acquired), and so is a decoded image or an uploaded array. A shader has at most
+`Limits.pins_per_node` uniforms (each becomes a pin, and every instance holds a value for each):
+a shader with more fails its node, whose patch still loads, as with a file it may not read.
 
 Sizes: every node has a `resolution` pin (width, height in pixels); (0, 0) means the input's size
 for filters, else the patch's `resolution` setting (`ctx.resolution`).
@@ -358,13 +360,30 @@ def shader_text(source: str, file: str, folder: Path | None = None) -> str:
     return _kept_text(found) or _read_shader_file(found)
 
 
-@functools.lru_cache(maxsize=64)
+class TooManyPinsError(ValueError):
+    """A shader that declares more uniforms than a node may have pins (`Limits.pins_per_node`)."""
+
+
 def _uniform_pins(source: str) -> tuple[PinSpec, ...]:
+    """The pins of a shader's uniforms; TooManyPinsError (one line naming the limit) when there
+    are more than the limit `pins_per_node` in force: every instance would hold a value each."""
+    limits = active_limits()
+    pins = _uniform_pins_within(source, limits.pins_per_node)
+    if isinstance(pins, int):
+        raise TooManyPinsError(
+            f"the shader declares {pins} uniforms: {limits.exceeded('pins_per_node', pins)}"
+        )
+    return pins
+
+
+@functools.lru_cache(maxsize=64)
+def _uniform_pins_within(source: str, limit: int) -> tuple[PinSpec, ...] | int:
+    """The pins of a shader's uniforms, or their count when it is above `limit`."""
+    declarations = [d for d in uniform_declarations(source) if d.name not in _SHADER_STATIC_PINS]
+    if len(declarations) > limit:
+        return len(declarations)
     pins = []
-    for decl in uniform_declarations(source):
-        # `resolution` is set by the GL service to the target size.
-        if decl.name in _SHADER_STATIC_PINS:
-            continue
+    for decl in declarations:  # `resolution` is set by the GL service to the target size
         pin_type, default, hint = _PIN_OF_UNIFORM[decl.type]
         if decl.default is not None:
             default = decl.default
@@ -376,15 +395,16 @@ def _uniform_pins(source: str) -> tuple[PinSpec, ...]:
 
 def shader_pins(values: Mapping[str, Any], folder: Path | None = None) -> tuple[PinSpec, ...]:
     """The dynamic input pins of a gpu.shader node: one per uniform of its shader. While the
-    shader cannot be read (a missing file), an `any` pin per value it has beyond the static ones,
-    so that a patch loads with its uniform values and links, and the node fails when it runs."""
+    shader cannot be read (a missing file) or has more uniforms than the limit `pins_per_node`,
+    an `any` pin per value it has beyond the static ones, so that a patch loads with its uniform
+    values and links, and the node fails when it runs."""
     source, file = values.get("source", ""), values.get("file", "")
     try:
         text = shader_text(source if isinstance(source, str) else "",
                            file if isinstance(file, str) else "", folder)  # fmt: skip
+        return _uniform_pins(text)
     except (OSError, ValueError):
         return tuple(PinSpec(name, "any") for name in values if name not in _SHADER_STATIC_PINS)
-    return _uniform_pins(text)
 
 
 class ShaderState(GPUTargets):
@@ -435,8 +455,9 @@ def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file:
     sampler2D as textures; `resolution` is the target size). A relative `file` is relative to the
     patch file's folder. A shader that does not compile fails the node with the driver's line and
     column, and the last good one keeps rendering."""
-    gl = _gpu(ctx)
     text = _frame_shader_text(ctx, state, source, file)
+    pins = _uniform_pins(text)  # before any GL work: too many uniforms fail the node here
+    gl = _gpu(ctx)
     error = gl.shader_error(text)
     if error is None:
         state.good_source = text
@@ -447,7 +468,7 @@ def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file:
     values = dict(uniforms or {})
     textures = {}
     plain = {}
-    for pin in _uniform_pins(text):
+    for pin in pins:
         value = values.get(pin.name, pin.default)
         if pin.type == "texture":
             textures[pin.name] = value

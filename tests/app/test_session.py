@@ -7,6 +7,7 @@ worker are bounded by the futures themselves."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.session import EditorSession, PatchClock, one_line
-from nodes import Patch, load_patch, patch_to_dict
+from app.session import MESSAGE_CHARS, EditorSession, PatchClock, one_line
+from nodes import Patch, PatchFileError, load_patch, patch_to_dict
 from tests.app.editor_process import CRASH, KEEP_RUNNING, run_editor
 from tests.waiting import TIMEOUT_S
 
@@ -42,6 +43,9 @@ def small_patch() -> Patch:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+EMPTY = {"format": "patchbay", "version": 1, "nodes": [], "links": []}
 
 
 @pytest.fixture
@@ -284,6 +288,45 @@ def test_a_copy_with_large_arrays_stays_in_the_session(session) -> None:
     piece = session.to_paste("")  # the system clipboard holds nothing patchbay can read
     assert piece is not None and list(piece.nodes) == ["big"]
     assert session.to_paste(session.copy(["speed"])) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * 100_000 + "]" * 100_000, None),  # not an object: not a patch
+        ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ("{" + '"a": {' * 100_000 + "}" * 100_001, "nested too deeply"),
+        (json.dumps({**EMPTY, "nodes": [{"id": "r", "type": "array.range",
+                                         "values": {"count": 10**150}}]}),
+         r"clipboard: nodes\[0\]\.values\.count: an integer of 151 digits: .*int_digits"),
+        ('{"format": "patchbay", "version": 1, "nodes": [], "links": [], "x": 1' + "0" * 5000
+         + "}", "int_digits"),
+        (json.dumps({**EMPTY, "nodes": [{"id": "a", "type": "value.any",
+                                         "values": {"value": "x" * (2 * 1024 * 1024)}}]}),
+         "string_chars"),
+        (json.dumps({**EMPTY, "nodes": [{"id": "a", "type": "value.any",
+                                         "values": {"value": [0] * (9 * 1024 * 1024)}}]}),
+         "file_bytes"),
+        (json.dumps({**EMPTY, "nodes": [{"id": "a", "type": "math.addd"}]}), "unknown node type"),
+    ],
+    ids=["deep_list", "deep_in_object", "deep_objects", "digits", "digits_5000", "string",
+         "file_bytes", "unknown_type"],
+)  # fmt: skip
+def test_clipboard_text_is_read_with_the_checks_of_a_file(
+    session, text: str, expected: str | None
+) -> None:
+    session.copy(["speed"])  # a copy of the session's own, which a refused text must not paste
+    if expected is None:
+        assert list(session.to_paste(text).nodes) == ["speed"]
+        return
+    with pytest.raises(PatchFileError, match=expected) as caught:
+        session.to_paste(text)
+    assert "\n" not in str(caught.value) and len(str(caught.value)) <= MESSAGE_CHARS
+
+
+def test_plain_text_on_the_clipboard_pastes_the_session_copy(session) -> None:
+    session.copy(["speed"])
+    assert list(session.to_paste("some words").nodes) == ["speed"]
 
 
 def test_patch_clock_stops_while_paused() -> None:

@@ -16,6 +16,7 @@ import pytest
 import nodes._fileformat as fileformat
 from app.cli import main as cli_main
 from nodes import Patch, PatchFileError, PatchValueError, load_patch, save_patch
+from nodes._limits import DEFAULT_LIMITS, active_limits, set_active_limits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -533,6 +534,27 @@ def test_update_settings_checks_the_resolution() -> None:
         patch.update_settings(resolution=[0, 5])
     patch.update_settings(resolution=(320.0, 200))
     assert patch.settings["resolution"] == [320, 200]
+
+
+def test_update_settings_holds_the_resolution_to_the_texture_limit_files_are_held_to(
+    tmp_path: Path,
+) -> None:
+    """One rule for edits and files: a resolution an edit takes is one a file may have."""
+    before = active_limits()
+    patch = Patch()
+    try:
+        with pytest.raises(PatchValueError, match="9000 is above the limit texture_side = 8192"):
+            patch.update_settings(resolution=[9000, 100])
+        assert patch.settings["resolution"] == [640, 360]
+        patch.update_settings(resolution=[8192, 100])
+        save_patch(patch, tmp_path / "p.patchbay")
+        assert load_patch(tmp_path / "p.patchbay").settings["resolution"] == [8192, 100]
+        set_active_limits(DEFAULT_LIMITS.replaced(texture_side=16384))  # --limit texture_side=
+        patch.update_settings(resolution=[16000, 100])
+        save_patch(patch, tmp_path / "p.patchbay")
+        assert load_patch(tmp_path / "p.patchbay").settings["resolution"] == [16000, 100]
+    finally:
+        set_active_limits(before)
 
 
 def test_a_value_for_a_uniform_gone_from_its_shader_file_still_loads(tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,8 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from nodes import Patch, PatchValueError, load_patch, save_patch
+from nodes import Patch, PatchError, PatchValueError, load_patch, save_patch
+from nodes._errors import MESSAGE_CHARS
 from nodes._fileformat import remove_stale_temporary_files
+from nodes._limits import DEFAULT_LIMITS, active_limits, set_active_limits
 from tests.waiting import read_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +50,8 @@ def temporary_files(folder: Path) -> list[str]:
         np.arange(3.0).astype(">f8"),
         {1, 2},
         "lone surrogate \ud800",
+        {"$array": 5},
+        {"$array": {"dtype": "float64", "shape": [1], "data": [1.0]}},
     ],
     ids=[
         "unicode",
@@ -56,6 +62,8 @@ def temporary_files(folder: Path) -> list[str]:
         "big_endian",
         "set",
         "surrogate",
+        "array_key_number",
+        "array_key_spec",
     ],
 )
 def test_values_that_cannot_round_trip_are_refused_before_anything_is_written(
@@ -69,6 +77,80 @@ def test_values_that_cannot_round_trip_are_refused_before_anything_is_written(
     assert "\n" not in str(caught.value)
     assert isinstance(caught.value, ValueError)  # what the editor's Save and autosave catch
     assert (sorted(tmp_path.iterdir()), path.read_bytes()) == before
+
+
+def test_a_dict_holding_the_array_key_among_others_round_trips(tmp_path: Path) -> None:
+    value = {"$array": {"npz": "x.npz", "key": "k"}, "other": 1}
+    save_patch(patch_with(value), tmp_path / "p.patchbay")
+    assert load_patch(tmp_path / "p.patchbay").value("v", "value") == value
+    assert value == {"$array": {"npz": "x.npz", "key": "k"}, "other": 1}  # not filled in
+
+
+@pytest.fixture
+def limits_back() -> Iterator[None]:
+    before = active_limits()
+    yield
+    set_active_limits(before)
+
+
+def _chain(count: int) -> Patch:
+    patch = Patch()
+    for k in range(count):
+        patch.add_node("math.add", node_id=f"n{k}")
+    for k in range(count - 1):
+        patch.connect(f"n{k}", "out", f"n{k + 1}", "a")
+    return patch
+
+
+def _with_resolution(width: int) -> Patch:
+    patch = patch_with(1.0)
+    patch.settings["resolution"] = [width, 10]  # set directly, as older code might
+    return patch
+
+
+REFUSED_BY_LIMITS = {
+    "int": ({"int_digits": 5}, lambda: patch_with(10**7), r"^v\.value: an integer of 8 digits"),
+    "nested_int": ({"int_digits": 5}, lambda: patch_with({"a": [1, -(10**9)]}), r"^v\.value\.a\["),
+    "string": ({"string_chars": 10}, lambda: patch_with("x" * 20), r"^v\.value: text of 20 "),
+    "key": ({"string_chars": 10}, lambda: patch_with({"k" * 20: 1}), r"^v\.value: a key of 20 "),
+    "nodes": ({"nodes": 2}, lambda: _chain(3), r"^nodes: 3 is above the limit nodes = 2"),
+    "links": ({"links": 1}, lambda: _chain(3), r"^links: 2 is above the limit links = 1"),
+    "file_bytes": ({"file_bytes": 2000}, lambda: patch_with("x" * 3000), r"^file: [0-9]+ bytes: "),
+    "sidecar": ({"sidecar_bytes": 10**5}, lambda: patch_with(np.zeros(20_000)), r"^arrays: "),
+    "resolution": ({"texture_side": 8192}, lambda: _with_resolution(9000), r"^settings\.resol"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("limit", "patch", "expected"), REFUSED_BY_LIMITS.values(),
+                         ids=REFUSED_BY_LIMITS.keys())  # fmt: skip
+def test_a_patch_the_limits_would_not_load_is_refused_before_anything_is_written(
+    tmp_path: Path, limits_back: None, limit: dict, patch: Any, expected: str
+) -> None:
+    path = tmp_path / "p.patchbay"
+    save_patch(patch_with(1.0), path)
+    before = sorted(tmp_path.iterdir()), path.read_bytes()
+    refused = patch()
+    set_active_limits(DEFAULT_LIMITS.replaced(**limit))
+    with pytest.raises(PatchError, match=expected) as caught:
+        save_patch(refused, path)
+    message = str(caught.value)
+    assert "\n" not in message and len(message) <= MESSAGE_CHARS
+    (name, value), *_ = limit.items()
+    assert f"above the limit {name} = {value} (a file with it would not load)" in message
+    assert isinstance(caught.value, ValueError)  # what the editor's Save and autosave catch
+    assert (sorted(tmp_path.iterdir()), path.read_bytes()) == before
+    # Under limits that allow it, the same patch saves and loads: the two agree.
+    set_active_limits(DEFAULT_LIMITS.replaced(**{name: value * 100}))
+    save_patch(refused, path)
+    assert set(load_patch(path).nodes) == set(refused.nodes)
+
+
+def test_saving_normalises_the_resolution_as_an_edit_would(tmp_path: Path) -> None:
+    patch = patch_with(1.0)
+    patch.settings["resolution"] = (320.0, 200)
+    save_patch(patch, tmp_path / "p.patchbay")
+    assert load_patch(tmp_path / "p.patchbay").settings["resolution"] == [320, 200]
+    assert patch.settings["resolution"] == (320.0, 200)  # the patch itself is left alone
 
 
 def test_saving_keeps_the_permissions_of_the_file_and_its_sidecar(tmp_path: Path) -> None:

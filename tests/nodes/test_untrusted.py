@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import tracemalloc
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,9 @@ import numpy as np
 import pytest
 
 from evaluators import FlatEvaluator, LazyEvaluator
-from nodes import Patch, PatchError, PatchFileError, PatchValueError, load_patch, save_patch
+from nodes import Patch, PatchError, PatchFileError, PatchValueError, _paths, load_patch, save_patch
 from nodes._errors import MESSAGE_CHARS, one_line, shown
+from nodes._fileformat import _check_sizes, patch_from_dict
 from nodes._glsl import uniform_declarations
 from nodes._limits import DEFAULT_LIMITS, Limits, active_limits, set_active_limits
 from nodes._paths import (
@@ -130,6 +132,28 @@ def test_trusted_folders_come_from_the_environment_and_the_settings_file(
     settings.parent.mkdir(parents=True)
     settings.write_text(json.dumps({"trusted_dirs": [str(other)]}))
     assert resolve_patch_path(folder, "../other/x.glsl", "shader") == other / "x.glsl"
+
+
+def test_trusted_folders_are_read_again_only_when_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, library, other = tmp_path / "patch", tmp_path / "library", tmp_path / "other"
+    for made in (folder, library, other):
+        made.mkdir()
+    settings = tmp_path / "config" / "patchbay" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"trusted_dirs": [str(library)]}))
+    reads = []
+    read = _paths._read_trusted_folders
+    monkeypatch.setattr(_paths, "_read_trusted_folders", lambda *a: reads.append(a) or read(*a))
+    for _ in range(50):  # a shader from the library, resolved every frame
+        resolve_patch_path(folder, "../library/x.glsl", "shader")
+    assert len(reads) == 1
+    settings.write_text(json.dumps({"trusted_dirs": [str(other), str(library)]}))
+    assert resolve_patch_path(folder, "../other/x.glsl", "shader") == other / "x.glsl"
+    monkeypatch.setenv(TRUSTED_DIRS_VARIABLE, str(tmp_path))
+    assert resolve_patch_path(folder, "../x.glsl", "shader") == tmp_path / "x.glsl"
+    assert len(reads) == 3
 
 
 def test_builtin_resources_are_allowed(tmp_path: Path) -> None:
@@ -275,6 +299,55 @@ def test_resolution_beyond_the_texture_limit_is_a_file_error(tmp_path: Path) -> 
         load_patch(path)
 
 
+def _deep_and_wide(depth: int, width: int, key_chars: int, bottom: object = 0) -> object:
+    value: object = [0] * width + [bottom]
+    for level in range(depth):
+        value = {f"{level:03d}" + "k" * key_chars: value}
+    return value
+
+
+def test_a_deep_and_wide_value_is_checked_in_memory_of_its_depth_not_its_size(
+    tmp_path: Path,
+) -> None:
+    value = _deep_and_wide(200, 5000, 40)
+    path = write_patch(tmp_path, [{"id": "v", "type": "value.any", "values": {"value": value}}])
+    assert load_patch(path).value("v", "value") == value
+    text = path.read_text()
+
+    def refuse(place: str, message: str) -> ValueError:
+        return ValueError(f"{place}: {message}")
+
+    tracemalloc.start()
+    try:
+        document = json.loads(text)
+        parsed = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        _check_sizes(document, DEFAULT_LIMITS, refuse)
+        checked = tracemalloc.get_traced_memory()[1] - parsed
+    finally:
+        tracemalloc.stop()
+    # The walk keeps the path to the current value, never a text per value: a place named per
+    # element would take depth x key length x width (here ~45 MB, against 0.1 MB parsed).
+    assert checked < parsed
+
+
+def test_a_value_deep_inside_is_named_by_its_place_when_it_is_beyond_a_limit(
+    tmp_path: Path,
+) -> None:
+    set_active_limits(DEFAULT_LIMITS.replaced(string_chars=1000))
+    value = _deep_and_wide(200, 5000, 3, bottom="x" * 2000)
+    path = write_patch(tmp_path, [{"id": "v", "type": "value.any", "values": {"value": value}}])
+    with pytest.raises(PatchFileError, match=r"text of 2000 characters: .*string_chars = 1000"
+                       ) as caught:  # fmt: skip
+        load_patch(path)
+    message = str(caught.value)
+    assert "nodes[0].values.value.'199kkk'" in message and "'000kkk'[5000]: text" in message
+    assert len(message) <= MESSAGE_CHARS
+    with pytest.raises(PatchFileError, match=r"nodes\[0\]\.values\.value\[2\]: an integer of 101"):
+        patch_from_dict({"format": "patchbay", "version": 1, "links": [], "nodes": [
+            {"id": "v", "type": "value.any", "values": {"value": [0, 1, 10**100]}}]})  # fmt: skip
+
+
 def test_the_patch_file_itself_must_be_a_regular_file(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo.patchbay")
     with pytest.raises(PatchFileError, match="not a regular file"):
@@ -398,6 +471,38 @@ def test_nodes_that_allocate_check_the_limits_when_they_run(kind) -> None:
     for node_id in (huge, outer):
         assert evaluator.status(node_id) == "failed"
         assert "array_elements" in evaluator.error(node_id)
+
+
+SHADER_MAIN = "in vec2 uv;\nout vec4 fragColor;\nvoid main() { fragColor = vec4(uv, 0.0, 1.0); }\n"
+
+
+def test_a_shader_with_more_uniforms_than_the_pin_limit_fails_its_node_only(
+    tmp_path: Path,
+) -> None:
+    uniforms = "".join(f"uniform float u{k};\n" for k in range(20))
+    (tmp_path / "many.glsl").write_text(uniforms + SHADER_MAIN)
+    nodes = [
+        {"id": "s", "type": "gpu.shader", "values": {"source": "", "file": "many.glsl",
+                                                      "u3": 0.5}},
+        {"id": "o", "type": "gpu.output"},
+    ]  # fmt: skip
+    links = [{"from": ["s", "out"], "to": ["o", "in"]}]
+    set_active_limits(DEFAULT_LIMITS.replaced(pins_per_node=8))
+    patch = load_patch(write_patch(tmp_path, nodes, links))
+    # The pins are not derived: the node keeps only the values it was given, and fails.
+    assert set(patch.node("s").values) == {"source", "file", "resolution", "u3"}
+    assert patch.value("s", "u3") == 0.5
+    evaluator = LazyEvaluator(patch)
+    evaluator.run_frame(0.0, 0)
+    assert evaluator.status("s") == "failed"
+    error = evaluator.error("s") or ""
+    assert "20 uniforms" in error and "pins_per_node = 8" in error and "\n" not in error
+    # The same for a source typed into the node: applied, and the node fails.
+    patch.set_value("s", "source", uniforms + SHADER_MAIN)
+    assert len(patch.node("s").inputs) < 20
+    set_active_limits(DEFAULT_LIMITS)
+    patch = load_patch(write_patch(tmp_path, nodes, links))
+    assert {f"u{k}" for k in range(20)} <= set(patch.node("s").values)
 
 
 def test_limits_name_unknown_limits() -> None:
