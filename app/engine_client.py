@@ -6,9 +6,10 @@
   only). The engine runs in its own session, so killing the editor leaves it playing.
 - `EngineClient` is the editor's end: it attaches to a running engine or starts one, sends
   messages, and hands what comes back to the GUI thread through `poll()`. A reader thread
-  receives; when the engine dies (or sends no report for `watchdog_s` + a grace period: hung in a
-  way its own watchdog could not catch) a supervisor thread restarts it, with the node its
-  watchdog named in bypass, and `poll()` then says `restarted` so the editor resends the patch.
+  receives; when the engine dies (or sends no report and beats no heartbeat for `watchdog_s` + a
+  grace period: hung in a way its own watchdog could not catch) a supervisor thread restarts it,
+  with the node its watchdog named in bypass, and `poll()` then says `restarted` so the editor
+  resends the patch.
 - `RemoteEvaluator` answers the editor's evaluator questions (statuses, classes, errors, watched
   values, mode, timings) from the newest report, so the editor's views need not know that the
   patch runs elsewhere.
@@ -397,7 +398,10 @@ class EngineClient:
         """Messages other than reports that arrived since the last call (GUI thread), after
         checking that the engine still answers."""
         silent = time.monotonic() - self._last_report
-        if self.connected and silent > self.watchdog_s + HANG_GRACE_S:
+        limit = self.watchdog_s + HANG_GRACE_S
+        # Reports can lag behind a busy editor; only an engine whose frame loop stopped too
+        # (no heartbeat) is hung.
+        if self.connected and silent > limit and self.engine.silent_for() > limit:
             self._restart(f"the engine sent nothing for {silent:.1f} s")
         with self._lock:
             messages, self._messages = self._messages, []

@@ -128,6 +128,20 @@ def test_a_killed_engine_is_restarted_and_gets_the_patch_again(editor: Editor) -
     assert editor.wait(lambda: (remote.output("out") or 0) > 3)  # playing the patch again
 
 
+def test_an_engine_frozen_where_its_watchdog_cannot_act_is_restarted_by_the_editor(
+    editor: Editor,
+) -> None:
+    remote = editor.client.evaluator
+    assert editor.wait(lambda: remote.frame > 3)
+    frozen = editor.client.engine.running_pid()
+    assert frozen is not None
+    os.kill(frozen, signal.SIGSTOP)  # no frame, no report, no heartbeat
+    assert editor.wait(lambda: any(m["type"] == "restarted" for m in editor.messages))
+    assert editor.client.engine.running_pid() not in (None, frozen)
+    assert not pid_alive(frozen) or Path(f"/proc/{frozen}/stat").read_text().split()[2] == "Z"
+    assert editor.wait(lambda: (remote.output("out") or 0) > 3)  # playing the patch again
+
+
 def test_a_hung_node_restarts_the_engine_with_that_node_bypassed(editor: Editor) -> None:
     remote = editor.client.evaluator
     assert editor.wait(lambda: remote.frame > 3)
