@@ -22,6 +22,12 @@ after, and take about a millisecond. Objects stay freed by reference counting as
 reference cycles among frozen objects would outlive their use, and the evaluators break theirs
 when released.
 
+What plays survives the engine: when its editor leaves (closed in perform mode, or killed) the
+engine writes what it plays, the file name it came from and where its output window is to
+`playing_file` (`save_playing`, on a worker thread), and an engine its supervisor restarts with
+`--resume` starts from there (`load_playing`), so a show whose editor is gone survives a crash
+of its engine too. A normal quit removes the file.
+
 The watchdog is a thread that notices a frame running longer than `watchdog_s`: it names the node
 the frame thread is inside (`evaluators.node_running_in`), writes it to `hang_file` and ends the
 process with EXIT_HUNG, so the supervisor restarts the engine with that node bypassed. It also
@@ -37,6 +43,7 @@ import gc
 import json
 import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -106,6 +113,44 @@ class FrameLog:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+PLAYING_FILE = "playing.show"
+PLAYING_MAGIC = b"PBPLAY01"
+
+
+def save_playing(path: Path, patch: Patch, state: dict[str, Any]) -> None:
+    """Write `patch` (with its large arrays) and `state` (JSON) to `path`, atomically: magic,
+    header length, header JSON, then the arrays' bytes."""
+    message, blobs = patch_message(patch)
+    header = json.dumps(
+        {"message": message, "state": state, "blobs": [len(blob) for blob in blobs]}
+    ).encode("utf-8")
+    partial = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(partial, "wb") as file:
+        file.write(PLAYING_MAGIC + len(header).to_bytes(8, "little") + header)
+        for blob in blobs:
+            file.write(blob)
+    os.replace(partial, path)
+
+
+def load_playing(path: Path) -> tuple[Patch, dict[str, Any]]:
+    """What `save_playing` wrote: the patch (checked like any patch) and the state. PatchError or
+    ProtocolError when the file is not one, or is torn."""
+    with open(path, "rb") as file:
+        if file.read(len(PLAYING_MAGIC)) != PLAYING_MAGIC:
+            raise ProtocolError(f"{path.name}: not a saved show")
+        header = json.loads(file.read(int.from_bytes(file.read(8), "little")))
+        sizes = header.get("blobs") if isinstance(header, dict) else None
+        if not isinstance(sizes, list) or not all(isinstance(n, int) and n >= 0 for n in sizes):
+            raise ProtocolError(f"{path.name}: bad header")
+        blobs = [file.read(size) for size in sizes]
+    if any(len(blob) != size for blob, size in zip(blobs, sizes, strict=True)):
+        raise ProtocolError(f"{path.name}: torn")
+    state = header.get("state")
+    return patch_from_message(header.get("message") or {}, blobs), (
+        state if isinstance(state, dict) else {}
+    )
 
 
 class EditorLink:
@@ -217,9 +262,11 @@ class Engine:
         bypass: dict[str, str] | None = None,
         frame_log: FrameLog | None = None,
         supervised: bool = False,
+        playing_file: Path | None = None,
     ) -> None:
         self.gpu = gpu
-        self.supervised = supervised  # `patchbay run` restarts this process, not its editors
+        self.supervised = supervised  # a supervisor process restarts it, not its editors
+        self.playing_file = playing_file  # where what plays is kept when the editor leaves
         self.ctx = ExecutionContext(gpu)
         self.ctx.bypassed.update(bypass or {})
         self.patch = patch
@@ -328,6 +375,7 @@ class Engine:
                     "gl": self.gpu is not None,
                     "gl_renderer": self.gpu.info.get("GL_RENDERER") if self.gpu else None,
                     "supervised": self.supervised,
+                    "bypassed": dict(self.ctx.bypassed),
                 }
             )
             return
@@ -335,6 +383,7 @@ class Engine:
             return  # a replaced editor's last words
         if kind == "_gone":
             self.editor = None
+            self._keep_playing()
             return
         try:
             self._apply(link, kind, message, blobs)
@@ -384,10 +433,37 @@ class Engine:
         elif kind == "quit":
             if message.get("unless_showing") and self.output_open:
                 return  # perform mode: the show goes on without its editor
+            if self.playing_file is not None:
+                self.playing_file.unlink(missing_ok=True)
+                self.playing_file = None  # a show that ends is not resumed
             if self.on_quit is not None:
                 self.on_quit()
         else:
             raise ProtocolError(f"unknown message type {kind!r}")
+
+    def _keep_playing(self) -> None:
+        """The editor left: keep what plays for a restart (see the module note). Serialised and
+        written on a worker thread; a patch changed meanwhile (a new editor) fails this one write
+        quietly, and that editor's leaving writes again."""
+        path = self.playing_file
+        if path is None:
+            return
+        label = self.output_screen or ""
+        state = {
+            "path": self.document_path,
+            "output": self.output_open,
+            "screen": int(label.split(":")[0]) if label[:1].isdigit() else None,
+            "fullscreen": self.output_fullscreen,
+        }
+        patch = self.patch
+
+        def write() -> None:
+            try:
+                save_playing(path, patch, state)
+            except Exception as error:  # the show plays on; the log says why
+                print(f"patchbay engine: could not keep what plays: {error}", file=sys.stderr)
+
+        threading.Thread(target=write, name="engine-keep-playing", daemon=True).start()
 
     def _ask_resync(self, reason: str) -> None:
         self.in_sync = False

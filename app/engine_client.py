@@ -1,15 +1,20 @@
 """Starting, finding, supervising and talking to the engine process; the editor's view of it.
 
 - `EngineProcess` starts `python -m app.qt_engine` for a run folder (`state_dir/engine`) and finds
-  an engine already running there: the engine writes `engine.json` (pid and socket address) once
-  it listens, and the socket is authenticated with `engine.key` (random, readable by the user
-  only). The engine runs in its own session, so killing the editor leaves it playing.
-- `EngineClient` is the editor's end: it attaches to a running engine or starts one, sends
-  messages, and hands what comes back to the GUI thread through `poll()`. A reader thread
-  receives; when the engine dies (or sends no report and beats no heartbeat for `watchdog_s` + a
-  grace period: hung in a way its own watchdog could not catch) a supervisor thread restarts it,
-  with the node its watchdog named in bypass, and `poll()` then says `restarted` so the editor
-  resends the patch.
+  an engine already running there: the engine writes `engine.json` (pid, socket address, its
+  supervisor's pid) once it listens, and the socket is authenticated with `engine.key` (random,
+  readable by the user only). The engine runs in its own session, so killing the editor leaves
+  it playing.
+- `supervise` restarts an engine that dies, hangs or stops beating, with what it played and the
+  hung node bypassed. `patchbay run` runs it in its own process; an editor starts it as a process
+  of its own (`python -m app.engine_client`), so a show whose editor is closed or killed still
+  survives a crash of its engine.
+- `EngineClient` is the editor's end: it attaches to a running engine or starts one (through a
+  supervisor), sends messages, and hands what comes back to the GUI thread through `poll()`. A
+  reader thread receives; when the engine dies, or sends no report and beats no heartbeat for
+  `watchdog_s` + a grace period, it waits for the supervisor to restart it (or, when the
+  supervisor is gone too, starts both anew), and `poll()` then says `restarted`, with the node
+  the watchdog bypassed, so the editor resends the patch.
 - `RemoteEvaluator` answers the editor's evaluator questions (statuses, classes, errors, watched
   values, mode, timings) from the newest report, so the editor's views need not know that the
   patch runs elsewhere.
@@ -183,6 +188,46 @@ class EngineProcess:
                 raise RuntimeError("the engine did not start within 30 s")
             time.sleep(0.01)
 
+    def start_supervised(self) -> None:
+        """Start a supervisor process (`supervise` in its own process, see there) that starts
+        the engine, and wait until the engine listens. `process` is then the supervisor."""
+        (self.run_dir / "engine.json").unlink(missing_ok=True)
+        arguments = [sys.executable, "-m", "app.engine_client", "--run-dir", str(self.run_dir),
+                     *self.extra_args]  # fmt: skip
+        log = self.run_dir / "engine.log"
+        with contextlib.suppress(OSError):
+            if log.stat().st_size > LOG_KEEP_BYTES:
+                log.replace(log.with_suffix(".log.1"))  # one older log is kept
+        with open(log, "ab") as output:
+            self.process = subprocess.Popen(
+                arguments, env=self.env, start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+            )  # fmt: skip
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self.running_pid() is None:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the engine exited at start ({self.process.returncode})")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the engine did not start within 30 s")
+            time.sleep(0.01)
+
+    def supervisor_pid(self) -> int | None:
+        """The pid of the process that restarts this folder's engine, if one is alive."""
+        try:
+            pid = json.loads((self.run_dir / "engine.json").read_text("utf-8"))["supervisor"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return pid if isinstance(pid, int) and pid_alive(pid) else None
+
+    def stop(self) -> None:
+        """Kill the engine and its supervisor (the supervisor first, or it restarts it)."""
+        supervisor = self.supervisor_pid()
+        if supervisor is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(supervisor, signal.SIGKILL)
+        self.kill()
+
     def connect(self) -> Channel:
         return Channel(Client(self.address, family="AF_UNIX", authkey=self.key))
 
@@ -218,21 +263,27 @@ MAX_RESTARTS = 5
 RESTART_WINDOW_S = 10.0
 
 
-def supervise(engine: EngineProcess, watchdog_s: float = WATCHDOG_S) -> int:
-    """`patchbay run FILE`: start the engine and restart it whenever it dies, its watchdog stops
-    it (with the hung node bypassed) or its heartbeat stops for `watchdog_s` + a grace period
-    (stuck where its own watchdog cannot act: it is killed), until it quits by itself. Returns
-    its exit code; a bad start (exit 2: bad input) is not retried, nor an engine that stops
-    `MAX_RESTARTS` times within `RESTART_WINDOW_S`. Editors attached to it leave restarts to
-    this loop (the engine says `supervised` in its hello)."""
+def supervise(
+    engine: EngineProcess, watchdog_s: float = WATCHDOG_S, name: str = "patchbay run"
+) -> int:
+    """Start the engine and restart it whenever it dies, its watchdog stops it (with the hung
+    node bypassed) or its heartbeat stops for `watchdog_s` + a grace period (stuck where its own
+    watchdog cannot act: it is killed), until it quits by itself; a restarted engine resumes what
+    the one before played (`--resume`). Returns its exit code; a bad start (exit 2: bad input) is
+    not retried, nor an engine that stops `MAX_RESTARTS` times within `RESTART_WINDOW_S`. Editors
+    attached to it leave restarts to this loop (the engine says `supervised` in its hello).
+    `patchbay run FILE` runs this loop itself; an editor starts it in a process of its own
+    (`python -m app.engine_client`), so that a show survives its engine even with no editor."""
     restarts: list[float] = []
     if engine.running_pid() is not None:
         print(
-            f"patchbay run: an engine is already playing (pid {engine.running_pid()}); "
+            f"{name}: an engine is already playing (pid {engine.running_pid()}); "
             "attach an editor with: patchbay edit --attach",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
+    arguments = [*engine.extra_args, "--supervised"]
+    engine.extra_args = arguments
     while True:
         try:
             engine.start()
@@ -240,8 +291,9 @@ def supervise(engine: EngineProcess, watchdog_s: float = WATCHDOG_S) -> int:
             code = engine.exit_code()
             if code is not None and code != EXIT_HUNG:
                 return code  # it explained itself on stderr
-            print(f"patchbay run: {error}", file=sys.stderr)
+            print(f"{name}: {error}", file=sys.stderr)
             return 1
+        engine.extra_args = [*arguments, "--resume"]  # from now on: restarts
         assert engine.process is not None
         try:
             code = _wait_while_beating(engine, watchdog_s + HANG_GRACE_S)
@@ -254,12 +306,12 @@ def supervise(engine: EngineProcess, watchdog_s: float = WATCHDOG_S) -> int:
         now = time.monotonic()
         restarts = [t for t in restarts if now - t < RESTART_WINDOW_S] + [now]
         if len(restarts) > MAX_RESTARTS:
-            print(f"patchbay run: the engine keeps stopping (exit {code})", file=sys.stderr)
+            print(f"{name}: the engine keeps stopping (exit {code})", file=sys.stderr)
             return 1
         why = f"{node} hung, bypassed" if node else f"exit {code}"
         if code == -signal.SIGKILL and engine.stalled:
             why = f"no frame for {engine.stalled:.1f} s, killed"
-        print(f"patchbay run: restarting the engine ({why})", file=sys.stderr)
+        print(f"{name}: restarting the engine ({why})", file=sys.stderr, flush=True)
 
 
 def _wait_while_beating(engine: EngineProcess, limit_s: float) -> int:
@@ -300,13 +352,14 @@ class EngineClient:
         """Connect to the engine running for this folder (True: attached to a running one), or
         start one. There is never a second engine beside a running one: one that does not
         answer is stopped first."""
-        if self.engine.running_pid() is not None:
+        running = self.engine.running_pid()
+        if running is not None:
             with contextlib.suppress(OSError, EOFError, ProtocolError):
                 self._open(self.engine.connect())
                 self.attached = True
                 return True
-            self.engine.kill()
-        self.engine.start()
+            self.engine.stop()
+        self.engine.start_supervised()
         self._open(self.engine.connect())
         return False
 
@@ -328,7 +381,6 @@ class EngineClient:
                 if message.get("type") == "report":
                     self._last_report = time.monotonic()
                     self.evaluator.update(message, blobs)
-                    self.engine.bypass = dict(self.evaluator.bypassed)
                     continue
                 with self._lock:
                     self._messages.append((message, blobs))
@@ -348,16 +400,17 @@ class EngineClient:
 
     def _restart_engine(self, why: str) -> None:
         try:
-            node = None
-            if self.hello.get("supervised"):
+            bypassed_before = dict(self.hello.get("bypassed") or {})
+            if self.hello.get("supervised") and self.engine.supervisor_pid() is not None:
                 self._await_supervisor_restart()
-            else:
-                self.engine.kill()
-                node = self.engine.take_hang()
+            else:  # nobody else restarts it: a new engine with a supervisor of its own
+                self.engine.stop()
                 if self._closing:
                     return
-                self.engine.start()
+                self.engine.start_supervised()
             self._open(self.engine.connect())
+            bypassed = self.hello.get("bypassed") or {}
+            node = next((n for n in bypassed if n not in bypassed_before), None)
             self.restarts += 1
             with self._lock:
                 self._messages.append(({"type": "restarted", "why": why, "bypassed": node}, []))
@@ -368,8 +421,8 @@ class EngineClient:
             self._restarting = False
 
     def _await_supervisor_restart(self) -> None:
-        """`patchbay run` restarts its engine itself: wait for the new one (two restarters would
-        kill each other's engines). Its reports say what it bypassed."""
+        """The engine's supervisor restarts it: wait for the new one (two restarters would kill
+        each other's engines)."""
         gone = self.hello.get("pid")
         deadline = time.monotonic() + START_TIMEOUT_S + self.watchdog_s + HANG_GRACE_S
         while self.engine.running_pid() in (None, gone):
@@ -423,7 +476,7 @@ class EngineClient:
             try:
                 self.engine.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.engine.kill()
+                self.engine.stop()
 
 
 @dataclass(frozen=True)
@@ -546,3 +599,18 @@ class RemoteEvaluator:
 
     def __repr__(self) -> str:
         return f"RemoteEvaluator(mode={self.mode}, frame={self.frame})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m app.engine_client --run-dir DIR [ENGINE OPTIONS]`: the supervisor process an
+    editor starts (see `supervise`); the options go to the engine."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] != ["--run-dir"] or len(arguments) < 2:
+        print("usage: python -m app.engine_client --run-dir DIR [ENGINE OPTIONS]", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    engine = EngineProcess(Path(arguments[1]), arguments[2:], log_to_terminal=True)
+    return supervise(engine, name="patchbay engine supervisor")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

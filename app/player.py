@@ -128,7 +128,7 @@ def run_command(options: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from app.engine_client import EngineProcess, default_state_dir, supervise
 
-    arguments = ["--file", str(options.file), "--output", "--supervised", "--fps", str(options.fps)]
+    arguments = ["--file", str(options.file), "--output", "--fps", str(options.fps)]
     arguments += limit_flags(options)
     if options.frames is not None:
         arguments += ["--frames", str(options.frames)]

@@ -12,8 +12,10 @@ runs GPU nodes and no window can open; without either, GPU nodes fail with "no G
 Frames presented: with the output window open, one `PATCHBAY_FRAME_LOG` line per buffer swap;
 without it, one per frame run.
 
-Once it listens, the engine writes `engine.json` (pid, address) in its run folder so that editors
-find it; it removes it when it quits. SIGTERM and SIGINT quit cleanly.
+Once it listens, the engine writes `engine.json` (pid, address, and the supervisor's pid when it
+has one) in its run folder so that editors find it; it removes it when it quits. SIGTERM and
+SIGINT quit cleanly. With `--resume` (a restart by its supervisor) it plays what the engine before
+it kept when its editor left (`playing.show`, see app.engine), output window included.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication
 
-from app.engine import WATCHDOG_S, Engine, EngineServer, FrameLog
+from app.engine import PLAYING_FILE, WATCHDOG_S, Engine, EngineServer, FrameLog, load_playing
 from app.engine_client import engine_address, engine_key
+from app.engine_protocol import ProtocolError
 from app.exit_codes import EXIT_BAD_INPUT
 from app.limit_options import add_limit_arguments, apply_limits
 from app.patch_info import output_node, parse_size
@@ -65,7 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--size", default=None, help="render size WxH (default: the patch's)")
     parser.add_argument("--watchdog", type=float, default=WATCHDOG_S)
     parser.add_argument(
-        "--supervised", action="store_true", help="restarted by `patchbay run`, not by editors"
+        "--supervised", action="store_true", help="restarted by its supervisor, not by editors"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="play what the engine before played, if it kept it"
     )
     add_limit_arguments(parser)
     return parser
@@ -188,9 +194,16 @@ def create_engine_gl(size: tuple[int, int]) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     run_dir: Path = options.run_dir
+    playing_file = run_dir / PLAYING_FILE
+    resumed: dict[str, Any] | None = None
     try:
         apply_limits(options)  # for the file and for every patch an editor sends
         patch = load_patch(options.file) if options.file else Patch()
+        if options.resume and playing_file.exists():
+            try:
+                patch, resumed = load_playing(playing_file)
+            except (PatchError, ProtocolError, OSError, ValueError) as error:
+                print(f"patchbay engine: not resuming ({error})", file=sys.stderr)
         if options.size:
             patch.update_settings(resolution=list(parse_size(options.size)))
         bypass = json.loads(options.bypass)
@@ -214,16 +227,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         bypass={str(k): str(v) for k, v in bypass.items()},
         frame_log=FrameLog.from_environment(),
         supervised=options.supervised,
+        playing_file=playing_file,
     )
+    if resumed is not None:
+        path = resumed.get("path")
+        engine.document_path = path if isinstance(path, str) else None
     host = QtEngineHost(app, engine, options.fps)
     host.frames_limit = options.frames
     server = EngineServer(engine_address(run_dir), engine_key(run_dir), engine.inbox)
     info_path = run_dir / "engine.json"
-    info_path.write_text(json.dumps({"pid": os.getpid(), "address": server.address}), "utf-8")
+    info = {"pid": os.getpid(), "address": server.address}
+    if options.supervised:
+        info["supervisor"] = os.getppid()
+    info_path.write_text(json.dumps(info), "utf-8")
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: app.quit())
     engine.start_watchdog(options.watchdog, run_dir / "hang.json", run_dir / "heartbeat")
-    if options.output:
+    if resumed is not None and resumed.get("output"):  # where the show was
+        screen = resumed.get("screen")
+        host.open_window(screen if isinstance(screen, int) else None, bool(resumed["fullscreen"]))
+    elif options.output:
         host.open_window(options.screen, options.fullscreen)
     host.start()
     try:

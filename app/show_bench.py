@@ -172,9 +172,9 @@ def _back_after(log: Path, killed: float) -> float | None:
 
 
 def _stop_engine(state: Path) -> None:
-    with contextlib.suppress(OSError, ValueError, KeyError, ProcessLookupError):
-        info = json.loads((state / "engine" / "engine.json").read_text("utf-8"))
-        os.kill(int(info["pid"]), signal.SIGKILL)
+    from app.engine_client import EngineProcess
+
+    EngineProcess(state / "engine").stop()
 
 
 def _read_log(path: Path) -> list[tuple[float, int]]:

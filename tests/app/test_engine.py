@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.engine import Engine, FrameLog
+from app.engine import Engine, FrameLog, load_playing, save_playing
 from app.engine_protocol import (
     Channel,
     EditBatch,
@@ -221,6 +221,24 @@ def test_the_frame_log_has_one_line_per_frame_with_its_monotonic_time(tmp_path: 
     assert [int(frame) for _, frame in lines] == [0, 1, 2, 3, 4]
     times = [float(t) for t, _ in lines]
     assert times == sorted(times) and times[-1] <= time.monotonic()
+
+
+def test_what_plays_is_kept_whole_or_not_at_all(tmp_path: Path) -> None:
+    patch = chain_patch()
+    patch.add_node("value.array", {"value": np.arange(300_000.0)}, node_id="big")
+    state = {"path": "/shows/x.patchbay", "output": True, "screen": 1, "fullscreen": True}
+    save_playing(tmp_path / "playing.show", patch, state)
+    kept, kept_state = load_playing(tmp_path / "playing.show")
+    assert kept_state == state and sorted(kept.nodes) == sorted(patch.nodes)
+    assert np.array_equal(kept.value("big", "value"), np.arange(300_000.0))
+    data = (tmp_path / "playing.show").read_bytes()
+    (tmp_path / "torn.show").write_bytes(data[: len(data) - 1000])
+    with pytest.raises(ProtocolError, match="torn"):
+        load_playing(tmp_path / "torn.show")
+    (tmp_path / "other.show").write_bytes(b"{}")
+    with pytest.raises(ProtocolError, match="not a saved show"):
+        load_playing(tmp_path / "other.show")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
 
 
 def test_the_watchdog_flushes_the_frame_log_and_beats_while_frames_stall(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine_client import EngineProcess
+from app.engine_client import EngineClient, EngineProcess
 from tests.waiting import TIMEOUT_S, read_line
 from tests.xvfb import private_display
 
@@ -95,7 +95,30 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         pid = engine.running_pid()
         if pid is not None:  # perform mode: the engine outlived the attached editor too
             result["engine_after_attach_closed"] = pid
-            os.kill(pid, signal.SIGTERM)
+            # and with no editor left, its supervisor brings a killed engine back, with the show
+            time.sleep(1.0)  # (what plays is kept on a worker thread when the editor leaves)
+            os.kill(pid, signal.SIGKILL)
+            frames = len(logged_frames(log))
+            result["resumed_frames"] = wait_for_frames(log, frames + 30)
+            result["engine_after_crash"] = engine.running_pid()
+            client = EngineClient(engine)
+            if result["engine_after_crash"] is not None and client.start():
+                client.send({"type": "get_patch"})
+                deadline = time.monotonic() + TIMEOUT_S
+                patches: list[dict] = []
+                while time.monotonic() < deadline and not (
+                    patches and client.evaluator.output_fullscreen
+                ):
+                    patches += [m for m, _ in client.poll() if m["type"] == "patch"]
+                    time.sleep(0.05)
+                result["resumed_patch"] = patches[0] if patches else None
+                result["resumed_output"] = (
+                    client.evaluator.output_open,
+                    client.evaluator.output_screen,
+                    client.evaluator.output_fullscreen,
+                )
+                client.close(stop_engine=True)
+            engine.stop()
         yield result
 
 
@@ -151,3 +174,12 @@ def test_a_new_editor_attaches_and_brings_a_killed_engine_back(session: dict) ->
     assert session["frames_at_end"] > session["killed_at"] + 60
     # perform mode: closing the attached editor with the output open left the show playing
     assert session.get("engine_after_attach_closed") == attach["new_engine_pid"]
+
+
+def test_with_no_editor_left_a_killed_engine_comes_back_playing_the_show(session: dict) -> None:
+    assert session["engine_after_crash"] not in (None, session["engine_after_attach_closed"])
+    assert session["resumed_frames"]  # its supervisor restarted it, output window and all
+    patch = session["resumed_patch"]
+    assert patch is not None and len(patch["document"]["nodes"]) == 2001
+    assert patch["path"].endswith("engine_editor_saved.patchbay")
+    assert session["resumed_output"] == (True, "1: screen (640x480)", True)

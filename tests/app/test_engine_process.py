@@ -83,9 +83,7 @@ class Editor:
 def run_dir(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "engine"
     yield folder
-    leftover = EngineProcess(folder).running_pid()
-    if leftover is not None:
-        os.kill(leftover, signal.SIGKILL)
+    EngineProcess(folder).stop()  # a leftover engine and its supervisor
 
 
 @pytest.fixture
@@ -219,6 +217,40 @@ def test_the_engine_plays_on_when_its_editor_is_killed_and_a_new_one_attaches(
     assert attached.revision == message["rev"]
     client.close(stop_engine=True)
     assert wait_for(lambda: engine.running_pid() is None)
+
+
+def test_with_its_editor_gone_a_killed_engine_comes_back_playing_what_it_played(
+    run_dir: Path,
+) -> None:
+    env = {**os.environ}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    first = subprocess.Popen(
+        [sys.executable, "-c", EDITOR_SCRIPT, str(run_dir)], env=env, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert read_line(first, "the editor's READY").strip() == "READY"
+    finally:
+        first.kill()  # the editor goes: the engine keeps what it plays
+        first.wait()
+    assert wait_for(lambda: (run_dir / "playing.show").exists())
+    engine = EngineProcess(run_dir)
+    crashed = engine.running_pid()
+    assert crashed is not None and engine.supervisor_pid() is not None
+    os.kill(crashed, signal.SIGKILL)
+    assert wait_for(lambda: engine.running_pid() not in (None, crashed))  # its supervisor
+    client = EngineClient(engine)
+    assert client.start() is True
+    assert client.send({"type": "get_patch"})
+    replies: list = []
+    assert wait_for(lambda: replies.extend(client.poll()) or replies)
+    message, blobs = replies[0]
+    assert message["path"] == "/shows/tonight.patchbay"
+    assert sorted(patch_from_message(message, blobs).nodes) == ["clock", "shown"]
+    assert wait_for(lambda: client.evaluator.frame > 5)  # playing
+    client.close(stop_engine=True)
+    assert wait_for(lambda: engine.running_pid() is None and engine.supervisor_pid() is None)
+    assert not (run_dir / "playing.show").exists()  # a show that ended is not resumed
 
 
 def test_patchbay_run_restarts_a_hung_engine_with_the_node_bypassed(tmp_path: Path) -> None:
