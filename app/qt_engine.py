@@ -87,7 +87,7 @@ class QtEngineHost:
         self.frames_limit: int | None = None
         self._output_node: tuple[int, str | None] = (-1, None)
         engine.on_output_request = self.on_output_request
-        engine.on_quit = app.quit
+        engine.on_quit = lambda: self.quit("its editor closed it")
         self.period = 1.0 / fps
         self._due = time.perf_counter()
         self.timer = QTimer()
@@ -103,7 +103,7 @@ class QtEngineHost:
         """One frame, then a timer for the next one at its due time: frames are paced by
         deadlines, so a late frame does not shift every later one."""
         if self.frames_limit is not None and self.engine.frame >= self.frames_limit:
-            self.app.quit()
+            self.quit(f"played {self.frames_limit} frames")
             return
         self.engine.step()
         if self.window is not None:
@@ -115,6 +115,11 @@ class QtEngineHost:
         if self._due < now - self.period:  # far behind (a stall): start again from now
             self._due = now
         self.timer.start(max(0, round((self._due - now) * 1000)))
+
+    def quit(self, why: str) -> None:
+        """Stop the event loop, saying why in the engine's log."""
+        print(f"patchbay engine: quitting ({why})", file=sys.stderr, flush=True)
+        self.app.quit()
 
     def output_texture(self) -> Any:
         """The texture of the running patch's `gpu.output` node (the first by id)."""
@@ -214,6 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     configure_qt_gl()
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    QApplication.setQuitOnLastWindowClosed(False)  # the show plays on with its window closed
     screens = QGuiApplication.screens()
     if options.screen is not None and not 0 <= options.screen < len(screens):
         choices = ", ".join(label for _, label in screen_choices())
@@ -241,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info["supervisor"] = os.getppid()
     info_path.write_text(json.dumps(info), "utf-8")
     for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda *_: app.quit())
+        signal.signal(number, lambda n, _: host.quit(f"signal {signal.Signals(n).name}"))
     engine.start_watchdog(options.watchdog, run_dir / "hang.json", run_dir / "heartbeat")
     if resumed is not None and resumed.get("output"):  # where the show was
         screen = resumed.get("screen")
