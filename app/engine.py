@@ -375,6 +375,7 @@ class Engine:
                     "gl": self.gpu is not None,
                     "gl_renderer": self.gpu.info.get("GL_RENDERER") if self.gpu else None,
                     "supervised": self.supervised,
+                    "supervisor": os.getppid() if self.supervised else None,
                     "bypassed": dict(self.ctx.bypassed),
                 }
             )

@@ -401,9 +401,8 @@ class EngineClient:
     def _restart_engine(self, why: str) -> None:
         try:
             bypassed_before = dict(self.hello.get("bypassed") or {})
-            if self.hello.get("supervised") and self.engine.supervisor_pid() is not None:
-                self._await_supervisor_restart()
-            else:  # nobody else restarts it: a new engine with a supervisor of its own
+            if not self._await_supervisor_restart():
+                # nobody else restarts it: a new engine with a supervisor of its own
                 self.engine.stop()
                 if self._closing:
                     return
@@ -420,15 +419,24 @@ class EngineClient:
         finally:
             self._restarting = False
 
-    def _await_supervisor_restart(self) -> None:
-        """The engine's supervisor restarts it: wait for the new one (two restarters would kill
-        each other's engines)."""
+    def _await_supervisor_restart(self) -> bool:
+        """When the engine has a supervisor (named in its hello), wait for the engine it starts
+        next (two restarters would kill each other's engines); False when it has none or the
+        supervisor is gone too."""
+        supervisor = self.hello.get("supervisor")
+        if not isinstance(supervisor, int):
+            return False
         gone = self.hello.get("pid")
         deadline = time.monotonic() + START_TIMEOUT_S + self.watchdog_s + HANG_GRACE_S
+        own = self.engine.process  # a supervisor this editor started (reaped here, not by init)
         while self.engine.running_pid() in (None, gone):
-            if time.monotonic() > deadline or self._closing:
-                raise RuntimeError("the engine of patchbay run did not come back")
+            alive = own.poll() is None if own and own.pid == supervisor else pid_alive(supervisor)
+            if not alive or self._closing:
+                return False
+            if time.monotonic() > deadline:
+                raise RuntimeError("the engine's supervisor did not bring it back")
             time.sleep(0.05)
+        return True
 
     # ----------------------------------------------------------------- talking
     @property

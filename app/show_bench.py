@@ -263,9 +263,13 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
         print(f"ENGINE_KILLED {time.monotonic():.6f}", flush=True)
         os.kill(first, signal.SIGKILL)
         remote = window.evaluator
+        assert isinstance(remote, RemoteEvaluator)
         deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not window.engine.restarts:
+            run_for(0.05)
+        reports = remote.reports  # then two seconds of the new engine, output window open
         while time.monotonic() < deadline and not (
-            window.engine.engine.running_pid() not in (None, first) and remote.frame > 60
+            remote.reports > reports + 60 and remote.output_open
         ):
             run_for(0.05)
         window.close()

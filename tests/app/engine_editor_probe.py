@@ -166,8 +166,10 @@ def attach(app: QApplication, state_dir: Path) -> None:
     assert first is not None
     os.kill(first, signal.SIGKILL)
     killed = time.monotonic()
-    values["restarted"] = wait_until(
-        app, lambda: editor.engine.engine.running_pid() not in (None, first) and remote.frame > 5
+    values["restarted"] = wait_until(app, lambda: editor.engine.restarts > 0)
+    reports = remote.reports  # the new engine's reports from here on
+    values["new_engine_plays"] = wait_until(
+        app, lambda: remote.reports > reports + 5 and remote.frame > 0
     )
     values["restart_seconds"] = time.monotonic() - killed
     values["nodes_after_restart"] = wait_until(

@@ -169,6 +169,7 @@ def test_a_new_editor_attaches_and_brings_a_killed_engine_back(session: dict) ->
     # the file name came with the patch; what plays may not be saved
     assert attach["title"].startswith("engine_editor_saved.patchbay *")
     assert attach["restarted"] and attach["new_engine_pid"] != attach["engine_pid"]
+    assert attach["new_engine_plays"]
     assert attach["nodes_after_restart"] and attach["output_open_after_restart"]
     assert attach["output_after_restart"] == "1: screen (640x480)"  # where it was
     assert session["frames_at_end"] > session["killed_at"] + 60
