@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from multiprocessing.connection import Client
@@ -148,20 +148,32 @@ class EngineProcess:
 
     def start(self) -> None:
         """Start a new engine (bypassing the nodes in `bypass`) and wait until it listens."""
-        for stale in (self.run_dir / "engine.json", self.heartbeat_file):
-            with contextlib.suppress(FileNotFoundError):
-                stale.unlink()
+        self.heartbeat_file.unlink(missing_ok=True)
         self._started_at = time.time()
-        arguments = [
-            sys.executable, "-m", "app.qt_engine",
-            "--run-dir", str(self.run_dir),
-            "--bypass", json.dumps(self.bypass),
-            *self.extra_args,
-        ]  # fmt: skip
-        # The engine outlives its editor: it must not hold the editor's terminal or pipes, so it
-        # writes to engine.log in its folder (`patchbay run` keeps the terminal).
+        process = self._spawn(
+            [sys.executable, "-m", "app.qt_engine", "--run-dir", str(self.run_dir),
+             "--bypass", json.dumps(self.bypass), *self.extra_args],
+            to_log=not self.log_to_terminal,
+        )  # fmt: skip
+        self._await_listening(lambda: self.running_pid() == process.pid, self.kill)
+
+    def start_supervised(self) -> None:
+        """Start a supervisor process (`supervise` in its own process, see there) that starts
+        the engine, and wait until the engine listens. `process` is then the supervisor."""
+        self._spawn(
+            [sys.executable, "-m", "app.engine_client", "--run-dir", str(self.run_dir),
+             *self.extra_args],
+            to_log=True,
+        )  # fmt: skip
+        self._await_listening(lambda: self.running_pid() is not None, self.stop)
+
+    def _spawn(self, arguments: list[str], *, to_log: bool) -> subprocess.Popen[bytes]:
+        """Start `arguments` in a session of its own (it outlives its editor), after removing
+        the last engine's `engine.json`. With `to_log` it writes to engine.log in the folder
+        instead of the caller's terminal or pipes (`patchbay run` keeps the terminal)."""
+        (self.run_dir / "engine.json").unlink(missing_ok=True)
         output: Any = None
-        if not self.log_to_terminal:
+        if to_log:
             log = self.run_dir / "engine.log"
             with contextlib.suppress(OSError):
                 if log.stat().st_size > LOG_KEEP_BYTES:
@@ -169,46 +181,22 @@ class EngineProcess:
             output = open(log, "ab")  # noqa: SIM115
         try:
             self.process = subprocess.Popen(
-                arguments,
-                env=self.env,
-                start_new_session=True,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
-            )
-        finally:
-            if output is not None:
-                output.close()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while self.running_pid() != self.process.pid:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the engine exited at start ({self.process.returncode})")
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError("the engine did not start within 30 s")
-            time.sleep(0.01)
-
-    def start_supervised(self) -> None:
-        """Start a supervisor process (`supervise` in its own process, see there) that starts
-        the engine, and wait until the engine listens. `process` is then the supervisor."""
-        (self.run_dir / "engine.json").unlink(missing_ok=True)
-        arguments = [sys.executable, "-m", "app.engine_client", "--run-dir", str(self.run_dir),
-                     *self.extra_args]  # fmt: skip
-        log = self.run_dir / "engine.log"
-        with contextlib.suppress(OSError):
-            if log.stat().st_size > LOG_KEEP_BYTES:
-                log.replace(log.with_suffix(".log.1"))  # one older log is kept
-        with open(log, "ab") as output:
-            self.process = subprocess.Popen(
                 arguments, env=self.env, start_new_session=True,
                 stdin=subprocess.DEVNULL, stdout=output, stderr=output,
             )  # fmt: skip
+        finally:
+            if output is not None:
+                output.close()
+        return self.process
+
+    def _await_listening(self, listening: Callable[[], bool], give_up: Callable[[], None]) -> None:
+        assert self.process is not None
         deadline = time.monotonic() + START_TIMEOUT_S
-        while self.running_pid() is None:
+        while not listening():
             if self.process.poll() is not None:
                 raise RuntimeError(f"the engine exited at start ({self.process.returncode})")
             if time.monotonic() > deadline:
-                self.stop()
+                give_up()
                 raise RuntimeError("the engine did not start within 30 s")
             time.sleep(0.01)
 
