@@ -103,7 +103,7 @@ class QtEngineHost:
         """One frame, then a timer for the next one at its due time: frames are paced by
         deadlines, so a late frame does not shift every later one."""
         if self.frames_limit is not None and self.engine.frame >= self.frames_limit:
-            self.quit(f"played {self.frames_limit} frames")
+            self.app.quit()  # the end asked for (--frames): nothing to explain
             return
         self.engine.step()
         if self.window is not None:
@@ -117,7 +117,7 @@ class QtEngineHost:
         self.timer.start(max(0, round((self._due - now) * 1000)))
 
     def quit(self, why: str) -> None:
-        """Stop the event loop, saying why in the engine's log."""
+        """Stop the event loop before the end asked for, saying why in the engine's log."""
         print(f"patchbay engine: quitting ({why})", file=sys.stderr, flush=True)
         self.app.quit()
 
