@@ -82,10 +82,12 @@ _GL_SAMPLER_2D = 0x8B5E
 # --------------------------------------------------------------------------------------------
 
 # Mesa "0:3(39): error: msg", NVIDIA "0(3) : error C0000: msg", others "ERROR: 0:3: msg".
+# Blanks are matched as `[ \t]*`, never `\s*`: a pattern that can run past the end of its line
+# rescans the rest of the log from every line start (quadratic in a log of blank lines).
 _ERROR_LINE_RES = (
-    re.compile(r"^\s*\d+:(?P<line>\d+)\((?P<col>\d+)\):\s*error:\s*(?P<msg>.*)$", re.M),
-    re.compile(r"^\s*\d+\((?P<line>\d+)\)\s*:\s*error\s*\w*:\s*(?P<msg>.*)$", re.M),
-    re.compile(r"^\s*ERROR:\s*\d+:(?P<line>\d+):\s*(?P<msg>.*)$", re.M),
+    re.compile(r"^[ \t]*\d+:(?P<line>\d+)\((?P<col>\d+)\):[ \t]*error:[ \t]*(?P<msg>.*)$", re.M),
+    re.compile(r"^[ \t]*\d+\((?P<line>\d+)\)[ \t]*:[ \t]*error[ \t]*\w*:[ \t]*(?P<msg>.*)$", re.M),
+    re.compile(r"^[ \t]*ERROR:[ \t]*\d+:(?P<line>\d+):[ \t]*(?P<msg>.*)$", re.M),
 )
 
 # moderngl's own log framing: "GLSL Compiler failed", "fragment_shader", "Program", "=====".

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from evaluators.gl_service import (
+    _ERROR_LINE_RES,
     FrameWriteError,
     GLFrameWriter,
     GLService,
@@ -689,3 +690,20 @@ def test_default_size(gl: GLService) -> None:
     gl.release(target)
     with pytest.raises(ValueError):
         gl.default_size = (0, 10)
+
+
+@pytest.mark.parametrize(
+    ("log", "line", "column", "message"),
+    [
+        ("0:3(39): error: syntax error, unexpected '}'", 3, 39, "syntax error, unexpected '}'"),
+        ("0(3) : error C0000: bad thing", 3, None, "bad thing"),
+        ("ERROR: 0:7: 'foo' : undeclared", 7, None, "'foo' : undeclared"),
+    ],
+)
+def test_driver_logs_are_read_line_by_line(log, line, column, message) -> None:
+    # Blank lines before the error (a hostile source can make a long log of them): a pattern
+    # that ran past its own line would rescan the log from every line start.
+    error = ShaderError.from_log(" \n" * 5000 + log + "\n" + "\t\n" * 5000)
+    assert (error.line, error.column, error.message) == (line, column, message)
+    for pattern in _ERROR_LINE_RES:  # no blank that can match a line break
+        assert "\\s" not in pattern.pattern
