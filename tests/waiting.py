@@ -50,6 +50,19 @@ def wait_for(
         raise TimeoutError(f"waited {timeout:.0f} s for {what}")
 
 
+def poll_until(
+    condition: Callable[[], object], timeout: float = TIMEOUT_S, interval: float = 0.01
+) -> bool:
+    """Without an event loop: check `condition()` every `interval` seconds until it is true or
+    `timeout` seconds have passed; return whether it came true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return bool(condition())
+        time.sleep(interval)
+    return True
+
+
 def _read_in_thread(read: Callable[[], str], timeout: float) -> str | None:
     """`read()` in a daemon thread; its result, or None if it did not return within `timeout`."""
     results: queue.Queue[str] = queue.Queue()

@@ -27,7 +27,7 @@ from app.engine_protocol import (
 )
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
 from nodes import Patch, PatchFileError
-from tests.waiting import BUILD_TIMEOUT_S, TIMEOUT_S
+from tests.waiting import BUILD_TIMEOUT_S, TIMEOUT_S, poll_until
 
 
 def chain_patch() -> Patch:
@@ -197,11 +197,10 @@ def test_reports_never_hold_a_frame_back_when_the_editor_reads_nothing() -> None
     engine = Engine(Patch())
     editor = EditorEnd(engine, patch)
     editor.send_edits()
-    deadline = time.monotonic() + TIMEOUT_S
-    while engine.patch.nodes.keys() != patch.nodes.keys() and time.monotonic() < deadline:
-        engine.step()
-        time.sleep(0.001)
-    assert engine.patch.nodes.keys() == patch.nodes.keys(), "the edits never reached the engine"
+    arrived = poll_until(
+        lambda: engine.step() or engine.patch.nodes.keys() == patch.nodes.keys(), interval=0.001
+    )
+    assert arrived, "the edits never reached the engine"
     frames = engine.frame
     for _ in range(100):  # nobody reads: the sender thread blocks, the frame loop does not
         engine.step()
@@ -247,16 +246,13 @@ def test_the_watchdog_flushes_the_frame_log_and_beats_while_frames_stall(tmp_pat
     engine.start_watchdog(60.0, tmp_path / "hang.json", heartbeat)
     engine.step()
     engine.step()  # then the frame loop stalls: no frame flushes these lines
-    deadline = time.monotonic() + TIMEOUT_S
-    while len(path.read_text().splitlines()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    poll_until(lambda: len(path.read_text().splitlines()) >= 2, interval=0.05)
     assert path.read_text().split()[1::2] == ["0", "1"]  # on disk, flushed by the watchdog
     beat = heartbeat.stat().st_mtime
     time.sleep(1.0)
     assert heartbeat.stat().st_mtime == beat  # no step: no beat
     engine.step()
-    while heartbeat.stat().st_mtime == beat and time.monotonic() < deadline:
-        time.sleep(0.05)
+    poll_until(lambda: heartbeat.stat().st_mtime != beat, interval=0.05)
     assert heartbeat.stat().st_mtime > beat  # a step: a beat
     engine.close()
 
@@ -275,11 +271,11 @@ def test_the_node_a_thread_is_stuck_in_is_named(kind) -> None:
     patch.set_value("slow", "seconds", 1.0)
     worker = threading.Thread(target=evaluator.run_frame, args=(1.0, 1))
     worker.start()
-    named = None
-    deadline = time.monotonic() + TIMEOUT_S
-    while named is None and time.monotonic() < deadline:
-        named = node_running_in(worker.ident or 0)
-        time.sleep(0.005)
+    names: list[str | None] = []
+    poll_until(
+        lambda: names.append(node_running_in(worker.ident or 0)) or names[-1], interval=0.005
+    )
+    named = names[-1]
     worker.join()
     evaluator.close()
     assert named == "slow"

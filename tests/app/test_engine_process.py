@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,17 +22,9 @@ from app.engine_client import EngineClient, EngineProcess, pid_alive
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from nodes import Patch
 from tests.waiting import TIMEOUT_S, read_line
+from tests.waiting import poll_until as wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_for(condition: Callable[[], object], timeout: float = TIMEOUT_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def show_patch() -> Patch:
