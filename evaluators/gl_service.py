@@ -51,7 +51,9 @@ __all__ = [
     "GLFrameWriter",
     "GLService",
     "GLTarget",
+    "SHADER_ERROR_PREFIX",
     "ShaderError",
+    "shader_error_location",
 ]
 
 Size = tuple[int, int]
@@ -89,6 +91,11 @@ _ERROR_LINE_RES = (
     re.compile(r"^[ \t]*\d+\((?P<line>\d+)\)[ \t]*:[ \t]*error[ \t]*\w*:[ \t]*(?P<msg>.*)$", re.M),
     re.compile(r"^[ \t]*ERROR:[ \t]*\d+:(?P<line>\d+):[ \t]*(?P<msg>.*)$", re.M),
 )
+
+#: How a node's error text starts when the node failed with a ShaderError.
+SHADER_ERROR_PREFIX = "ShaderError: "
+# A located ShaderError as `ShaderError.__str__` writes it, read back by `shader_error_location`.
+_LOCATED_RE = re.compile(r"line (?P<line>\d+)(?:, column (?P<col>\d+))?: (?P<msg>.*)")
 
 # moderngl's own log framing: "GLSL Compiler failed", "fragment_shader", "Program", "=====".
 _LOG_HEADER_RE = re.compile(r"^(GLSL .* failed|\w+_shader|Program|=+)$")
@@ -155,6 +162,18 @@ class ShaderError(Exception):
             others = self.error_count - 1
             more = f" (+{others} more error{'s' if others > 1 else ''})"
         return f"{where}{self.message}{more}"
+
+
+def shader_error_location(error_text: str) -> tuple[int, int | None, str] | None:
+    """(line, column or None, message) of the first error in a node's error text when the node
+    failed with a located ShaderError ("ShaderError: line 3, column 5: ..."), else None."""
+    if not error_text.startswith(SHADER_ERROR_PREFIX):
+        return None
+    found = _LOCATED_RE.fullmatch(error_text[len(SHADER_ERROR_PREFIX) :])
+    if found is None:
+        return None
+    column = found.group("col")
+    return int(found.group("line")), int(column) if column else None, found.group("msg")
 
 
 class _Failure(NamedTuple):
