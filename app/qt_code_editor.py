@@ -32,6 +32,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QPainter,
     QPaintEvent,
+    QPalette,
     QResizeEvent,
     QSyntaxHighlighter,
     QTextCharFormat,
@@ -45,6 +46,9 @@ from evaluators.gl_service import SHADER_ERROR_PREFIX, shader_error_location
 APPLY_PAUSE_MS = 800  # typing is applied this long after the last key
 EDITOR_MIN_HEIGHT = 260
 GUTTER_PADDING = 6
+EDITOR_BACKGROUND = QColor(40, 44, 52)
+EDITOR_TEXT = QColor(171, 178, 191)
+GUTTER_BACKGROUND = QColor(33, 37, 43)
 ERROR_LINE_COLOUR = QColor(120, 30, 30)
 ERROR_MARK_COLOUR = QColor(235, 70, 70)
 
@@ -68,6 +72,9 @@ _BUILTINS = (
     "textureOffset texelFetch textureSize textureGrad dFdx dFdy fwidth floatBitsToInt "
     "intBitsToFloat packUnorm2x16 unpackUnorm2x16"
 )
+
+
+_NUMBER = re.compile(r"\b(?:\d+\.\d*|\d+)(?:[eE][+-]?\d+)?[fFuU]?|\B\.\d+(?:[eE][+-]?\d+)?[fF]?")
 
 
 def _words(names: str) -> re.Pattern[str]:
@@ -94,8 +101,7 @@ class GLSLHighlighter(QSyntaxHighlighter):
         (_words(_TYPES), _format("#e5c07b")),
         (_words(_BUILTINS), _format("#61afef")),
         (re.compile(r"\bgl_\w+"), _format("#61afef", italic=True)),
-        (re.compile(r"\b(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[fFuU]?\b|\B\.\d+"),
-         _format("#d19a66")),  # fmt: skip
+        (_NUMBER, _format("#d19a66")),
     )
     PREPROCESSOR = (re.compile(r"^\s*#.*"), _format("#56b6c2"))
     COMMENT = _format("#7f848e", italic=True)
@@ -158,6 +164,10 @@ class QtCodeEditor(QPlainTextEdit):
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * 4)
         self.setMinimumHeight(EDITOR_MIN_HEIGHT)
+        palette = self.palette()  # dark, whatever the window's style: the colours are made for it
+        palette.setColor(QPalette.ColorRole.Base, EDITOR_BACKGROUND)
+        palette.setColor(QPalette.ColorRole.Text, EDITOR_TEXT)
+        self.setPalette(palette)
         self.highlighter = GLSLHighlighter(self.document())
         self.error_line: int | None = None  # 1-based
         self._gutter = _Gutter(self)
@@ -186,7 +196,7 @@ class QtCodeEditor(QPlainTextEdit):
 
     def paint_gutter(self, event: QPaintEvent) -> None:
         painter = QPainter(self._gutter)
-        painter.fillRect(event.rect(), QColor(40, 44, 52))
+        painter.fillRect(event.rect(), GUTTER_BACKGROUND)
         block = self.firstVisibleBlock()
         top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
         height = self.fontMetrics().height()
@@ -232,8 +242,10 @@ class QtCodeEditor(QPlainTextEdit):
     def event(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent):
             document = self.document()
-            if (event.matches(QKeySequence.StandardKey.Undo) and not document.isUndoAvailable()) or (
-                event.matches(QKeySequence.StandardKey.Redo) and not document.isRedoAvailable()
+            undo = event.matches(QKeySequence.StandardKey.Undo)
+            redo = event.matches(QKeySequence.StandardKey.Redo)
+            if (undo and not document.isUndoAvailable()) or (
+                redo and not document.isRedoAvailable()
             ):
                 event.ignore()  # nothing typed to undo: the window's Undo / Redo acts
                 return False

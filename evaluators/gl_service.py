@@ -46,12 +46,12 @@ import numpy as np
 from nodes._glsl import builtin_shader
 
 __all__ = [
+    "SHADER_ERROR_PREFIX",
     "VERTEX_SHADER",
     "FrameWriteError",
     "GLFrameWriter",
     "GLService",
     "GLTarget",
-    "SHADER_ERROR_PREFIX",
     "ShaderError",
     "shader_error_location",
 ]
