@@ -54,6 +54,7 @@ __all__ = [
     "GLTarget",
     "ShaderError",
     "shader_error_location",
+    "texture_alive",
 ]
 
 Size = tuple[int, int]
@@ -415,7 +416,7 @@ class GLService:
         target.in_use = False
         self._in_use -= 1
         free = self._free.setdefault(target.key, [])
-        if len(free) < self.max_free_per_key:
+        if len(free) < self.max_free_per_key and texture_alive(target):  # never hand out a dead one
             free.append(target)
         else:
             self._doomed.append(target)
@@ -528,6 +529,8 @@ class GLService:
                 texture = source.texture if isinstance(source, GLTarget) else source
                 if texture is not None and texture is target.texture:
                     raise ValueError(f"sampler {name!r} reads the target being rendered")
+                if texture is not None and not texture_alive(texture):
+                    raise ValueError(f"sampler {name!r}: its texture was released")
                 (texture or self._blank).use(unit)
             # Programs are shared by every node using the same source, so each uniform is
             # written on every render: the given value, or the one it had after linking.
@@ -578,6 +581,8 @@ class GLService:
         Targets that are not RGBA8 are first converted by a GPU pass (GL rules: missing
         channels read as 0, alpha as 1; floats are clamped). Counts in `readback_count`.
         """
+        if not texture_alive(target):
+            raise ValueError("readback of a released texture")
         with self.current():
             source = target
             converted = None
@@ -668,6 +673,13 @@ class GLService:
     def closed(self) -> bool:
         """True after `close()`."""
         return self._closed
+
+
+def texture_alive(source: TextureLike) -> bool:
+    """Whether a target's (or a bare) texture still exists: not released, by its owner or by a
+    failed allocation that replaced it."""
+    texture = source.texture if isinstance(source, GLTarget) else source
+    return not isinstance(getattr(texture, "mglo", None), moderngl.InvalidObject)
 
 
 def _check_size(size: Sequence[int]) -> Size:
