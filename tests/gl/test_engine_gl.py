@@ -122,4 +122,3 @@ def test_a_released_texture_is_pictured_once_and_the_other_pictures_go_on(
     assert engine.refresh_steps.failures == 1
     editor.close()
     engine.close()
-
