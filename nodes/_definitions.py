@@ -151,7 +151,9 @@ def check_instance_allowed(container: Patch, name: str, replacing: str | None = 
     target[name] = target.get(name, 0) + 1
     if replacing is not None and target.get(replacing):
         target[replacing] -= 1
-    check_expanded_size(document, counts, top)
+    added = replacing is None  # a new node: the instance itself counts too
+    grown = container.name if added else None
+    check_expanded_size(document, counts, top, grown, new_nodes=int(added and grown is None))
 
 
 def _chain(counts: Mapping[str, Mapping[str, int]], start: str, goal: str) -> list[str] | None:
@@ -224,21 +226,22 @@ def check_expanded_size(
     counts: Mapping[str, Mapping[str, int]] | None = None,
     top: Mapping[str, int] | None = None,
     grown: str | None = None,
+    new_nodes: int = 0,
 ) -> None:
     """PatchValueError when the document expanded would exceed the limit `nodes` (with one more
-    node in the body of definition `grown`, when given)."""
+    node in the body of definition `grown`, when given, and `new_nodes` more in the document)."""
     limits = active_limits()
     counts = contained(document) if counts is None else counts
     sizes = expanded_sizes(document, counts, grown)
     top = document.instance_counts if top is None else top
-    total = len(document.nodes) + sum(count * sizes.get(name, 0) for name, count in top.items())
+    total = len(document.nodes) + new_nodes + sum(count * sizes.get(name, 0) for name, count in top.items())
     for name, body_size in sizes.items():
         if body_size > limits.nodes:
             raise PatchValueError(
-                f"definition {name!r} expands to {limits.exceeded('nodes', body_size)}"
+                f"definition {name!r} expanded: {limits.exceeded('nodes', body_size)}"
             )
     if total > limits.nodes:
-        raise PatchValueError(f"the patch expands to {limits.exceeded('nodes', total)} nodes")
+        raise PatchValueError(f"the patch expanded: {limits.exceeded('nodes', total)}")
 
 
 def instances_of(document: Patch, name: str) -> list[tuple[Patch, str]]:

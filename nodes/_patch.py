@@ -306,7 +306,8 @@ class Patch:
         return defs.instances_of(self.document, name)
 
     def _relay(self, body: Patch, event: PatchEvent) -> None:
-        """A body's edit is an edit of the document; its instances' pins follow its ports."""
+        """A body's edit is an edit of the document; its instances' pins follow its ports (and
+        the pins of the nodes linked to them: a port's type follows them)."""
         self._emit(event._replace(definition=body.name))
         if event.kind == "ui":
             return
@@ -315,6 +316,7 @@ class Patch:
             event.node_id in ports
             or event.node_id in body.port_names
             or (link is not None and (link.src in ports or link.dst in ports))
+            or (event.op == "pins" and _linked_to_port(body, event.node_id or ""))
         ):
             self._rederive_instances(body)
 
@@ -698,6 +700,11 @@ class Patch:
 
 def _port_names(body: Patch) -> dict[str, str]:
     return {port: str(body.nodes[port].values["name"]) for port in body.ports}
+
+
+def _linked_to_port(body: Patch, node_id: str) -> bool:
+    links = [*body.links_into(node_id).values(), *body.links_out_of(node_id)]
+    return any(link.src in body.ports or link.dst in body.ports for link in links)
 
 
 def _place_of(container: Patch, node_id: str) -> str:
