@@ -396,6 +396,9 @@ class Patch:
         if not defs.is_instance(instance):
             raise PatchValueError(f"{instance_id!r} is not an instance of a definition")
         body = self.definition(defs.definition_name(instance)).copy()
+        # Its own instance spec, not the original's: the switch below then re-derives the
+        # instance's pins (a `pins` event) as it does on a copy of the document built from events.
+        body.instance_spec_cache = None
         self.add_definition(new_name, body)
         self.set_value(instance_id, "definition", new_name)
         return new_name

@@ -442,3 +442,257 @@ def test_a_definition_too_big_on_its_own_is_refused(thousand_nodes: None) -> Non
         body.add_node("subpatch", {"definition": "d2"})
     with pytest.raises(PatchValueError, match="'d3'.* 1055 is above the limit nodes"):
         body.add_node("subpatch", {"definition": "d2"})
+
+
+# ----------------------------------------------------------------------------- group, ungroup
+
+
+def normalized(patch: Patch) -> dict[str, Any]:
+    """patch_to_dict with nodes by id and links as a set: what group then ungroup must keep
+    (ungroup adds the nodes back at the end of the patch's order)."""
+    document = patch_to_dict(patch)
+    document["nodes"] = sorted(document["nodes"], key=lambda node: node["id"])
+    document["links"] = sorted(json.dumps(link) for link in document["links"])
+    document["definitions"] = {
+        name: {
+            "nodes": sorted(body["nodes"], key=lambda node: node["id"]),
+            "links": sorted(json.dumps(link) for link in body["links"]),
+        }
+        for name, body in document.get("definitions", {}).items()
+    }
+    return document
+
+
+def crossing_patch() -> Patch:
+    """A selection (add, mul, delay, sub) with links in and out of it:
+    v feeds add.a and mul.a (one source, two consumers inside); mul.out feeds out1 and out2 (one
+    inner source, two consumers outside); add -> mul -> delay -(feedback)-> add inside; mul ->
+    fd2 -(feedback)-> sub crosses the selection through an outside feedback input."""
+    patch = Patch()
+    patch.add_node("value.float", {"value": 3.0}, (0, 0), node_id="v")
+    patch.add_node("math.add", {"b": 1.0}, (200, 0), node_id="add")
+    patch.add_node("math.mul", {"a": 5.0}, (400, 10), node_id="mul")
+    patch.add_node("util.frame_delay", {"init": 0.5}, (400, 200), node_id="delay")
+    patch.add_node("math.sub", {"b": 0.25}, (300, 300), node_id="sub")
+    patch.add_node("util.frame_delay", {}, (700, 300), node_id="fd2")
+    for sink in ("out1", "out2", "out3", "out4"):
+        patch.add_node("output.value", {}, (900, 100), node_id=sink)
+    patch.connect("v", "out", "add", "a")
+    patch.connect("v", "out", "mul", "a")
+    patch.connect("add", "out", "mul", "b")
+    patch.connect("mul", "out", "delay", "in")
+    patch.connect("delay", "out", "add", "b")
+    patch.connect("mul", "out", "out1", "in")
+    patch.connect("mul", "out", "out2", "in")
+    patch.connect("add", "out", "out3", "in")
+    patch.connect("mul", "out", "fd2", "in")
+    patch.connect("fd2", "out", "sub", "a")
+    patch.connect("sub", "out", "out4", "in")
+    return patch
+
+
+SELECTION = ["add", "mul", "delay", "sub"]
+
+
+def test_group_rewires_crossing_links_through_shared_inlets_and_outlets() -> None:
+    patch = crossing_patch()
+    instance = patch.group(SELECTION, "block")
+    body = patch.definition("block")
+    assert set(patch.nodes) == {"v", "fd2", "out1", "out2", "out3", "out4", instance}
+    assert [n for n in body.nodes if n in SELECTION] == SELECTION
+    inlets = {body.value(n, "name"): n for n in body.ports if n.startswith("inlet")}
+    outlets = {body.value(n, "name"): n for n in body.ports if n.startswith("outlet")}
+    assert len(inlets) == 2 and len(outlets) == 3  # v and fd2 in; mul, add and sub out
+    into = {pin: (link.src, link.src_pin) for pin, link in patch.links_into(instance).items()}
+    assert sorted(into.values()) == [("fd2", "out"), ("v", "out")]
+    # One inlet for v, feeding both of its consumers inside.
+    v_inlet = inlets[next(pin for pin, src in into.items() if src == ("v", "out"))]
+    assert sorted((ln.dst, ln.dst_pin) for ln in body.links_out_of(v_inlet)) == [
+        ("add", "a"),
+        ("mul", "a"),
+    ]
+    # One outlet for mul, feeding out1, out2 and fd2 outside.
+    mul_pin = next(name for name, n in outlets.items() if body.link_into(n, "in").src == "mul")
+    assert sorted(ln.dst for ln in patch.links_out_of(instance) if ln.src_pin == mul_pin) == [
+        "fd2",
+        "out1",
+        "out2",
+    ]
+    # The loop inside stays inside.
+    assert Link("delay", "out", "add", "b") in body.links
+    assert Link("mul", "out", "delay", "in") in body.links
+    assert patch.eager_cycle() is None and body.eager_cycle() is None
+
+
+def test_group_then_ungroup_gives_back_an_equal_patch() -> None:
+    patch = crossing_patch()
+    before = normalized(patch)
+    instance = patch.group(SELECTION, "block")
+    added = patch.ungroup(instance)
+    assert sorted(added) == sorted(SELECTION)
+    assert not patch.definitions
+    assert normalized(patch) == before
+
+
+def test_group_and_ungroup_inside_a_body() -> None:
+    patch = Patch()
+    patch.add_definition("outer", crossing_patch())
+    outer = patch.definition("outer")
+    top = patch.add_node("subpatch", {"definition": "outer"})
+    before = normalized(patch)
+    instance = outer.group(SELECTION, "inner")
+    assert patch.definition("inner").owner is patch
+    assert patch.instances("inner") == [(outer, instance)]
+    with pytest.raises(PatchValueError, match="used by 1 instance"):
+        patch.remove_definition("inner")
+    assert patch.value(top, "definition") == "outer"
+    outer.ungroup(instance)
+    assert "inner" not in patch.definitions
+    assert normalized(patch) == before
+
+
+def test_group_that_would_close_a_cycle_is_refused_and_changes_nothing() -> None:
+    patch = Patch()
+    for node_id in ("a", "b", "c"):
+        patch.add_node("math.add", node_id=node_id)
+    patch.connect("a", "out", "b", "a")
+    patch.connect("b", "out", "c", "a")
+    before = snapshot(patch)
+    with pytest.raises(CycleError, match="b") as caught:
+        patch.group(["a", "c"], "loop")
+    assert "\n" not in str(caught.value)
+    assert snapshot(patch) == before and not patch.definitions
+
+
+def test_group_refusals_change_nothing() -> None:
+    patch = crossing_patch()
+    patch.add_definition("taken", Patch())
+    before = snapshot(patch)
+    with pytest.raises(PatchValueError, match="'taken' already exists"):
+        patch.group(["add"], "taken")
+    with pytest.raises(PatchValueError, match="bad definition name"):
+        patch.group(["add"], "a/b")
+    with pytest.raises(PatchValueError, match="nothing to group"):
+        patch.group([], "empty")
+    with pytest.raises(PatchError, match="no node 'ghost'"):
+        patch.group(["add", "ghost"], "ghosts")
+    assert snapshot(patch) == before
+
+
+def test_ungroup_hands_the_instance_values_to_the_inner_nodes() -> None:
+    patch = document_with_scale()
+    first = patch.add_node("subpatch", {"definition": "scale", "x": 4.0}, (100, 100))
+    second = patch.add_node("subpatch", {"definition": "scale"})
+    sink = patch.add_node("output.value", node_id="mul")  # its id is taken: ungroup picks another
+    patch.connect(first, "y", sink, "in")
+    added = patch.ungroup(first)
+    assert len(added) == 1 and added[0] != "mul"
+    assert patch.node(added[0]).type_id == "math.mul"
+    assert patch.value(added[0], "a") == 4.0 and patch.value(added[0], "b") == 2.0
+    assert patch.link_into(sink, "in") == Link(added[0], "out", sink, "in")
+    assert patch.node(added[0]).pos == (100.0, 100.0)
+    assert "scale" in patch.definitions  # the second instance still uses it
+    patch.ungroup(second)
+    assert not patch.definitions
+    with pytest.raises(PatchValueError, match="not an instance"):
+        patch.ungroup(sink)
+
+
+def test_make_unique_detaches_one_instance() -> None:
+    patch = document_with_scale()
+    source = patch.add_node("value.float")
+    first = patch.add_node("subpatch", {"definition": "scale"})
+    second = patch.add_node("subpatch", {"definition": "scale", "x": 6.0})
+    patch.connect(source, "out", second, "x")
+    assert patch.make_unique(second, "scale_b") == "scale_b"
+    assert patch.value(second, "definition") == "scale_b"
+    assert patch.link_into(second, "x") == Link(source, "out", second, "x")
+    copy_body, original = patch.definition("scale_b"), patch.definition("scale")
+    assert copy_body is not original
+    assert dump_body(copy_body) == dump_body(original)
+    copy_body.set_value("mul", "b", 10.0)
+    copy_body.add_node("subpatch.inlet", {"name": "extra"})
+    assert original.value("mul", "b") == 2.0
+    assert [name for name, _ in pins_of(patch, first)[0]] == ["definition", "x"]
+    assert [name for name, _ in pins_of(patch, second)[0]] == ["definition", "x", "extra"]
+    original.set_value("y_out", "name", "renamed")
+    assert pins_of(patch, second)[1] == [("y", "num")]
+    assert patch.instances("scale") == [(patch, first)]
+    with pytest.raises(PatchValueError, match="not an instance"):
+        patch.make_unique(source, "nope")
+
+
+def dump_body(body: Patch) -> str:
+    return json.dumps({k: v for k, v in patch_to_dict(body).items() if k in ("nodes", "links")})
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def test_every_body_edit_reaches_the_document_with_its_definition() -> None:
+    patch = document_with_scale()
+    patch.add_definition("outer", Patch())
+    body, outer = patch.definition("scale"), patch.definition("outer")
+    events = recorder(patch)
+    edits = [
+        (body, lambda: body.add_node("math.add", node_id="extra"), "structural"),
+        (body, lambda: body.connect("mul", "out", "extra", "a"), "structural"),
+        (body, lambda: body.set_value("extra", "b", 2.0), "value"),
+        (body, lambda: body.disconnect("mul", "out", "extra", "a"), "structural"),
+        (body, lambda: body.set_position("extra", (5, 5)), "ui"),
+        (body, lambda: body.remove_node("extra"), "structural"),
+        (outer, lambda: outer.add_node("subpatch", {"definition": "scale"}), "structural"),
+    ]
+    for container, edit, kind in edits:
+        revisions = (patch.revision, patch.value_revision)
+        events.clear()
+        edit()
+        assert events and events[0].kind == kind
+        assert {event.definition for event in events} == {container.name}
+        if kind == "structural":
+            assert patch.revision > revisions[0] and patch.value_revision == revisions[1]
+        elif kind == "value":
+            assert patch.value_revision > revisions[1] and patch.revision == revisions[0]
+        else:
+            assert (patch.revision, patch.value_revision) == revisions
+
+
+def test_definition_ops_are_structural_events_of_the_document() -> None:
+    patch = Patch()
+    events = recorder(patch)
+    revision = patch.revision
+    patch.add_definition("d", Patch())
+    patch.rename_definition("d", "e")
+    patch.remove_definition("e")
+    assert [(e.kind, e.op, e.value, e.definition) for e in events] == [
+        ("structural", "add_definition", "d", None),
+        ("structural", "rename_definition", ("d", "e"), None),
+        ("structural", "remove_definition", "e", None),
+    ]
+    assert patch.revision == revision + 3
+
+
+def test_a_port_edit_rederives_instances_with_events_for_their_containers() -> None:
+    patch = document_with_scale()
+    patch.add_definition("outer", Patch())
+    outer = patch.definition("outer")
+    top = patch.add_node("subpatch", {"definition": "scale"})
+    nested = outer.add_node("subpatch", {"definition": "scale"})
+    events = recorder(patch)
+    patch.definition("scale").add_node("subpatch.inlet", {"name": "k"})
+    pins = {(e.definition, e.node_id) for e in events if e.op == "pins"}
+    assert pins == {(None, top), ("outer", nested)}
+
+
+def test_a_refused_body_edit_sends_nothing() -> None:
+    patch = document_with_scale()
+    events = recorder(patch)
+    before = snapshot(patch)
+    body = patch.definition("scale")
+    with pytest.raises(PatchError):
+        body.connect("mul", "out", "mul", "a")  # a cycle
+    with pytest.raises(PatchError):
+        body.add_node("subpatch", {"definition": "scale"})
+    with pytest.raises(PatchError):
+        body.set_value("x_in", "name", "definition")
+    assert events == [] and snapshot(patch) == before
