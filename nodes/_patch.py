@@ -134,6 +134,11 @@ class Patch:
         self.ports: dict[str, None] = {}  # ids of inlet and outlet nodes, in order
         self.instance_spec_cache: tuple[Any, Any] | None = None
         self.port_names: dict[str, str] = {}  # port id -> name, as instances last saw them
+        # While a file is loaded (innermost definitions first, so no instance of a body exists
+        # while it is filled): the checks that look at every definition (recursion, expanded
+        # size, re-deriving instances) wait for `end_deferred_checks`, once, instead of once per
+        # node, which made a file of many nested definitions take minutes.
+        self.checks_deferred = False
 
     # ----------------------------------------------------------------- queries
     @property
@@ -243,6 +248,9 @@ class Patch:
             )
         document._adopt(name, body)
         try:
+            if document.checks_deferred:
+                body.port_names = _port_names(body)
+                return
             defs.check_expanded_size(document)
             cycle = defs.definition_cycle(document)
             if cycle is not None:
@@ -320,8 +328,18 @@ class Patch:
         ):
             self._rederive_instances(body)
 
+    def end_deferred_checks(self) -> None:
+        """Check, once, what `checks_deferred` left unchecked (PatchValueError or CycleError),
+        and let instances follow their definitions' ports from now on."""
+        self.checks_deferred = False
+        defs.check_expanded_size(self)  # CycleError, too, for definitions that contain each other
+        for body in self._definitions.values():
+            body.port_names = _port_names(body)
+
     def _rederive_instances(self, body: Patch) -> None:
         assert body.name is not None
+        if self.checks_deferred:
+            return
         before = body.port_names
         spec = defs.instance_spec(body)
         body.port_names = after = _port_names(body)

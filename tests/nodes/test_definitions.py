@@ -5,6 +5,8 @@ make_unique, and the events a body edit sends to the document."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from nodes import (
     PatchEvent,
     PatchFileError,
     PatchValueError,
+    load_patch,
     patch_from_dict,
     patch_to_dict,
 )
@@ -387,13 +390,83 @@ def test_a_file_that_expands_past_the_node_limit_is_refused_naming_the_place() -
         patch_from_dict(tenfold_document(10), "big.patchbay")
     message = str(caught.value)
     assert "\n" not in message
-    assert "big.patchbay" in message and "definitions.d" in message
-    assert "limit nodes = 100000" in message
+    assert re.fullmatch(
+        r"big\.patchbay: definitions: definition 'd\d+' expanded: \d+ is above the limit nodes"
+        r" = 100000",
+        message,
+    ), message
 
 
-def test_a_file_within_the_node_limit_loads() -> None:
-    patch = patch_from_dict(tenfold_document(4), "ok.patchbay")  # 10,000 nodes expanded
-    assert len(patch.definitions) == 5
+def test_a_file_whose_own_instances_expand_past_the_node_limit_is_refused() -> None:
+    document = tenfold_document(4)  # d4 expands to 21,110 nodes
+    document["nodes"] += [
+        {"id": f"more{k}", "type": "subpatch", "values": {"definition": "d4"}} for k in range(4)
+    ]
+    with pytest.raises(PatchFileError) as caught:
+        patch_from_dict(document, "big.patchbay")
+    assert str(caught.value) == (
+        "big.patchbay: nodes: the patch expanded: 105555 is above the limit nodes = 100000"
+    )
+
+
+def chained_definitions(count: int, depth: int) -> dict[str, Any]:
+    """A file of `count` definitions in chains `depth` long (each holding an instance of the one
+    before it: inlet x -> instance -> outlet y; the first of a chain: x -> math.mul -> y, so the
+    pins are numbers), listed outermost first; the top holds the last."""
+    definitions: dict[str, Any] = {}
+    for level in reversed(range(count)):
+        nodes: list[Any] = [{"id": "i", "type": "subpatch.inlet", "values": {"name": "x"}},
+                            {"id": "o", "type": "subpatch.outlet", "values": {"name": "y"}},
+                            {"id": "m", "type": "math.mul"}]  # fmt: skip
+        links = [
+            {"from": ["i", "out"], "to": ["m", "a"]},
+            {"from": ["m", "out"], "to": ["o", "in"]},
+        ]
+        if level % depth:
+            nodes.pop()
+            nodes.append({"id": "s", "type": "subpatch", "values": {"definition": f"d{level - 1}"}})
+            links = [{"from": ["i", "out"], "to": ["s", "x"]},
+                     {"from": ["s", "y"], "to": ["o", "in"]}]  # fmt: skip
+        definitions[f"d{level}"] = {"nodes": nodes, "links": links}
+    top = [{"id": "top", "type": "subpatch", "values": {"definition": f"d{count - 1}"}}]
+    return {"format": "patchbay", "version": 2, "nodes": top, "links": [],
+            "definitions": definitions}  # fmt: skip
+
+
+def test_a_file_of_thousands_of_definitions_loads(tmp_path: Path) -> None:
+    """Many nested definitions in a file are checked once, not once per node (minutes before)."""
+    path = tmp_path / "many.patchbay"
+    path.write_text(json.dumps(chained_definitions(3000, 60)))
+    patch = load_patch(path)
+    assert next(iter(patch.definitions)) == "d2999"  # the file's order is kept
+    # Instances follow their definitions once loaded: a port renamed at the bottom carries links.
+    bottom = patch.definition("d2940")
+    bottom.set_value("o", "name", "z")
+    assert patch.definition("d2941").link_into("o", "in") == Link("s", "z", "o", "in")
+    bottom.add_node("subpatch.inlet", {"name": "extra"})
+    assert [pin.name for pin in patch.node("top").inputs] == ["definition", "x"]
+    assert [pin.name for pin in patch.definition("d2941").node("s").inputs][-1] == "extra"
+
+
+def test_definitions_nest_at_most_64_deep(tmp_path: Path) -> None:
+    patch = patch_from_dict(chained_definitions(64, 64))
+    assert [out.type for out in patch.node("top").spec.outputs] == ["num"]
+    patch.definition("d0").remove_node("o")  # reaches the top through every level
+    assert [out.type for out in patch.node("top").spec.outputs] == ["any"]
+    patch.add_definition("d64", Patch())
+    before = snapshot(patch)
+    with pytest.raises(
+        PatchValueError, match="'d64' nests 65 definitions deep, above the most, 64"
+    ):
+        patch.definition("d64").add_node("subpatch", {"definition": "d63"})
+    assert snapshot(patch) == before
+    path = tmp_path / "deep.patchbay"
+    path.write_text(json.dumps(chained_definitions(3000, 3000)))
+    with pytest.raises(PatchFileError) as caught:
+        load_patch(path)
+    assert str(caught.value) == (
+        f"{path}: definitions: definition 'd64' nests 65 definitions deep, above the most, 64"
+    )
 
 
 @pytest.fixture
@@ -440,7 +513,7 @@ def test_a_definition_too_big_on_its_own_is_refused(thousand_nodes: None) -> Non
     body = patch.definition("d3")
     for _ in range(4):
         body.add_node("subpatch", {"definition": "d2"})
-    with pytest.raises(PatchValueError, match="'d3'.* 1055 is above the limit nodes"):
+    with pytest.raises(PatchValueError, match=r"'d3'.* 1055 is above the limit nodes"):
         body.add_node("subpatch", {"definition": "d2"})
 
 
