@@ -769,3 +769,34 @@ def test_a_refused_body_edit_sends_nothing() -> None:
     with pytest.raises(PatchError):
         body.set_value("x_in", "name", "definition")
     assert events == [] and snapshot(patch) == before
+
+
+def test_grouping_a_feedback_input_fed_from_outside_is_refused() -> None:
+    """Inside, the loop passes a frame_delay's feedback input; the instance's pin is no feedback
+    input, so outside the loop would be eager: refused, the patch unchanged."""
+    patch = Patch()
+    patch.add_node("util.frame_delay", node_id="d")
+    patch.add_node("math.add", node_id="a")
+    patch.connect("d", "out", "a", "a")
+    patch.connect("a", "out", "d", "in")
+    before = snapshot(patch)
+    with pytest.raises(CycleError, match="d -> a -> d"):
+        patch.group(["d"], "g")
+    assert snapshot(patch) == before and not patch.definitions
+
+
+def test_grouping_an_instance_nests_it() -> None:
+    patch = document_with_scale()
+    patch.add_node("value.float", {"value": 1.0}, node_id="v")
+    patch.add_node("subpatch", {"definition": "scale"}, node_id="s")
+    patch.add_node("output.value", node_id="o")
+    patch.connect("v", "out", "s", "x")
+    patch.connect("s", "y", "o", "in")
+    before = normalized(patch)
+    wrap = patch.group(["v", "s"], "wrap")
+    assert patch.instances("scale") == [(patch.definition("wrap"), "s")]
+    assert pins_of(patch, wrap) == ([("definition", "str")], [("y", "num")])
+    with pytest.raises(PatchValueError, match=r"wrap/s"):
+        patch.remove_definition("scale")
+    patch.ungroup(wrap)
+    assert normalized(patch) == before
