@@ -94,7 +94,7 @@ _NODES = {
         "type": "object",
         "required": ["id", "type"],
         "properties": {
-            "id": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
+            "id": {"type": "string", "minLength": 1},
             "type": {"type": "string"},
             "values": {"type": "object"},
             "pos": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
@@ -337,6 +337,7 @@ def _patch_from_document(
     patch.folder = folder
     patch.settings.update(document.get("settings", {}))
     patch.meta.update(document.get("meta", {}))
+    patch.allow_path_ids = patch.frozen  # inlined instances keep their paths as ids
     definitions = document.get("definitions", {})
     for name in definitions:
         try:
@@ -418,7 +419,7 @@ def _fill(
             patch.add_node(entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"])
         except PatchError as problem:
             field = "type" if "unknown node type" in str(problem) else "values"
-            if "already used" in str(problem):
+            if "already used" in str(problem) or "bad node id" in str(problem):
                 field = "id"
             raise fail(f"{place}.{field}", str(problem)) from None
     made = {}

@@ -113,6 +113,10 @@ Listener = Callable[[PatchEvent], None]
 class Patch:
     """A patch document: nodes, links, settings and change events."""
 
+    #: Node ids are single names, except in frozen patches, where the nodes of inlined instances
+    #: keep their execution paths as ids (`blob1/lfo3`), so their state is keyed as it was.
+    allow_path_ids = False
+
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInstance] = {}
         self._links: dict[Link, None] = {}  # insertion-ordered set
@@ -423,7 +427,7 @@ class Patch:
             node_id = self.new_id(spec.id)
         elif node_id in self.nodes:
             raise DuplicateNodeError(f"node id {node_id!r} is already used")
-        elif not node_id or "/" in node_id:
+        elif not node_id or ("/" in node_id and not _path_id(node_id, self.allow_path_ids)):
             raise PatchValueError(f"bad node id {node_id!r}")
         values = dict(values or {})
         definition = None
@@ -694,6 +698,11 @@ class Patch:
         del self._links_in[link.dst][link.dst_pin]
         del self._links_out[link.src][link]
         self.nodes[link.dst].stamp = next(_stamps)
+
+
+def _path_id(node_id: str, allowed: bool) -> bool:
+    """True if `node_id` is a path id (`a/b/c`, no empty part) and those are allowed."""
+    return allowed and all(node_id.split("/"))
 
 
 def _port_names(body: Patch) -> dict[str, str]:
