@@ -550,7 +550,9 @@ class QtPatchCanvas(QObject):
             return False
         assert container is not None
         self._show(container)
-        self.level_changed.emit()
+        # Said after this edit's event has reached every listener: an evaluator asked about the
+        # new level from inside the event would not have seen the edit yet.
+        QTimer.singleShot(0, self.level_changed.emit)
         return True
 
     def _on_double_click(self, view: Any) -> None:
