@@ -11,9 +11,10 @@ from pathlib import Path
 from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtTest import QTest
 
+from app.qt_editor import DECORATE_EVERY
 from nodes import Patch
 
-ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "subpatch_inside.png"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 def amp_patch() -> Patch:
@@ -264,7 +265,7 @@ def test_inside_an_instance_the_inspector_shows_that_instances_values(editor, ui
 
 def test_screenshot_inside_an_instance(editor, ui, qtbot):
     """Kept as tests/artifacts/subpatch_inside.png: the breadcrumb bar over the body of amp2,
-    its inlet and outlet titled with their pin names."""
+    its inlet and outlet titled with their pin names; subpatch_top.png: the instances' badges."""
     patch = amp_patch()
     patch.add_node("subpatch", {"definition": "amp"}, (300, 500), node_id="amp3")
     ui.show_patch(editor, patch)
@@ -273,6 +274,14 @@ def test_screenshot_inside_an_instance(editor, ui, qtbot):
     canvas.select(["mul"])
     assert editor.breadcrumbs.text() == "patch / amp2 (amp)"
     assert editor.breadcrumbs.affects.text() == "editing definition amp: affects 3 instances"
-    image = editor.centralWidget().grab().toImage()
-    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
-    assert image.save(str(ARTIFACT))
+    # the preview and the node colours follow the evaluator a few times per second
+    qtbot.waitUntil(lambda: editor.preview.row_widget("out").text() == "6")
+    frame = editor._frame
+    qtbot.waitUntil(lambda: editor._frame >= frame + 2 * DECORATE_EVERY)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert editor.centralWidget().grab().save(str(ARTIFACTS / "subpatch_inside.png"))
+    # and the top level: each instance's badge
+    editor.canvas.viewer().setFocus()
+    ui.press(editor.canvas.viewer(), Qt.Key.Key_Backspace)
+    assert editor.breadcrumbs.text() == "patch"
+    assert editor.centralWidget().grab().save(str(ARTIFACTS / "subpatch_top.png"))
