@@ -851,10 +851,22 @@ class QtEditorWindow(QMainWindow):
 
     def _insert(self, piece: Patch, text: str) -> None:
         """Add a copy of `piece` with fresh ids, offset, as one undo step; select it."""
-        nodes, links = self.session.placed_copy(piece, self.canvas.patch)
-        if nodes:
-            records = [NodeRecord(*node) for node in nodes]
-            self.undo_stack.push(AddNodesCommand(self.canvas.patch, records, links, text))
+        target = self.canvas.patch
+        nodes, links = self.session.placed_copy(piece, target)
+        if not nodes:
+            return
+        records = [NodeRecord(*node) for node in nodes]
+        definitions = self.session.definitions_to_add(piece)
+
+        def add() -> bool:
+            for name, body in definitions:  # what its instances follow, if the document lacks it
+                self.patch.add_definition(name, body)
+            AddNodesCommand(target, records, links, text).redo()
+            return True
+
+        # One step for the whole document: an instance may be refused there (a definition
+        # inside itself), and definitions may come along.
+        if self._document_edit(text, add):
             self.canvas.select([node[0] for node in nodes])
 
     def copy_selection(self) -> None:

@@ -423,6 +423,10 @@ class EditorSession:
         piece = Patch()
         piece.folder = self.patch.folder  # relative file names keep their meaning
         wanted = set(node_ids)
+        used = [str(source.nodes[n].values["definition"]) for n in wanted
+                if n in source.nodes and source.nodes[n].type_id == "subpatch"]  # fmt: skip
+        for name in definitions_needed(source.document, used):  # what the instances follow
+            piece.add_definition(name, source.definition(name).copy())
         for inst in source.nodes.values():
             if inst.id in wanted:
                 piece.add_node(inst.type_id, dict(inst.values), inst.pos, node_id=inst.id)
@@ -430,6 +434,14 @@ class EditorSession:
             if link.src in wanted and link.dst in wanted:
                 piece.connect(*link)
         return piece
+
+    def definitions_to_add(self, piece: Patch) -> list[tuple[str, Patch]]:
+        """The definitions of `piece` (a fragment, a paste) the document lacks, each needed one
+        before those using it, as (name, copy of the body); same-named ones the document has
+        are used as they are."""
+        document = self.patch
+        names = definitions_needed(piece, list(piece.definitions))
+        return [(n, piece.definition(n).copy()) for n in names if n not in document.definitions]
 
     def copy(self, node_ids: Iterable[str], source: Patch | None = None) -> str:
         """Keep these nodes as the session's clipboard; returns the text for the system
@@ -479,3 +491,24 @@ class EditorSession:
         self._writer.shutdown(wait=True)
         self._writing = None
         self._recovery.close()
+
+
+def definitions_needed(document: Patch, names: Iterable[str]) -> list[str]:
+    """The definitions `names` and those their bodies use, at any depth, each after the ones
+    it uses."""
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order or name not in document.definitions:
+            return
+        order.append(name)  # first: a cycle (refused by the Patch anyway) cannot recurse
+        body = document.definition(name)
+        for inst in body.nodes.values():
+            if inst.type_id == "subpatch":
+                visit(str(inst.values["definition"]))
+        order.remove(name)
+        order.append(name)
+
+    for name in names:
+        visit(name)
+    return order

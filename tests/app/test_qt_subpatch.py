@@ -285,3 +285,28 @@ def test_screenshot_inside_an_instance(editor, ui, qtbot):
     ui.press(editor.canvas.viewer(), Qt.Key.Key_Backspace)
     assert editor.breadcrumbs.text() == "patch"
     assert editor.centralWidget().grab().save(str(ARTIFACTS / "subpatch_top.png"))
+
+
+def test_copied_instances_bring_their_definition_into_another_patch(editor, ui):
+    ui.show_patch(editor, amp_patch())
+    viewer = editor.canvas.viewer()
+    editor.canvas.select(["v1", "amp1"])
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    ui.show_patch(editor, Patch())
+    ui.press(viewer, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    patch = editor.patch
+    assert list(patch.definitions) == ["amp"]
+    assert sorted(n.type_id for n in patch.nodes.values()) == ["input.float", "subpatch"]
+    assert ui.view_links(editor) == ui.model_links(patch) and len(patch.links) == 1
+    assert editor.undo_stack.count() == 1
+    editor.undo_stack.undo()
+    assert not patch.nodes and not patch.definitions
+    # pasted into the definition it is an instance of: refused, nothing changes
+    editor.undo_stack.redo()
+    (instance,) = [n.id for n in patch.nodes.values() if n.type_id == "subpatch"]
+    editor.canvas.enter(instance)
+    ui.press(viewer, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    assert "cannot contain itself" in editor.statusBar().currentMessage()
+    assert sorted(patch.definition("amp").nodes) == ["in1", "mul", "out1"]
+    assert editor.undo_stack.count() == 1
