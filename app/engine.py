@@ -11,6 +11,12 @@ of a frame, so an edit lands between two frames and the frame loop never waits f
 engine answers with reports at most `REPORT_HZ` times a second, handed to a sender thread that
 keeps only the newest unsent report: a slow or stuck editor can never hold a frame back.
 
+Subpatches: the evaluator runs the document through its expanded view, where an instance's inner
+nodes have path ids (`blob1/lfo3`); watched nodes, pictures and retries name nodes of that view.
+Reports carry the statuses of the level the editor's canvas shows (`level` message: the path of
+the instance it is inside, "" for the document's own nodes), and a new patch keeps the state of
+every inner node still there.
+
 Revisions: after applying an edit the engine compares its patch's counters with those the editor
 sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
 A new patch keeps the ExecutionContext, so what is playing (LFO phases, feedback) goes on.
@@ -290,6 +296,7 @@ class Engine:
         self._paused_at = 0.0
         self._paused_total = 0.0
         self._watched: list[str] = []
+        self._level = ""  # the instance path the editor's canvas shows ("": the top level)
         self._thumbnail_nodes: list[str] = []
         self._thumbnail_queue: list[str] = []
         self._thumbnail_round_at = 0.0
@@ -417,7 +424,10 @@ class Engine:
             link.post({**reply, "path": self.document_path}, reply_blobs)
         elif kind == "watch":
             self._watched = [str(n) for n in message.get("nodes", [])]
-            self.evaluator.watch(n for n in self._watched if n in self.patch.nodes)
+            self.evaluator.watch(n for n in self._watched if n in self.evaluator.patch.nodes)
+        elif kind == "level":
+            self._level = str(message.get("path") or "")
+            self._report_cursor = 0  # the next report starts the level's round (and its ids)
         elif kind == "images":
             self._thumbnail_nodes = [str(n) for n in message.get("thumbnails", [])]
             self._previews = [(str(node), str(pin)) for node, pin in message.get("previews", [])]
@@ -427,7 +437,7 @@ class Engine:
                 self.on_output_request(message)
         elif kind == "retry":
             node_id = str(message.get("node"))
-            if node_id in self.patch.nodes:
+            if node_id in self.evaluator.patch.nodes:
                 self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
@@ -474,10 +484,11 @@ class Engine:
     def replace_patch(self, patch: Patch) -> None:
         """Play `patch` from the next frame on, keeping node states (same ids go on playing)."""
         self.evaluator.close()
-        self.ctx.keep_only(patch.nodes)
         self.patch = patch
         self.evaluator = DualEvaluator(patch, context=self.ctx)
-        self.evaluator.watch(n for n in self._watched if n in patch.nodes)
+        view = self.evaluator.patch  # instances inlined: their inner nodes' states stay too
+        self.ctx.keep_only(view.nodes)
+        self.evaluator.watch(n for n in self._watched if n in view.nodes)
         self.in_sync = True
         self._freeze_due = True
 
@@ -495,8 +506,8 @@ class Engine:
 
     def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
         """The report message (without image blobs)."""
-        ev, patch = self.evaluator, self.patch
-        ids = list(patch.nodes)
+        ev, patch = self.evaluator, self.evaluator.patch  # the view: inner nodes at their paths
+        ids = self._level_ids()
         start = self._report_cursor if self._report_cursor < len(ids) else 0
         chosen = ids[start : start + REPORT_NODES]
         self._report_cursor = start + REPORT_NODES
@@ -509,9 +520,9 @@ class Engine:
             for node_id in chosen
         }
         message: dict[str, Any] = {}
-        if patch.revision != self._reported_revision or start == 0:
+        if self.patch.revision != self._reported_revision or start == 0:
             message["ids"] = ids  # the editor forgets nodes the engine no longer plays
-            self._reported_revision = patch.revision
+            self._reported_revision = self.patch.revision
         values = {
             node_id: {
                 out.name: report_value(ev.output(node_id, out.name))
@@ -524,7 +535,7 @@ class Engine:
             **message,
             "type": "report",
             "frame": self.frame,
-            "rev": patch.revision,
+            "rev": self.patch.revision,
             "applied": self._applied,
             "fps": round(self.fps, 2),
             "frame_ms": round(ev.last_frame_seconds * 1000, 3),
@@ -539,6 +550,15 @@ class Engine:
             "values": values,
             "images": list(images),
         }
+
+    def _level_ids(self) -> list[str]:
+        """The nodes of the level the editor shows: the document's own, or the inner nodes
+        of the instance at `_level` (`blob1/lfo3` for level `blob1`)."""
+        if not self._level:
+            return list(self.patch.nodes)
+        prefix = self._level + "/"
+        return [n for n in self.evaluator.patch.nodes
+                if n.startswith(prefix) and "/" not in n[len(prefix):]]  # fmt: skip
 
     def _preview_due(self) -> bool:
         return time.perf_counter() - self._report_at >= 1.0 / REPORT_HZ
@@ -556,7 +576,7 @@ class Engine:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
             self._thumbnail_queue = list(self._thumbnail_nodes)
         for node_id in self._thumbnail_queue[:THUMBNAILS_PER_FRAME]:
-            instance = self.patch.nodes.get(node_id)
+            instance = self.evaluator.patch.nodes.get(node_id)
             outputs = instance.spec.outputs if instance is not None else ()
             texture_pin = next((o.name for o in outputs if o.type == "texture"), None)
             if texture_pin is not None:
@@ -567,7 +587,7 @@ class Engine:
     def _picture(
         self, node_id: str, pin: str, box: tuple[int, int], role: str
     ) -> list[tuple[dict[str, Any], bytes]]:
-        if node_id not in self.patch.nodes:
+        if node_id not in self.evaluator.patch.nodes:
             return []
         texture = self.evaluator.output(node_id, pin)
         size = getattr(texture, "size", None)

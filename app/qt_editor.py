@@ -465,8 +465,15 @@ class QtEditorWindow(QMainWindow):
 
     def _on_level_changed(self) -> None:
         self._thumbnail_queue.clear()
+        self._send_level()
         self._on_selection(self.canvas.selected_ids())
         self.decorate_nodes()
+
+    def _send_level(self) -> None:
+        """Tell the engine which level the canvas shows: its reports carry those statuses."""
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "level", "path": "/".join(self.canvas.trail)})
 
     def send_patch(self) -> None:
         """Send the whole document and what the window asks of it (after a start, a restart or
@@ -478,6 +485,7 @@ class QtEditorWindow(QMainWindow):
         message["path"] = str(self.path) if self.path else None
         self.engine.send(message, blobs)
         self._send_watch()
+        self._send_level()
         self._image_request = {}
         self._request_images()
         if self.paused:

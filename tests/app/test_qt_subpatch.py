@@ -11,8 +11,10 @@ from pathlib import Path
 from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtTest import QTest
 
+from app.engine import Engine
 from app.qt_editor import DECORATE_EVERY
 from nodes import Patch
+from tests.app.test_engine import EditorEnd
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -310,3 +312,31 @@ def test_copied_instances_bring_their_definition_into_another_patch(editor, ui):
     assert "cannot contain itself" in editor.statusBar().currentMessage()
     assert sorted(patch.definition("amp").nodes) == ["in1", "mul", "out1"]
     assert editor.undo_stack.count() == 1
+
+
+def test_an_edit_inside_a_definition_reaches_the_engine_and_its_output(editor, ui, qtbot):
+    """The editor's body edit travels as the engine's ops do (with the definition named); the
+    engine's reports carry the level the canvas shows and the values of inner paths."""
+    ui.show_patch(editor, amp_patch())
+    engine = Engine(Patch())
+    end = EditorEnd(engine, editor.patch)  # the document's events, as the window sends them
+    try:
+        end.channel.send({"type": "watch", "nodes": ["o1", "o2", "amp2/mul"]})
+        end.read_until("report", lambda m: m["values"].get("o2", {}).get("out") == 6.0)
+        double_click(editor, "amp2")
+        editor.canvas.select(["mul"])
+        editor.inspector.pin_widget("b").setValue(5.0)
+        end.channel.send({"type": "level", "path": "/".join(editor.canvas.trail)})
+        report = end.read_until(
+            "report",
+            lambda m: m["values"].get("o1", {}).get("out") == 5.0
+            and m["values"]["o2"]["out"] == 10.0
+            and "ids" in m,
+        )
+        assert report["values"]["amp2/mul"]["out"] == 10.0
+        assert set(report["ids"]) >= {"amp2/mul", "amp2/in1"}
+        assert report["nodes"]["amp2/mul"][0] == "USER"
+        assert engine.patch.definition("amp").value("mul", "b") == 5.0
+        assert not any(m["type"] == "resync" for m in end.received)
+    finally:
+        engine.close()
