@@ -340,3 +340,44 @@ def test_an_edit_inside_a_definition_reaches_the_engine_and_its_output(editor, u
         assert not any(m["type"] == "resync" for m in end.received)
     finally:
         engine.close()
+
+
+def test_make_unique_detaches_one_instance_and_undoes(editor, ui):
+    ui.show_patch(editor, amp_patch())
+    editor.ask_definition_name = lambda title, default: default
+    patch, canvas = editor.patch, editor.canvas
+    canvas.select(["amp2"])
+    editor.make_unique_selection()
+    assert patch.value("amp2", "definition") == "amp1"  # the first free name after amp
+    assert canvas.badge_text("amp2") == "amp1 ×1" and canvas.badge_text("amp1") == "amp ×1"
+    assert editor.library.definition_item("amp1") is not None
+    # the copy does not follow the original: an edit inside amp2 leaves amp alone
+    canvas.enter("amp2")
+    canvas.select(["mul"])
+    editor.inspector.pin_widget("b").setValue(7.0)
+    assert patch.definition("amp1").value("mul", "b") == 7.0
+    assert patch.definition("amp").value("mul", "b") == 3.0
+    editor.undo_stack.undo()
+    editor.undo_stack.undo()
+    # amp2 follows amp again: the canvas, still inside amp2, shows amp's body
+    assert canvas.trail == ["amp2"] and canvas.patch is patch.definition("amp")
+    canvas.leave()
+    assert patch.value("amp2", "definition") == "amp" and list(patch.definitions) == ["amp"]
+    assert canvas.badge_text("amp2") == "amp ×2"
+
+
+def test_an_inlet_renamed_inside_retitles_and_renames_the_instances_pin(editor, ui):
+    ui.show_patch(editor, amp_patch())
+    canvas = editor.canvas
+    double_click(editor, "amp1")
+    canvas.select(["in1"])
+    line = editor.inspector.pin_widget("name")
+    line.setText("level")
+    QTest.keyClick(line, Qt.Key.Key_Return)
+    assert canvas.view_node("in1").view.name == "in: level"
+    canvas.leave()
+    assert list(canvas.view_node("amp2").inputs()) == ["definition", "level"]
+    assert ui.view_links(editor) == ui.model_links(editor.patch)
+    editor.undo_stack.undo()
+    assert list(canvas.view_node("amp2").inputs()) == ["definition", "x"]
+    assert ui.view_links(editor) == ui.model_links(editor.patch)
