@@ -11,11 +11,8 @@ of a frame, so an edit lands between two frames and the frame loop never waits f
 engine answers with reports at most `REPORT_HZ` times a second, handed to a sender thread that
 keeps only the newest unsent report: a slow or stuck editor can never hold a frame back.
 
-Subpatches: the evaluator runs the document through its expanded view, where an instance's inner
-nodes have path ids (`blob1/lfo3`); watched nodes, pictures and retries name nodes of that view.
 Reports carry the statuses of the level the editor's canvas shows (`level` message: the path of
-the instance it is inside, "" for the document's own nodes), and a new patch keeps the state of
-every inner node still there.
+the instance it is inside, `blob1/inner2`, or "" for the document's own nodes), round robin.
 
 Revisions: after applying an edit the engine compares its patch's counters with those the editor
 sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
@@ -67,7 +64,7 @@ from app.engine_protocol import (
     report_value,
 )
 from app.exit_codes import EXIT_HUNG
-from evaluators import DualEvaluator, ExecutionContext, node_running_in
+from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
 from nodes import Patch, PatchError
 
 REPORT_HZ = 30.0
@@ -416,6 +413,7 @@ class Engine:
             if self.in_sync and not apply_edits(self.patch, message, blobs):
                 self._ask_resync("revisions disagree")
             self._applied = [message.get("seq"), self.frame]
+            self._watch()  # watched nodes the edits made (the editor watches as it adds)
         elif kind == "path":
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None
@@ -424,7 +422,7 @@ class Engine:
             link.post({**reply, "path": self.document_path}, reply_blobs)
         elif kind == "watch":
             self._watched = [str(n) for n in message.get("nodes", [])]
-            self.evaluator.watch(n for n in self._watched if n in self.evaluator.patch.nodes)
+            self._watch()
         elif kind == "level":
             self._level = str(message.get("path") or "")
             self._report_cursor = 0  # the next report starts the level's round (and its ids)
@@ -437,7 +435,7 @@ class Engine:
                 self.on_output_request(message)
         elif kind == "retry":
             node_id = str(message.get("node"))
-            if node_id in self.evaluator.patch.nodes:
+            if node_id in self.graph.nodes:
                 self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
@@ -481,14 +479,24 @@ class Engine:
         if self.editor is not None:
             self.editor.post({"type": "resync", "reason": reason})
 
+    def _watch(self) -> None:
+        graph = self.graph
+        graph.flush()  # edits inside definitions: their nodes exist from now on
+        self.evaluator.watch(n for n in self._watched if n in graph.nodes)
+
+    @property
+    def graph(self) -> ExpandedPatch:
+        """What the evaluator runs: the document with instances inlined, so nodes inside them
+        are addressed by path (`blob1/lfo3`) in watch lists, reports and pictures."""
+        return self.evaluator.patch
+
     def replace_patch(self, patch: Patch) -> None:
         """Play `patch` from the next frame on, keeping node states (same ids go on playing)."""
         self.evaluator.close()
         self.patch = patch
         self.evaluator = DualEvaluator(patch, context=self.ctx)
-        view = self.evaluator.patch  # instances inlined: their inner nodes' states stay too
-        self.ctx.keep_only(view.nodes)
-        self.evaluator.watch(n for n in self._watched if n in view.nodes)
+        self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
+        self._watch()
         self.in_sync = True
         self._freeze_due = True
 
@@ -506,7 +514,7 @@ class Engine:
 
     def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
         """The report message (without image blobs)."""
-        ev, patch = self.evaluator, self.evaluator.patch  # the view: inner nodes at their paths
+        ev, patch = self.evaluator, self.patch
         ids = self._level_ids()
         start = self._report_cursor if self._report_cursor < len(ids) else 0
         chosen = ids[start : start + REPORT_NODES]
@@ -514,28 +522,29 @@ class Engine:
         if len(chosen) < REPORT_NODES:  # the round ends: the next one starts from the first node
             chosen += ids[: min(start, REPORT_NODES - len(chosen))]
             self._report_cursor = len(ids)
-        chosen += [node_id for node_id in self._watched if node_id in patch.nodes]
+        graph = self.graph
+        chosen += [node_id for node_id in self._watched if node_id in graph.nodes]
         nodes = {
             node_id: [str(ev.node_class(node_id)), str(ev.status(node_id)), ev.error(node_id)]
             for node_id in chosen
         }
         message: dict[str, Any] = {}
-        if self.patch.revision != self._reported_revision or start == 0:
+        if patch.revision != self._reported_revision or start == 0:
             message["ids"] = ids  # the editor forgets nodes the engine no longer plays
-            self._reported_revision = self.patch.revision
+            self._reported_revision = patch.revision
         values = {
             node_id: {
                 out.name: report_value(ev.output(node_id, out.name))
-                for out in patch.nodes[node_id].spec.outputs
+                for out in graph.nodes[node_id].spec.outputs
             }
             for node_id in self._watched
-            if node_id in patch.nodes
+            if node_id in graph.nodes
         }
         return {
             **message,
             "type": "report",
             "frame": self.frame,
-            "rev": self.patch.revision,
+            "rev": patch.revision,
             "applied": self._applied,
             "fps": round(self.fps, 2),
             "frame_ms": round(ev.last_frame_seconds * 1000, 3),
@@ -552,12 +561,12 @@ class Engine:
         }
 
     def _level_ids(self) -> list[str]:
-        """The nodes of the level the editor shows: the document's own, or the inner nodes
-        of the instance at `_level` (`blob1/lfo3` for level `blob1`)."""
+        """The nodes of the level the editor's canvas shows (`level` message): the document's
+        own, or the inner nodes of the instance at that path (`blob1/lfo3` for `blob1`)."""
         if not self._level:
             return list(self.patch.nodes)
         prefix = self._level + "/"
-        return [n for n in self.evaluator.patch.nodes
+        return [n for n in self.graph.nodes
                 if n.startswith(prefix) and "/" not in n[len(prefix):]]  # fmt: skip
 
     def _preview_due(self) -> bool:
@@ -576,7 +585,7 @@ class Engine:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
             self._thumbnail_queue = list(self._thumbnail_nodes)
         for node_id in self._thumbnail_queue[:THUMBNAILS_PER_FRAME]:
-            instance = self.evaluator.patch.nodes.get(node_id)
+            instance = self.graph.nodes.get(node_id)
             outputs = instance.spec.outputs if instance is not None else ()
             texture_pin = next((o.name for o in outputs if o.type == "texture"), None)
             if texture_pin is not None:
@@ -587,7 +596,7 @@ class Engine:
     def _picture(
         self, node_id: str, pin: str, box: tuple[int, int], role: str
     ) -> list[tuple[dict[str, Any], bytes]]:
-        if node_id not in self.evaluator.patch.nodes:
+        if node_id not in self.graph.nodes:
             return []
         texture = self.evaluator.output(node_id, pin)
         size = getattr(texture, "size", None)
