@@ -329,9 +329,11 @@ def test_an_edit_inside_a_definition_reaches_the_engine_and_its_output(editor, u
         end.channel.send({"type": "level", "path": "/".join(editor.canvas.trail)})
         report = end.read_until(
             "report",
-            lambda m: m["values"].get("o1", {}).get("out") == 5.0
-            and m["values"]["o2"]["out"] == 10.0
-            and "ids" in m,
+            lambda m: (
+                m["values"].get("o1", {}).get("out") == 5.0
+                and m["values"]["o2"]["out"] == 10.0
+                and "ids" in m
+            ),
         )
         assert report["values"]["amp2/mul"]["out"] == 10.0
         assert set(report["ids"]) >= {"amp2/mul", "amp2/in1"}
