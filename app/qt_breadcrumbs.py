@@ -34,14 +34,7 @@ class QtBreadcrumbBar(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
-        """Show the canvas's level now."""
-        while self._layout.count():
-            item = self._layout.takeAt(0)
-            widget = item.widget()
-            if widget is not None and widget is not self.affects:
-                widget.hide()
-                widget.deleteLater()
-        self.buttons = []
+        """Show the canvas's level now (nothing is rebuilt when nothing it shows changed)."""
         canvas = self.canvas
         container = canvas.document
         labels = ["patch"]
@@ -50,6 +43,21 @@ class QtBreadcrumbBar(QWidget):
             name = str(inst.values.get("definition")) if inst is not None else "?"
             labels.append(f"{instance_id} ({name})")
             container = container.definitions.get(name) if container is not None else None
+        inside = canvas.definition_name
+        affects = ""
+        if inside is not None:
+            count = canvas.instances_sharing(inside)
+            affects = f"editing definition {inside}: affects {count} instance"
+            affects += "s" if count != 1 else ""
+        if labels == [button.text() for button in self.buttons] and affects == self.affects.text():
+            return
+        while self._layout.count():
+            item = self._layout.takeAt(0)
+            widget = item.widget()
+            if widget is not None and widget is not self.affects:
+                widget.hide()
+                widget.deleteLater()
+        self.buttons = []
         for depth, label in enumerate(labels):
             if depth:
                 self._add(QLabel("/"))
@@ -61,18 +69,9 @@ class QtBreadcrumbBar(QWidget):
             self.buttons.append(button)
         self._layout.addStretch(1)
         self._add(self.affects)
-        name = canvas.definition_name
-        if name is None:
-            self.affects.clear()
-            self.setStyleSheet("")
-        else:
-            count = canvas.instances_sharing(name)
-            self.affects.setText(
-                f"editing definition {name}: affects {count} instance{'s' if count != 1 else ''}"
-            )
-            self.setStyleSheet(
-                f"#breadcrumbs {{{INSIDE_STYLE}}} QLabel, QPushButton {{color: white;}}"
-            )
+        self.affects.setText(affects)
+        inside_style = f"#breadcrumbs {{{INSIDE_STYLE}}} QLabel, QPushButton {{color: white;}}"
+        self.setStyleSheet(inside_style if inside is not None else "")
         self._layout.activate()  # laid out now: what is drawn next is the new trail
 
     def _add(self, widget: QWidget) -> None:
