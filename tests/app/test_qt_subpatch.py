@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from app.engine import Engine
 from app.qt_editor import DECORATE_EVERY
@@ -383,3 +385,44 @@ def test_an_inlet_renamed_inside_retitles_and_renames_the_instances_pin(editor, 
     editor.undo_stack.undo()
     assert list(canvas.view_node("amp2").inputs()) == ["definition", "x"]
     assert ui.view_links(editor) == ui.model_links(editor.patch)
+
+
+def test_a_definition_dropped_from_the_library_makes_an_instance_there(editor, ui):
+    ui.show_patch(editor, amp_patch())
+    library, canvas = editor.library, editor.canvas
+    data = library.tree.mimeData([library.definition_item("amp")])  # what a drag carries
+    viewport = canvas.viewer().viewport()
+    point = QPoint(200, 150)
+    for event in (
+        QDragEnterEvent(point, Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
+                        Qt.KeyboardModifier.NoModifier),
+        QDropEvent(QPointF(point), Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
+                   Qt.KeyboardModifier.NoModifier),
+    ):  # fmt: skip
+        QApplication.sendEvent(viewport, event)
+    (new,) = {node_id for _, node_id in editor.patch.instances("amp")} - {"amp1", "amp2"}
+    dropped_at = canvas.viewer().mapToScene(point)
+    x, y = editor.patch.nodes[new].pos
+    assert abs(x - dropped_at.x()) < 1 and abs(y - dropped_at.y()) < 1  # the viewer rounds
+    assert editor.undo_stack.count() == 1
+    # a node type drags the same way
+    data = library.tree.mimeData(
+        [library.tree.findItems("math.sin", Qt.MatchFlag.MatchRecursive)[0]]
+    )
+    QApplication.sendEvent(viewport, QDropEvent(QPointF(point), Qt.DropAction.CopyAction, data,
+                                                Qt.MouseButton.LeftButton,
+                                                Qt.KeyboardModifier.NoModifier))  # fmt: skip
+    assert any(n.type_id == "math.sin" for n in editor.patch.nodes.values())
+
+
+def test_the_canvas_context_menu_groups_and_enters(editor, ui):
+    ui.show_patch(editor, chain_patch())
+    editor.ask_definition_name = lambda title, default: "pair"
+    menu = editor.canvas.graph.get_context_menu("graph")
+    editor.canvas.select(["gain", "add"])
+    menu.get_command("Group (Ctrl+G)").qaction.trigger()
+    assert list(editor.patch.definitions) == ["pair"]
+    menu.get_command("Enter Instance (Enter)").qaction.trigger()
+    assert editor.canvas.patch is editor.patch.definition("pair")
+    menu.get_command("Leave Instance (Backspace)").qaction.trigger()
+    assert editor.canvas.patch is editor.patch
