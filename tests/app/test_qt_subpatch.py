@@ -387,31 +387,31 @@ def test_an_inlet_renamed_inside_retitles_and_renames_the_instances_pin(editor, 
     assert ui.view_links(editor) == ui.model_links(editor.patch)
 
 
+def drop(viewport, data, point: QPoint) -> None:
+    """What a drag from the library ends with: it enters the canvas, then drops there."""
+    buttons, keys = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    QApplication.sendEvent(
+        viewport, QDragEnterEvent(point, Qt.DropAction.CopyAction, data, buttons, keys)
+    )
+    QApplication.sendEvent(
+        viewport, QDropEvent(QPointF(point), Qt.DropAction.CopyAction, data, buttons, keys)
+    )
+
+
 def test_a_definition_dropped_from_the_library_makes_an_instance_there(editor, ui):
     ui.show_patch(editor, amp_patch())
     library, canvas = editor.library, editor.canvas
-    data = library.tree.mimeData([library.definition_item("amp")])  # what a drag carries
     viewport = canvas.viewer().viewport()
     point = QPoint(200, 150)
-    for event in (
-        QDragEnterEvent(point, Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
-                        Qt.KeyboardModifier.NoModifier),
-        QDropEvent(QPointF(point), Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
-                   Qt.KeyboardModifier.NoModifier),
-    ):  # fmt: skip
-        QApplication.sendEvent(viewport, event)
+    drop(viewport, library.tree.mimeData([library.definition_item("amp")]), point)
     (new,) = {node_id for _, node_id in editor.patch.instances("amp")} - {"amp1", "amp2"}
     dropped_at = canvas.viewer().mapToScene(point)
     x, y = editor.patch.nodes[new].pos
     assert abs(x - dropped_at.x()) < 1 and abs(y - dropped_at.y()) < 1  # the viewer rounds
     assert editor.undo_stack.count() == 1
     # a node type drags the same way
-    data = library.tree.mimeData(
-        [library.tree.findItems("math.sin", Qt.MatchFlag.MatchRecursive)[0]]
-    )
-    QApplication.sendEvent(viewport, QDropEvent(QPointF(point), Qt.DropAction.CopyAction, data,
-                                                Qt.MouseButton.LeftButton,
-                                                Qt.KeyboardModifier.NoModifier))  # fmt: skip
+    (item,) = library.tree.findItems("math.sin", Qt.MatchFlag.MatchRecursive)
+    drop(viewport, library.tree.mimeData([item]), point)
     assert any(n.type_id == "math.sin" for n in editor.patch.nodes.values())
 
 
