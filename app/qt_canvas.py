@@ -6,6 +6,16 @@ never changes its own links or node set. User gestures are caught at NodeGraph's
 the resulting Patch events then update the view. A gesture the Patch refuses is reported through
 `refused` and the pipes the viewer had detached are put back.
 
+Levels: the canvas shows the document (`set_patch`) or, once an instance is entered (double-click,
+Enter; `enter`), the live body of its definition, so that edits there are edits of every
+instance; Backspace or U (`leave`) and `go_to` go back up. `trail` holds the ids of the instances
+entered, and `eval_id` turns a shown node's id into the evaluator's path (`blob1/lfo3`), which is
+what colours, previews and the inspector's state read. The canvas follows the document's events
+only for the level it shows (an event's `definition` names the body it happened in); an edit that
+removes an instance entered, or its definition, takes the canvas up to the deepest level left.
+Inlets and outlets are titled with the pin name they give (`in: freq`); an instance has a badge
+with its definition's name and how many instances share it (`blob ×3`).
+
 Assumptions and known costs:
     * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
     * NodeGraphQt's own cycle check is exponential and its `connect_to` from an input drops links,

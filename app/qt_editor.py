@@ -42,6 +42,13 @@ watchdog stopped a hung node) the window resends the patch. Closing the window s
 unless its output window is open (perform mode: the show goes on; `patchbay edit --attach`
 attaches again). Without an engine the window runs a DualEvaluator itself, as tests and tools do.
 
+Subpatches: Edit > Group (Ctrl+G) turns the selection into a definition and an instance, Ungroup
+(Ctrl+Shift+G) and Make Unique undo that for one instance; the canvas enters instances (see
+app.qt_canvas), with the breadcrumb bar (app.qt_breadcrumbs) above it. Inside, edits go to the
+definition's body and the inspector, preview and thumbnails read the evaluator at the paths of
+the instance entered through. Edits made of many steps are `DocumentEditCommand`s (one undo step
+each); the library lists the document's definitions to add instances from.
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """
