@@ -426,3 +426,32 @@ def test_the_canvas_context_menu_groups_and_enters(editor, ui):
     assert editor.canvas.patch is editor.patch.definition("pair")
     menu.get_command("Leave Instance (Backspace)").qaction.trigger()
     assert editor.canvas.patch is editor.patch
+
+
+def test_nested_instances_paths_and_breadcrumb_clicks(editor, ui, qtbot):
+    """Group inside a body, enter the inner instance: the trail has three levels, the preview
+    reads the nested path, and a click on the first breadcrumb goes back to the top."""
+    ui.show_patch(editor, amp_patch())
+    editor.ask_definition_name = lambda title, default: "inner"
+    canvas = editor.canvas
+    double_click(editor, "amp2")
+    canvas.select(["mul"])
+    viewer = canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier)
+    (inner,) = canvas.selected_ids()
+    assert editor.patch.definition("amp").nodes[inner].values["definition"] == "inner"
+    assert canvas.badge_text(inner) == "inner ×1"  # one instance node, inside amp's body
+    ui.press(viewer, Qt.Key.Key_Return)
+    assert editor.breadcrumbs.text() == f"patch / amp2 (amp) / {inner} (inner)"
+    canvas.select(["mul"])
+    assert editor.preview.node_id == f"amp2/{inner}/mul"
+    qtbot.waitUntil(lambda: editor.preview.row_widget("out").text() == "6")
+    top = editor.breadcrumbs.buttons[0]
+    QTest.mouseClick(top, Qt.MouseButton.LeftButton)
+    assert canvas.trail == [] and canvas.patch is editor.patch
+    assert editor.breadcrumbs.text() == "patch"
+    # one undo takes the group back, inside amp's body, from the top level
+    editor.undo_stack.undo()
+    assert "mul" in editor.patch.definition("amp").nodes
+    assert "inner" not in editor.patch.definitions
