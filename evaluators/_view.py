@@ -128,7 +128,8 @@ class ExpandedPatch(Patch):
                 built.links.append(mapped)
         self._apply(built, (), emit=False)
         self._follow_revisions()
-        self._unsubscribe = document.subscribe(self._on_event)
+        # First: whoever handles an event may ask an evaluator, which reads this view.
+        self._unsubscribe = document.subscribe(self._on_event, first=True)
 
     @property
     def folder(self) -> Path | None:

@@ -221,12 +221,17 @@ class Patch:
         return twin
 
     # ----------------------------------------------------------------- events
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call `listener(event)` after every edit; returns a function that unsubscribes."""
+    def subscribe(self, listener: Listener, *, first: bool = False) -> Callable[[], None]:
+        """Call `listener(event)` after every edit; returns a function that unsubscribes.
+        `first`: before the listeners there are (a view others read while they handle events)."""
         # The unsubscribe function holds a key, not the listener: an evaluator that keeps it is
         # then no reference cycle through its own bound method once it has unsubscribed.
         key = object()
+        others = dict(self._listeners) if first else {}
+        if first:
+            self._listeners.clear()  # the same dict: unsubscribe functions hold it
         self._listeners[key] = listener
+        self._listeners.update(others)
         listeners = self._listeners
         return lambda: listeners.pop(key, None) and None
 
