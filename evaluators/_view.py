@@ -422,7 +422,7 @@ class ExpandedPatch(Patch):
         if inlet_id is None or current is None or body is None:
             return
         fresh = self._inlet(current.id, holder, instance, body.nodes[inlet_id])
-        if fresh.stamp != current.stamp or fresh.values != current.values:
+        if fresh.stamp != current.stamp or fresh.values["in"] is not current.values["in"]:
             self._update(current, fresh)
             self._emit(PatchEvent("value", "set_value", current.id, "in", value=fresh.values["in"]))
 
