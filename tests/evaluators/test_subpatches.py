@@ -333,3 +333,30 @@ def test_arrays_set_on_an_instance_pin_reach_its_inlet(kind: Any) -> None:
         assert evaluator.output("o1") == 6.0
     finally:
         evaluator.close()
+
+
+@pytest.mark.parametrize("kind", EVALUATOR_KINDS)
+def test_removing_an_outlet_moves_the_others_and_their_consumers_follow(kind: Any) -> None:
+    """`y` goes: `z`, read by the sink, becomes the instance's first output."""
+    body = Patch()
+    body.add_node("value.float", {"value": 1.0}, node_id="one")
+    body.add_node("value.float", {"value": 2.0}, node_id="two")
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    body.add_node("subpatch.outlet", {"name": "z"}, node_id="outz")
+    body.connect("one", "out", "outy", "in")
+    body.connect("two", "out", "outz", "in")
+    patch = Patch()
+    patch.add_definition("pair", body)
+    patch.add_node("subpatch", {"definition": "pair"}, node_id="p1")
+    patch.add_node("output.value", node_id="o1")
+    patch.connect("p1", "z", "o1", "in")
+    evaluator = evaluator_for_tests(kind, patch)
+    try:
+        evaluator.run_frame(0.0, 0)
+        assert evaluator.output("o1") == 2.0
+        patch.definition("pair").remove_node("outy")
+        evaluator.run_frame(1 / 60, 1)
+        assert evaluator.output("o1") == 2.0
+        assert evaluator.output("p1", "z") == 2.0
+    finally:
+        evaluator.close()
