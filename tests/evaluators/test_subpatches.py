@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from evaluators import DualEvaluator, Evaluator, LazyEvaluator, freeze
+from evaluators._view import inlined
 from nodes import Patch, patch_from_dict, patch_to_dict
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
@@ -360,3 +361,23 @@ def test_removing_an_outlet_moves_the_others_and_their_consumers_follow(kind: An
         assert evaluator.output("p1", "z") == 2.0
     finally:
         evaluator.close()
+
+
+def test_an_outlet_nothing_feeds_gives_the_same_when_inlined() -> None:
+    """Unfed, the outlet `y` gives its own value (None) to the sink: in the inlined patch too."""
+    body = Patch()
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    patch = Patch()
+    patch.add_definition("empty", body)
+    patch.add_node("subpatch", {"definition": "empty"}, node_id="e1")
+    patch.add_node("output.value", {"in": 5.0}, node_id="o1")
+    patch.connect("e1", "y", "o1", "in")
+    editable, played = LazyEvaluator(patch), LazyEvaluator(inlined(patch))
+    try:
+        editable.run_frame(0.0, 0)
+        played.run_frame(0.0, 0)
+        assert editable.output("o1") is None
+        assert played.output("o1") is None
+    finally:
+        editable.close()
+        played.close()
