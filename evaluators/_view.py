@@ -274,10 +274,10 @@ class ExpandedPatch(Patch):
                 self._unlink(link)
                 say(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
         for node_id in sorted(replaced - wanted.keys()):
-            del self.nodes[node_id]
-            self._links_in.pop(node_id, None)
-            self._links_out.pop(node_id, None)
-            say(PatchEvent("structural", "remove_node", node_id))
+            if self.nodes.pop(node_id, None) is not None:
+                self._links_in.pop(node_id, None)
+                self._links_out.pop(node_id, None)
+                say(PatchEvent("structural", "remove_node", node_id))
         for node_id, node in wanted.items():
             current = self.nodes.get(node_id)
             if current is None:
@@ -286,7 +286,14 @@ class ExpandedPatch(Patch):
             elif current is node:
                 continue
             elif current.spec is not node.spec and current.spec != node.spec:
-                self.nodes[node_id] = node  # same id, another kind of node: a new node
+                # Same id, another kind of node: a new node (its links are made again below).
+                for link in [
+                    *self._links_in.get(node_id, {}).values(),
+                    *self.links_out_of(node_id),
+                ]:
+                    self._unlink(link)
+                    say(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
+                self.nodes[node_id] = node
                 say(PatchEvent("structural", "remove_node", node_id))
                 say(PatchEvent("structural", "add_node", node_id))
             elif current.inputs != node.inputs:
@@ -382,6 +389,9 @@ class ExpandedPatch(Patch):
             self._on_body_event(event.definition, event)
         elif event.op in ("add_definition", "remove_definition", "rename_definition"):
             self._by_definition = None
+            if event.op == "rename_definition" and event.value[0] in self._pending:
+                self._pending.discard(event.value[0])
+                self._pending.add(event.value[1])
         else:
             self._on_top_event(event)
         self._follow_revisions()
