@@ -258,19 +258,8 @@ class ExpandedPatch(Patch):
         wanted_links = dict.fromkeys(
             link for link in built.links if present(link.src) and present(link.dst)
         )
-        # A node that becomes another kind of node (an instance whose outlets changed) is
-        # removed and added again: its links go and come back with it, as in any patch, so
-        # evaluators plan its consumers again (an output's index may have moved).
-        new_kind = {
-            node_id
-            for node_id, node in wanted.items()
-            if (current := self.nodes.get(node_id)) is not None
-            and current is not node
-            and current.spec is not node.spec
-            and current.spec != node.spec
-        }
         for link in links_now:
-            if link not in wanted_links or link.src in new_kind or link.dst in new_kind:
+            if link not in wanted_links:
                 self._unlink(link)
                 say(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
         for node_id in sorted(replaced - wanted.keys()):
