@@ -30,7 +30,7 @@ def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_lazy_flat_dual_agree_every_frame_with_subpatches(data: st.DataObject) -> None:
     """Random definitions, nested instances and edits inside definitions; until the first edit,
