@@ -433,7 +433,7 @@ class ExpandedPatch(Patch):
         if inlet_id is None or current is None or body is None:
             return
         fresh = self._inlet(current.id, holder, instance, body.nodes[inlet_id])
-        if fresh.stamp != current.stamp or fresh.values != current.values:
+        if fresh.stamp != current.stamp or fresh.values["in"] is not current.values["in"]:
             self._update(current, fresh)
             self._emit(PatchEvent("value", "set_value", current.id, "in", value=fresh.values["in"]))
 
@@ -473,7 +473,8 @@ def inlined(document: Patch) -> Patch:
     """A plain patch with the document's instances inlined at their paths (`blob1/lfo3`), no
     definitions left: what freezing starts from. An inlet becomes a `value.any` (fed as the
     instance's pin was, or holding its value); what feeds an instance's outlets feeds its
-    consumers directly, so no node of the result is a subpatch node."""
+    consumers directly (an outlet nothing feeds becomes a `value.any` holding its value), so no
+    node of the result is a subpatch node."""
     view = ExpandedPatch(document)
     try:
         flat = Patch()
@@ -500,8 +501,14 @@ def inlined(document: Patch) -> Patch:
                 if fed is None:
                     break
                 src, src_pin = fed.src, fed.src_pin
-            if src in collectors:
-                continue  # an outlet nothing feeds: its consumers keep their own values
+            if src in collectors and view.nodes[src].spec.id == OUTLET:
+                # An outlet nothing feeds gives its own value, as it does in the view.
+                if src not in flat.nodes:
+                    held = view.nodes[src]
+                    flat.add_node("value.any", {"value": held.values["in"]}, held.pos, node_id=src)
+                src_pin = "out"
+            elif src in collectors:
+                continue  # an instance whose outlet is not there: its consumers keep their values
             dst_pin = "value" if view.nodes[link.dst].spec is _INLET_SPEC else link.dst_pin
             flat.connect(src, src_pin, link.dst, dst_pin, check_cycles=False)
     finally:

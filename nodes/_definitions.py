@@ -434,10 +434,9 @@ def ungroup(container: Patch, instance_id: str) -> list[str]:
     offset = (instance.pos[0] - centre[0], instance.pos[1] - centre[1])
     records = [(node.id, node.type_id, node.values, node.pos) for node in plain]
     inlet_names = {port.id: str(port.values["name"]) for port in ports(body, INLET)}
-    outlet_sources = {}
-    for port in ports(body, OUTLET):
-        link = body.link_into(port.id, "in")
-        outlet_sources[str(port.values["name"])] = link
+    outlet_feeds = {port.id: body.link_into(port.id, "in") for port in ports(body, OUTLET)}
+    outlet_sources = {str(body.nodes[port].values["name"]): link
+                      for port, link in outlet_feeds.items()}  # fmt: skip
     body_links = body.links
 
     container.remove_node(instance_id)
@@ -449,7 +448,13 @@ def ungroup(container: Patch, instance_id: str) -> list[str]:
         )
 
     def outside(src: str, src_pin: str) -> tuple[str, str] | None:
-        """Where a body output comes from once inlined (None: an inlet nothing feeds)."""
+        """Where a body output comes from once inlined (None: an inlet nothing feeds, or an
+        outlet nothing feeds; an outlet passes on what feeds it)."""
+        while src in outlet_feeds:
+            inner = outlet_feeds[src]
+            if inner is None:
+                return None
+            src, src_pin = inner.src, inner.src_pin
         if src in inlet_names:
             return fed.get(inlet_names[src])
         return new_id[src], src_pin
