@@ -584,6 +584,13 @@ class RemoteEvaluator:
             return RemoteTexture(tuple(value["$texture"]["size"]))
         return value
 
+    def output_shape(self, node_id: str, pin: str = "out") -> tuple[int, ...] | None:
+        """The whole shape of a watched array output (`output` gives its first elements)."""
+        value = self._values.get(node_id, {}).get(pin)
+        if isinstance(value, dict) and "$array" in value:
+            return tuple(int(n) for n in value["$array"]["shape"])
+        return None
+
     def watch(self, node_ids: Iterable[str]) -> None:
         """Watching is the editor's message to the engine; nothing to do here."""
 

@@ -721,6 +721,38 @@ class QtPatchCanvas(QObject):
         if out_port in in_port.connected_ports():
             out_port.disconnect_from(in_port, push_undo=False)
 
+    # ------------------------------------------------------------------ pins and links shown
+    simple_zoom = SIMPLE_BELOW_ZOOM  # below it nodes are plain rectangles (no pins to hover)
+
+    def link_of_pipe(self, pipe: Any) -> Link | None:
+        """The Patch link a pipe item draws (None: not one of the shown links)."""
+        a, b = pipe.input_port, pipe.output_port
+        if a is None or b is None or a.node.id not in self._ids or b.node.id not in self._ids:
+            return None
+        link = self._link_of(a, b)
+        return link if link in self.patch.links else None
+
+    def pin_of_port(self, port: Any) -> tuple[str, str] | None:
+        """(node id, pin name) of a port item of a shown node."""
+        node_id = self._ids.get(port.node.id)
+        return (node_id, port.name) if node_id is not None else None
+
+    def source_of(self, node_id: str, pin: str) -> tuple[str, str] | None:
+        """The output whose value a shown pin carries: itself for an output, the linked output
+        for a linked input, None for an input nothing feeds."""
+        inst = self.patch.nodes.get(node_id)
+        if inst is None:
+            return None
+        if inst.spec.output_index(pin) is not None:
+            return node_id, pin
+        link = self.patch.link_into(node_id, pin)
+        return (link.src, link.src_pin) if link is not None else None
+
+    def output_type(self, node_id: str, pin: str) -> str | None:
+        inst = self.patch.nodes.get(node_id)
+        index = inst.spec.output_index(pin) if inst is not None else None
+        return inst.spec.outputs[index].type if index is not None else None
+
     # ------------------------------------------------------------------ view -> patch
     def _link_of(self, port_a: Any, port_b: Any) -> Link:
         in_item, out_item = (
@@ -841,6 +873,18 @@ class QtPatchCanvas(QObject):
         viewer = self.viewer()
         center = viewer.mapToScene(viewer.viewport().rect().center())
         return center.x(), center.y()
+
+    def node_rects(self) -> list[tuple[float, float, float, float]]:
+        """(x, y, width, height) in the scene of every shown node, its thumbnail included."""
+        self.finish_loading()
+        rects = []
+        for node_id, view in self._views.items():
+            rect = view.view.sceneBoundingRect()
+            thumbnail = self._thumbnails.get(node_id)
+            if thumbnail is not None:
+                rect = rect.united(thumbnail.sceneBoundingRect())
+            rects.append((rect.x(), rect.y(), rect.width(), rect.height()))
+        return rects
 
     def port_scene_pos(self, node_id: str, pin: str, output: bool) -> QPointF:
         view = self.view_node(node_id)

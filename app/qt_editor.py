@@ -71,6 +71,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
+    QCursor,
     QGuiApplication,
     QImage,
     QKeySequence,
@@ -95,6 +96,7 @@ from app.engine import FrameLog
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from app.patch_info import output_node
+from app.placement import free_position
 from app.qt_breadcrumbs import QtBreadcrumbBar
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import (
@@ -106,8 +108,11 @@ from app.qt_commands import (
     SetValueCommand,
 )
 from app.qt_export import export_frozen_dialog
+from app.qt_failure_marks import QtFailureMarks
 from app.qt_inspector import QtInspector
 from app.qt_library import QtLibraryPanel
+from app.qt_link_values import WATCH_CAP, QtLinkValues
+from app.qt_messages import QtBubble, QtMessageLog
 from app.qt_output import (
     QtOutputWindow,
     QtTexturePreview,
@@ -118,6 +123,7 @@ from app.qt_output import (
     qt_gl_available,
     screen_choices,
 )
+from app.qt_pin_hints import QtPinHints
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
 from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
@@ -191,6 +197,12 @@ class QtEditorWindow(QMainWindow):
         self._image_request: dict[str, Any] = {}
         self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
         self.library = QtLibraryPanel()
+        self.messages = QtMessageLog()
+        self.bubble = QtBubble(self)
+        self.link_values = QtLinkValues(self.canvas, self._link_value, self._link_shape)
+        self.pin_hints = QtPinHints(self.canvas)
+        self.failure_marks = QtFailureMarks(self.canvas)
+        self._watched: list[str] = []  # what the evaluator (or engine) was last asked to watch
         self.context = ExecutionContext(self.gl)  # the local evaluator's: node states, folder
         self.evaluator: Evaluator = (
             engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
@@ -220,6 +232,7 @@ class QtEditorWindow(QMainWindow):
         self.library.rename_requested.connect(self.rename_definition)
         self.library.remove_requested.connect(self.remove_definition)
         self.canvas.level_changed.connect(self._on_level_changed)
+        self.link_values.wanted_changed.connect(self._send_watch)
         self.undo_stack.cleanChanged.connect(self._on_clean_changed)
 
         self._timer = QTimer(self)
@@ -269,6 +282,9 @@ class QtEditorWindow(QMainWindow):
             output = QLabel(f"No OpenGL: GPU nodes do not run ({self.gl_problem}).")
             output.setWordWrap(True)
         self.docks["Output"] = self._dock("Output", output, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.docks["Messages"] = self._dock(
+            "Messages", self.messages, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
         self.resize(1400, 850)
         right = [self.docks[title] for title in ("Inspector", "Preview", "Output")]
         self.resizeDocks(right, [380, 220, 200], Qt.Orientation.Vertical)
@@ -362,6 +378,12 @@ class QtEditorWindow(QMainWindow):
         self._action(view, "&Frame selection", self.frame_selection, "F")
         self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
         self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
+        self.link_values_action = self._action(
+            view,
+            "Show &Values on Links",
+            lambda: self.show_link_values(not self.link_values.enabled),
+        )
+        self.link_values_action.setCheckable(True)
         view.addSeparator()
         self.output_action = self._action(
             view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
@@ -397,6 +419,7 @@ class QtEditorWindow(QMainWindow):
         self.session.set_document(patch, path)
         self._thumbnail_queue.clear()
         self.failed_thumbnails.clear()
+        self._watched = []  # a new evaluator (or engine patch) watches nothing yet
         self.canvas.set_patch(patch)
         if self.engine is not None:
             self.evaluator = self.engine.evaluator
@@ -521,10 +544,19 @@ class QtEditorWindow(QMainWindow):
             self.engine.send(*batch)
 
     def _send_watch(self) -> None:
+        """Ask the evaluator (or the engine) to watch the previewed node and the sources of the
+        values shown on the canvas (at most `WATCH_CAP` of those: see app.qt_link_values)."""
         self.send_edits()
+        node_id = self.preview.node_id
+        watched = [node_id] if node_id else []
+        watched += [p for p in self.link_values.wanted() if p not in watched][:WATCH_CAP]
+        if watched == self._watched and self.engine is None:
+            return
+        self._watched = watched
         if self.engine is not None:
-            node_id = self.preview.node_id
-            self.engine.send({"type": "watch", "nodes": [node_id] if node_id else []})
+            self.engine.send({"type": "watch", "nodes": watched})
+        else:
+            self.evaluator.watch(watched)
 
     def _request_images(self, thumbnails: list[str] | None = None) -> None:
         """Ask the engine for pictures: the selected node's textures, the `gpu.output` texture
@@ -559,6 +591,7 @@ class QtEditorWindow(QMainWindow):
         if self._ticks % DECORATE_EVERY == 0:
             step("node colours", self.decorate_nodes)
             step("node state", self._show_node_state)
+            step("link values", self.link_values.refresh)
             self.output_action.setChecked(remote.output_open)
             self.output_screen_menu.setEnabled(remote.output_open)
         now = time.perf_counter()
@@ -585,10 +618,9 @@ class QtEditorWindow(QMainWindow):
                 self.show_output_on(screen, fullscreen=fullscreen)
         elif kind == "resync":
             self.send_patch()
-        elif kind == "error":
-            self.statusBar().showMessage(f"Engine: {message.get('message')}", 8000)
-        elif kind == "engine_failed":
+        elif kind in ("error", "engine_failed"):
             self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
+            self.messages.add("engine", str(message.get("message")))
 
     def _request_visible_thumbnails(self) -> None:
         textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
@@ -799,7 +831,15 @@ class QtEditorWindow(QMainWindow):
 
     # ------------------------------------------------------------------ editing
     def _on_refused(self, reason: str) -> None:
+        """A refused edit: in the status bar, the message log and a bubble at the pointer (where
+        it was last over the canvas, or where it is now)."""
         self.statusBar().showMessage(f"Refused: {reason}", 8000)
+        self.messages.add("refused", reason)
+        pointer = self.link_values.pointer
+        viewport = self.canvas.viewer().viewport()
+        if pointer is None or not viewport.rect().contains(viewport.mapFromGlobal(pointer)):
+            pointer = QCursor.pos()
+        self.bubble.show_at(pointer, f"Refused: {reason}")
 
     def _on_value_edited(self, node_id: str, pin: str, value: Any, gesture: Any) -> None:
         command = SetValueCommand(self.canvas.patch, node_id, pin, value, gesture)
@@ -811,15 +851,19 @@ class QtEditorWindow(QMainWindow):
             return
         self.undo_stack.push(command)
 
-    def _create_at_center(self, type_id: str) -> None:
+    def _free_spot(self) -> tuple[float, float]:
+        """Where a node added from the library goes: near the view's centre, on no other
+        node (see app.placement)."""
         x, y = self.canvas.view_center()
-        node_id = self.canvas.create_node(type_id, (x - 80.0, y - 30.0))
+        return free_position(self.canvas.node_rects(), (x - 80.0, y - 30.0))
+
+    def _create_at_center(self, type_id: str) -> None:
+        node_id = self.canvas.create_node(type_id, self._free_spot())
         if node_id is not None:
             self.canvas.select([node_id])
 
     def _instance_at_center(self, name: str) -> None:
-        x, y = self.canvas.view_center()
-        node_id = self.canvas.create_instance(name, (x - 80.0, y - 30.0))
+        node_id = self.canvas.create_instance(name, self._free_spot())
         if node_id is not None:
             self.canvas.select([node_id])
 
@@ -970,7 +1014,6 @@ class QtEditorWindow(QMainWindow):
         outputs = [o.name for o in shown.nodes[node_id].spec.outputs] if node_id else []
         path = self.canvas.eval_id(node_id) if node_id else None
         self.preview.set_outputs(path, outputs)
-        self.evaluator.watch([path] if path else [])
         self._send_watch()
         self._request_images()
         self._show_node_state()
@@ -1015,6 +1058,7 @@ class QtEditorWindow(QMainWindow):
         if self._frame % DECORATE_EVERY == 0:
             step("node colours", self.decorate_nodes)
             step("node state", self._show_node_state)
+            step("link values", self.link_values.refresh)
         if self._frame % TEXTURES_EVERY == 0:
             step("texture previews", self.refresh_textures)
         now = time.perf_counter()
@@ -1105,8 +1149,27 @@ class QtEditorWindow(QMainWindow):
             return NodeClass.CONST, NodeStatus.IDLE, None
 
     def decorate_nodes(self) -> None:
+        """Node colours by class and status, and the marks of failures and what they hold back."""
+        failed: dict[str, str] = {}
         for node_id in self.canvas.patch.nodes:
-            self.canvas.decorate(node_id, *self.node_state(self.canvas.eval_id(node_id)))
+            node_class, status, error = self.node_state(self.canvas.eval_id(node_id))
+            self.canvas.decorate(node_id, node_class, status, error)
+            if status == NodeStatus.FAILED:
+                failed[node_id] = error or "no message"
+        self.failure_marks.update(failed)
+
+    def show_link_values(self, shown: bool) -> None:
+        """View > Show Values on Links."""
+        self.link_values_action.setChecked(shown)
+        self.link_values.set_enabled(shown)
+
+    def _link_value(self, path: str, pin: str) -> Any:
+        return self.evaluator.output(path, pin)
+
+    def _link_shape(self, path: str, pin: str) -> tuple[int, ...] | None:
+        if isinstance(self.evaluator, RemoteEvaluator):
+            return self.evaluator.output_shape(path, pin)
+        return getattr(self.evaluator.output(path, pin), "shape", None)
 
     def _show_node_state(self) -> None:
         path = self.preview.node_id
@@ -1114,12 +1177,14 @@ class QtEditorWindow(QMainWindow):
         if path is None or node is None:
             return
         ev = self.evaluator
-        self.inspector.set_state(*self.node_state(path), self.is_bypassed(path))
+        node_class, status, error = self.node_state(path)
+        self.inspector.set_state(node_class, status, error, self.is_bypassed(path))
         try:
             values = {o.name: ev.output(path, o.name) for o in node.spec.outputs}
         except (UnknownNodeError, KeyError):
             return
-        self.preview.show_values(values)
+        failed = (error or "no message") if status == NodeStatus.FAILED else None
+        self.preview.show_values(values, failed)
         outputs = node.spec.outputs
         if isinstance(ev, RemoteEvaluator):
             for out in outputs:

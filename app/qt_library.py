@@ -1,10 +1,12 @@
 """The node palette: every node type of the library by category, with a filter field, and the
 document's definitions.
 
-Double-clicking a type emits `create_requested(type_id)`; the editor creates the node in the
-middle of the canvas. The "Definitions" section lists the document's definitions with how many
-instances use each (`set_definitions`); double-clicking one emits `instance_requested(name)`,
-and its context menu asks to rename or remove it (`rename_requested`, `remove_requested`).
+Double-clicking a type emits `create_requested(type_id)`; the editor creates the node near the
+middle of the canvas, on no other node. Enter in the filter field does the same for the first
+item the filter leaves (a definition or a node type, in the order shown). The "Definitions"
+section lists the document's definitions with how many instances use each (`set_definitions`);
+double-clicking one emits `instance_requested(name)`, and its context menu asks to rename or
+remove it (`rename_requested`, `remove_requested`).
 Items can also be dragged onto the canvas (`drag_payload` is what they carry). Tab search on the
 canvas itself is NodeGraphQt's (see qt_canvas.py); this panel is the browsable alternative and
 shows each type's determinism.
@@ -88,6 +90,7 @@ class QtLibraryPanel(QWidget):
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._context_menu)
         self.filter.textChanged.connect(self._apply_filter)
+        self.filter.returnPressed.connect(self.activate_first_match)
 
     def set_definitions(self, counts: Mapping[str, int]) -> None:
         """List these definitions (name -> instances using it), in order."""
@@ -118,6 +121,24 @@ class QtLibraryPanel(QWidget):
             self.instance_requested.emit(definition)
         elif type_id:
             self.create_requested.emit(type_id)
+
+    def first_match(self) -> QTreeWidgetItem | None:
+        """The first definition or node type the filter leaves shown."""
+        for index in range(self.tree.topLevelItemCount()):
+            group = self.tree.topLevelItem(index)
+            if group.isHidden():
+                continue
+            for child_index in range(group.childCount()):
+                child = group.child(child_index)
+                if not child.isHidden():
+                    return child
+        return None
+
+    def activate_first_match(self) -> None:
+        item = self.first_match()
+        if item is not None:
+            self.tree.setCurrentItem(item)
+            self._activated(item)
 
     def _context_menu(self, pos: QPoint) -> None:
         item = self.tree.itemAt(pos)

@@ -6,7 +6,9 @@ range; other arrays as their shape and first values. A texture output is drawn b
 `texture_source`; the editor gives one only when Qt has OpenGL, and without it the texture is
 described in words. Texture widgets repaint only in `refresh_textures()`, which the editor calls
 at a throttled rate. When the patch runs in the engine process, textures arrive as small pictures
-(`show_picture`) instead.
+(`show_picture`) instead. For a failed node a line at the top, always in the same place, says
+so with its error, and each output reads `failed · last good: <value>`: what the evaluator still
+holds is the last value the node made before it failed, not a result.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QPolygonF
-from PySide6.QtWidgets import QFormLayout, QLabel, QWidget
+from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from app.qt_output import QtTexturePreview
 
@@ -111,7 +113,18 @@ class QtPreview(QWidget):
 
     def __init__(self, texture_source: TextureSourceFactory | None = None) -> None:
         super().__init__()
-        self._form = QFormLayout(self)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.failure = QLabel()
+        self.failure.setWordWrap(True)
+        self.failure.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.failure.setStyleSheet("color: #ff7070;")
+        self.failure.hide()
+        layout.addWidget(self.failure)
+        rows = QWidget()
+        self._form = QFormLayout(rows)
+        layout.addWidget(rows)
+        layout.addStretch(1)
         self._rows: dict[str, QWidget] = {}
         self._texture_source = texture_source
         self.node_id: str | None = None
@@ -119,6 +132,7 @@ class QtPreview(QWidget):
     def set_outputs(self, node_id: str | None, output_names: list[str]) -> None:
         """Prepare one row per output of `node_id` (nothing when None)."""
         self.node_id = node_id
+        self.failure.hide()
         self._rows.clear()
         while self._form.rowCount():
             self._form.removeRow(0)
@@ -129,7 +143,12 @@ class QtPreview(QWidget):
             self._form.addRow(name, label)
             self._rows[name] = label
 
-    def show_values(self, values: dict[str, Any]) -> None:
+    def show_values(self, values: dict[str, Any], failed: str | None = None) -> None:
+        """Show the outputs' values; `failed` is the node's error when it failed (the values are
+        then its last good ones)."""
+        self.failure.setVisible(failed is not None)
+        if failed is not None:
+            self.failure.setText(f"failed: {failed}")
         for name, value in values.items():
             row = self._rows.get(name)
             if row is None:
@@ -144,7 +163,8 @@ class QtPreview(QWidget):
                 row.set_values(value)
                 row.setToolTip(describe(value))
             elif isinstance(row, QLabel):
-                row.setText(describe(value))
+                text = describe(value)
+                row.setText(f"failed · last good: {text}" if failed is not None else text)
 
     def show_texture(self, name: str, texture: Any) -> None:
         """A GL widget drawing the output `name` (or its size in words without GL)."""

@@ -1,0 +1,93 @@
+"""Messages for the person editing: a log panel and a bubble next to the pointer.
+
+Every refused edit (incompatible pins, a cycle, a value a pin cannot hold, a group of nothing)
+and every engine message goes to `QtMessageLog`, a dock panel keeping the full text of each with
+its time, selectable and copied whole with Copy All; a refusal also shows in `QtBubble`, a small
+transient box next to where the pointer was, for `BUBBLE_S` seconds, so the reason is seen where
+the gesture happened instead of only in the status bar. The log keeps the last `MAX_ENTRIES`.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtWidgets import (
+    QApplication,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+BUBBLE_S = 5.0
+BUBBLE_WIDTH = 420
+MAX_ENTRIES = 1000
+
+
+class QtMessageLog(QWidget):
+    """The message log panel: one timestamped line per message, full text, copyable."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view = QPlainTextEdit()
+        self.view.setReadOnly(True)
+        self.view.setMaximumBlockCount(MAX_ENTRIES)
+        self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.copy_button = QPushButton("Copy All")
+        self.copy_button.clicked.connect(self.copy_all)
+        clear = QPushButton("Clear")
+        clear.clicked.connect(self.view.clear)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.copy_button)
+        buttons.addWidget(clear)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.view, 1)
+        layout.addLayout(buttons)
+
+    def add(self, kind: str, text: str) -> str:
+        """Append `HH:MM:SS kind: text`; returns the line."""
+        line = f"{time.strftime('%H:%M:%S')}  {kind}: {text}"
+        self.view.appendPlainText(line)
+        return line
+
+    def text(self) -> str:
+        return self.view.toPlainText()
+
+    def copy_all(self) -> None:
+        QApplication.clipboard().setText(self.text())
+
+
+class QtBubble(QLabel):
+    """A transient message box over `parent`, placed next to a global position."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setMaximumWidth(BUBBLE_WIDTH)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setStyleSheet(
+            "background: #5a1d1d; color: white; border: 1px solid #d06060;"
+            " border-radius: 6px; padding: 6px;"
+        )
+        self.hide()
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.hide)
+
+    def show_at(self, global_pos: QPoint, text: str) -> None:
+        """Show `text` just below and right of `global_pos`, kept inside the parent."""
+        parent = self.parentWidget()
+        self.setText(text)
+        self.adjustSize()
+        pos = parent.mapFromGlobal(global_pos) + QPoint(16, 16)
+        pos.setX(max(0, min(pos.x(), parent.width() - self.width())))
+        pos.setY(max(0, min(pos.y(), parent.height() - self.height())))
+        self.move(pos)
+        self.show()
+        self.raise_()
+        self._timer.start(int(BUBBLE_S * 1000))
