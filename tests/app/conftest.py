@@ -138,6 +138,9 @@ def editor(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs) -> QtEditorWind
     window = make_editor(qtbot, tmp_path / "state", dialogs)
     yield window
     dialogs.unsaved_answer = "discard"  # unsaved changes must not keep the window open
+    # Closed here, not only by qtbot (which may close it before this teardown, when the answer
+    # was still "cancel"): a window left open stays under the pointer of the next tests.
+    window.close()
 
 
 @pytest.fixture
