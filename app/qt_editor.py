@@ -288,6 +288,7 @@ class QtEditorWindow(QMainWindow):
         self.resize(1400, 850)
         right = [self.docks[title] for title in ("Inspector", "Preview", "Output")]
         self.resizeDocks(right, [380, 220, 200], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["Messages"]], [110], Qt.Orientation.Vertical)
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)

@@ -3,9 +3,9 @@
 Hovering a pin or a link shows its current value in a small label next to the pointer (an input
 pin nothing feeds shows its own value; a link and the pins at its ends show the value its source
 output had in the last frame). View > Show Values on Links draws a label in the middle of every
-link in view: a number in a short format with a sparkline of its last `HISTORY` samples for
-floats, the shape and dtype of an array (`float64[128]`), the source node's thumbnail for a
-texture (the one the editor already shows under that node), text for the rest.
+link in view: a number in a short format, with a sparkline of its last `HISTORY` samples for a
+float that changes; the shape and dtype of an array (`float64[128]`); the source node's
+thumbnail for a texture (the one the editor already shows under that node); text for the rest.
 
 Values come from a `values(path, pin)` callable given by the editor (the evaluator's output,
 in-process or as the engine last reported it) and a `shapes(path, pin)` one for arrays whose
@@ -264,7 +264,8 @@ class QtLinkValues(QObject):
         if isinstance(value, float | np.floating) and not isinstance(value, bool):
             history = self._history.setdefault((path, pin), deque(maxlen=HISTORY))
             history.append(float(value))
-            samples = list(history)
+            if min(history) != max(history):  # a constant draws no line, only its number
+                samples = list(history)
         text = short_value(value, self._shape(path, pin, value))
         if pin_type == "texture" and text == "—":
             text = "texture"
