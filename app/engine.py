@@ -77,6 +77,9 @@ REPORT_HZ = 30.0
 REPORT_NODES = 128
 """Nodes whose class, status and error one report carries (round robin, watched nodes always):
 a report costs the frame thread about a millisecond however big the patch."""
+REPORT_VALUES_CAP = 16
+"""Nodes whose values a report carries besides the watched ones (`watch` message, `report`):
+each costs converting its outputs in every report, about 30 a second."""
 THUMBNAILS_PER_FRAME = 2
 THUMBNAIL_ROUND_S = 0.25
 THUMBNAIL_SIZE = (96, 54)
@@ -299,6 +302,7 @@ class Engine:
         self._paused_at = 0.0
         self._paused_total = 0.0
         self._watched: list[str] = []
+        self._reported: list[str] = []  # also in reports' values, without being watched
         self._level = ""  # the instance path the editor's canvas shows ("": the top level)
         self._thumbnail_nodes: list[str] = []
         self._thumbnail_queue: list[str] = []
@@ -431,6 +435,8 @@ class Engine:
             link.post({**reply, "path": self.document_path}, reply_blobs)
         elif kind == "watch":
             self._watched = [str(n) for n in message.get("nodes", [])]
+            reported = [str(n) for n in message.get("report", [])][:REPORT_VALUES_CAP]
+            self._reported = [n for n in reported if n not in self._watched]
             self._watch()
         elif kind == "level":
             self._level = str(message.get("path") or "")
@@ -549,7 +555,7 @@ class Engine:
                 out.name: report_value(ev.output(node_id, out.name))
                 for out in graph.nodes[node_id].spec.outputs
             }
-            for node_id in self._watched
+            for node_id in (*self._watched, *self._reported)
             if node_id in graph.nodes
         }
         return {

@@ -16,7 +16,10 @@ Editor -> engine
               numbered, and tagged with the document's revisions after them
     path      {path}: the editor saved the patch under this file name
     get_patch {}: send the running patch (an editor attaching to a running engine)
-    watch     {nodes}: nodes whose output values come back in reports (inspector, preview)
+    watch     {nodes, report}: nodes evaluated every frame whose output values come back in
+              reports (inspector, preview), and nodes whose values come back too but which run
+              only when something needs them (values shown on the canvas's links: `report`,
+              optional, at most `app.engine.REPORT_VALUES_CAP`)
     images    {thumbnails: [node ids], previews: [[node, pin], ...]}: textures to send back small
     output    {open, screen, fullscreen}: the output window
     pause     {paused}

@@ -111,7 +111,7 @@ from app.qt_export import export_frozen_dialog
 from app.qt_failure_marks import QtFailureMarks
 from app.qt_inspector import QtInspector
 from app.qt_library import QtLibraryPanel
-from app.qt_link_values import WATCH_CAP, QtLinkValues
+from app.qt_link_values import QtLinkValues
 from app.qt_messages import QtBubble, QtMessageLog
 from app.qt_output import (
     QtOutputWindow,
@@ -545,19 +545,17 @@ class QtEditorWindow(QMainWindow):
             self.engine.send(*batch)
 
     def _send_watch(self) -> None:
-        """Ask the evaluator (or the engine) to watch the previewed node and the sources of the
-        values shown on the canvas (at most `WATCH_CAP` of those: see app.qt_link_values)."""
+        """Ask the evaluator (or the engine) to watch the previewed node; with an engine, also
+        for the values of the sources shown on the canvas (see app.qt_link_values)."""
         self.send_edits()
         node_id = self.preview.node_id
         watched = [node_id] if node_id else []
-        watched += [p for p in self.link_values.wanted() if p not in watched][:WATCH_CAP]
-        if watched == self._watched and self.engine is None:
-            return
-        self._watched = watched
         if self.engine is not None:
-            self.engine.send({"type": "watch", "nodes": watched})
-        else:
+            report = self.link_values.wanted()
+            self.engine.send({"type": "watch", "nodes": watched, "report": report})
+        elif watched != self._watched:
             self.evaluator.watch(watched)
+        self._watched = watched
 
     def _request_images(self, thumbnails: list[str] | None = None) -> None:
         """Ask the engine for pictures: the selected node's textures, the `gpu.output` texture

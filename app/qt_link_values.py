@@ -11,13 +11,17 @@ Values come from a `values(path, pin)` callable given by the editor (the evaluat
 in-process or as the engine last reported it) and a `shapes(path, pin)` one for arrays whose
 values arrive shortened. Neither is ever called from the frame loop itself: `refresh()` is
 called by the editor at its throttled refresh rate and does nothing more often than every
-`REFRESH_S`; it reads only the links whose middle is in the viewport, and none when nodes are
-drawn as plain rectangles (zoomed out). A source the editor must ask the engine to watch is in
-`wanted()`, at most `WATCH_CAP` of them: each watched node's outputs travel in every engine
-report (about 30 a second), so a view full of links must not make the engine send them all.
+`REFRESH_S`; it reads only the links whose middle is in the viewport (at most `MAX_LABELS`,
+nearest the view's centre first), and none when nodes are drawn as plain rectangles (zoomed
+out). Showing a value never makes a node run: in-process the evaluator's outputs are read as
+they are; with an engine process the sources in `wanted()` (the hovered one first, then the
+labelled ones, at most `REPORT_VALUES_CAP` = 16) are sent as the `report` list of the watch
+message, whose values then travel in every engine report (about 30 a second): converting them
+costs the engine's frame thread, so a view full of links must not make it send them all, and
+watching them instead would make the engine rebuild its program whenever the view scrolls.
 
-Known downsides: a value shows only once its node ran (an idle node's output is whatever the
-evaluator holds, often nothing); sparklines sample at the refresh rate, not every frame.
+Known downsides: a node nothing needs shows no value (it does not run); beyond the cap, labels
+with an engine show no value; sparklines sample at the refresh rate, not every frame.
 """
 
 from __future__ import annotations
@@ -35,11 +39,12 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPathSt
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 from shiboken6 import isValid
 
+from app.engine import REPORT_VALUES_CAP
 from nodes import Link
 
 HISTORY = 60  # samples in a float link's sparkline
 REFRESH_S = 0.1  # labels on links are updated at most ten times a second
-WATCH_CAP = 16  # link sources the editor asks the evaluator (or engine) to watch, at most
+MAX_LABELS = 120  # labels on links at once, at most
 HOVER_REACH = 6.0  # screen pixels around a link that still count as over it
 SPARK_SIZE = (60.0, 16.0)
 THUMB_HEIGHT = 34
@@ -198,8 +203,8 @@ class QtLinkValues(QObject):
         self.refresh()
 
     def wanted(self) -> list[str]:
-        """Evaluator paths whose outputs the labels need, hovered source first; at most
-        `WATCH_CAP`."""
+        """Evaluator paths whose outputs the labels show, hovered source first; at most
+        `REPORT_VALUES_CAP`."""
         return list(self._wanted)
 
     def refresh(self) -> None:
@@ -238,6 +243,10 @@ class QtLinkValues(QObject):
             middle = item.path().pointAtPercent(0.5)
             if shown.contains(middle):
                 found[link] = middle
+        if len(found) > MAX_LABELS:
+            center = shown.center()
+            nearest = sorted(found, key=lambda link: _distance(found[link], center))
+            found = {link: found[link] for link in nearest[:MAX_LABELS]}
         return found
 
     def _show_label(self, link: Link, middle: QPointF) -> None:
@@ -301,7 +310,7 @@ class QtLinkValues(QObject):
                 path = self.canvas.eval_id(link.src)
                 if path not in wanted:
                     wanted.append(path)
-        wanted = wanted[:WATCH_CAP]
+        wanted = wanted[:REPORT_VALUES_CAP]
         if wanted != self._wanted:
             self._wanted = wanted
             self.wanted_changed.emit()
@@ -389,3 +398,7 @@ class QtLinkValues(QObject):
     def hover_text(self) -> str | None:
         """What the hover label says now (None: none shown)."""
         return self.hover.text if self.hover.scene() is not None else None
+
+
+def _distance(a: QPointF, b: QPointF) -> float:
+    return (a.x() - b.x()) ** 2 + (a.y() - b.y()) ** 2

@@ -62,6 +62,29 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
         app, lambda: picture is not None and not picture.pixmap().isNull()
     )
 
+    # values on links, as the engine reports them (textures as its thumbnails)
+    editor.show_link_values(True)
+    link_values = editor.link_values
+
+    def link_labels() -> dict[str, list[Any]]:
+        return {f"{link.src}->{link.dst}.{link.dst_pin}": [label.kind, label.text,
+                                                            len(label.samples)]
+                for link, label in link_values.labels.items()}  # fmt: skip
+
+    def labels_live() -> bool:
+        labels = link_labels()
+        return (
+            labels.get("time->noise.time", ["", "", 0])[2] >= 20
+            and labels.get("noise->colorize.noise", [""])[0] == "picture"
+            and labels.get("colorize->output.in", [""])[0] == "picture"
+        )
+
+    values["link_labels_live"] = wait_until(app, labels_live)
+    values["link_labels"] = link_labels()
+    values["link_values_asked"] = link_values.wanted()
+    editor.grab().save(str(screenshot.with_name("live_values.png")))
+    editor.show_link_values(False)
+
     # an edit on the canvas reaches the engine, and so does its undo
     added = editor.canvas.create_node("time.frame", (0.0, 300.0))
     values["added_arrives"] = wait_until(app, lambda: added in remote.nodes())

@@ -387,3 +387,28 @@ def test_an_editor_closing_stops_the_engine_unless_its_output_is_showing() -> No
         time.sleep(0.005)
     assert quits == [True]
     engine.close()
+
+
+def test_values_asked_for_in_reports_come_back_without_watching_and_capped() -> None:
+    from app.engine import REPORT_VALUES_CAP
+    from app.engine_client import RemoteEvaluator
+
+    patch = chain_patch()
+    patch.add_node("array.range", {"count": 1000}, node_id="ramp")
+    patch.add_node("output.value", None, node_id="ramp_out")
+    patch.connect("ramp", "out", "ramp_out", "in")
+    for n in range(REPORT_VALUES_CAP + 4):
+        patch.add_node("value.float", {"value": float(n)}, node_id=f"v{n}")
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    asked = ["add", "ramp"] + [f"v{n}" for n in range(REPORT_VALUES_CAP + 4)]
+    editor.channel.send({"type": "watch", "nodes": [], "report": asked})
+    report = editor.read_until("report", lambda m: "ramp" in m["values"])
+    assert set(report["values"]) == set(asked[:REPORT_VALUES_CAP])
+    remote = RemoteEvaluator()
+    remote.update(report, [])
+    assert remote.output_shape("ramp") == (1000,)  # its values come shortened, its shape whole
+    assert remote.output("add") >= 10.0
+    # Reported, not watched: a value node nothing needs does not run.
+    assert report["nodes"]["v0"][1] == "idle"
+    engine.close()

@@ -140,6 +140,20 @@ def test_statuses_pictures_and_thumbnails_come_back_from_the_engine(session: dic
     assert show["thumbnail"] and show["preview_picture"] and show["output_picture"]
 
 
+def test_values_on_links_come_from_the_engine(session: dict) -> None:
+    """View > Show Values on Links with the engine: floats with a sparkline, textures with the
+    engine's thumbnail of their source; the screenshot is tests/artifacts/live_values.png."""
+    show = session["show"]
+    assert show["link_labels_live"], show["link_labels"]
+    labels = show["link_labels"]
+    assert labels["time->noise.time"][0] == "sparkline"
+    assert labels["contrast->colorize.contrast"][:2] == ["text", "2.5"]
+    assert labels["noise->colorize.noise"][0] == "picture"
+    assert labels["noise->colorize.noise"][1].startswith("texture ")  # and its size
+    assert set(show["link_values_asked"]) == {"time", "noise", "contrast", "colorize"}
+    assert (ARTIFACT.parent / "live_values.png").exists()
+
+
 def test_edits_reach_the_engine_while_it_plays(session: dict) -> None:
     show = session["show"]
     assert show["added_arrives"] and show["undo_arrives"]
