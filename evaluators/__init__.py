@@ -18,6 +18,7 @@ from evaluators._flat import FlatEvaluator, FlatProgram
 from evaluators._freeze import Progress, freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._patch_graph import PatchGraph
 from evaluators._path import NodePath
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
@@ -39,6 +40,7 @@ __all__ = [
     "NodeClass",
     "NodePath",
     "NodeStatus",
+    "PatchGraph",
     "PatchSnapshot",
     "Progress",
     "bind_compute",

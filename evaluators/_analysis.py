@@ -15,8 +15,9 @@ elsewhere keeps a subgraph's cached results, and a value edit changes exactly th
 edited node's downstream cone. (Keys never repeat after an edit, even one an undo reverts: what a
 stateful node did in between is part of its result.)
 
-`LiveAnalysis` answers for a live Patch, memoizing per node and forgetting only the downstream cone
-of what an edit touched; `analyze` computes everything at once for a snapshot (flat programs).
+`LiveAnalysis` answers for a live patch graph, memoizing per node and forgetting only the
+downstream cone of what an edit touched; `analyze` computes everything at once for a snapshot
+(flat programs).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from collections.abc import Callable
 
 from evaluators._context import CLASS_RANK, CONST, HOT, USER
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR
+from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import NodeClass
-from nodes import Determinism, Patch, PatchEvent
+from nodes import Determinism, PatchEvent
 
 OWN_CLASS = {
     Determinism.DETERMINISTIC: CONST,
@@ -77,7 +79,7 @@ def ir_node_info(
 class LiveAnalysis:
     """Class and key per node of a live patch, kept up to date through its change events."""
 
-    def __init__(self, patch: Patch) -> None:
+    def __init__(self, patch: PatchGraph) -> None:
         self.patch = patch
         # Invariant: if a node is memoized, so are all of its ancestors.
         self.memo: dict[str, tuple[NodeClass, int]] = {}

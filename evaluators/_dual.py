@@ -34,8 +34,9 @@ from evaluators._context import ExecutionContext
 from evaluators._flat import FlatProgram, program_output
 from evaluators._graph import PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
-from nodes import Patch, PatchEvent
+from nodes import PatchEvent
 
 BuildResult = tuple[int, "FlatProgram | None", float, "str | None"]
 """(token, program or None, seconds, error text or None)"""
@@ -153,7 +154,7 @@ class DualEvaluator:
 
     def __init__(
         self,
-        patch: Patch,
+        patch: PatchGraph,
         context: ExecutionContext | None = None,
         gpu: Any = None,
         debounce: float = 0.05,

@@ -48,8 +48,9 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
+from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
-from nodes import Deferred, Patch, PatchEvent
+from nodes import Deferred, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
@@ -317,7 +318,7 @@ class FlatProgram:
         outs = self.node_slots[i]
         return (self.slots[outs[0]],) if len(outs) == 1 else self.slots[outs[-1]]
 
-    def refresh_values(self, patch: Patch, node_ids: Iterable[str]) -> None:
+    def refresh_values(self, patch: PatchGraph, node_ids: Iterable[str]) -> None:
         """Take the current values of edited nodes from the patch; dirties their cones."""
         touched = []
         for node_id in node_ids:
@@ -583,7 +584,7 @@ class FlatProgram:
 
 
 def program_output(
-    patch: Patch, ctx: ExecutionContext, program: FlatProgram | None, node_id: str, pin: str
+    patch: PatchGraph, ctx: ExecutionContext, program: FlatProgram | None, node_id: str, pin: str
 ) -> Any:
     """An output as the program holds it, or, for nodes it does not run, from the context."""
     instance = patch.node(node_id)
@@ -599,7 +600,7 @@ class FlatEvaluator:
 
     def __init__(
         self,
-        patch: Patch,
+        patch: PatchGraph,
         context: ExecutionContext | None = None,
         gpu: Any = None,
         caching: bool = True,

@@ -11,7 +11,7 @@ After the roots, feedback inputs of nodes that ran capture their source's value 
 Every compute call is timed: a node over `ctx.time_budget` in one frame is bypassed (failed, its
 outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
 
-This is what the dual evaluator runs right after a structural edit: it reads the live Patch
+This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
 """
 
@@ -34,8 +34,9 @@ from evaluators._context import (
     error_text,
     last_output,
 )
+from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
-from nodes import Deferred, Link, Patch, PatchEvent
+from nodes import Deferred, Link, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
@@ -98,12 +99,12 @@ class _Plan:
 
 
 class LazyEvaluator:
-    """Evaluates a live Patch by recursion from its sinks; see the module note."""
+    """Evaluates a live patch graph by recursion from its sinks; see the module note."""
 
     mode = EvaluatorMode.LAZY
     last_build_seconds = 0.0  # nothing to build
 
-    def __init__(self, patch: Patch, context: ExecutionContext | None = None, gpu: Any = None):
+    def __init__(self, patch: PatchGraph, context: ExecutionContext | None = None, gpu: Any = None):
         self.patch = patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
