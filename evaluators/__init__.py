@@ -18,6 +18,7 @@ from evaluators._flat import FlatEvaluator, FlatProgram
 from evaluators._freeze import Progress, freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._observer import FrameObserver
 from evaluators._patch_graph import PatchGraph
 from evaluators._path import NodePath
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
@@ -35,6 +36,7 @@ __all__ = [
     "ExecutionContext",
     "FlatEvaluator",
     "FlatProgram",
+    "FrameObserver",
     "GraphIR",
     "LazyEvaluator",
     "NodeClass",
