@@ -61,7 +61,7 @@ from app.engine_protocol import (
     report_value,
 )
 from app.exit_codes import EXIT_HUNG
-from evaluators import DualEvaluator, ExecutionContext, node_running_in
+from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
 from nodes import Patch, PatchError
 
 REPORT_HZ = 30.0
@@ -409,6 +409,7 @@ class Engine:
             if self.in_sync and not apply_edits(self.patch, message, blobs):
                 self._ask_resync("revisions disagree")
             self._applied = [message.get("seq"), self.frame]
+            self._watch()  # watched nodes the edits made (the editor watches as it adds)
         elif kind == "path":
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None
@@ -417,7 +418,7 @@ class Engine:
             link.post({**reply, "path": self.document_path}, reply_blobs)
         elif kind == "watch":
             self._watched = [str(n) for n in message.get("nodes", [])]
-            self.evaluator.watch(n for n in self._watched if n in self.patch.nodes)
+            self._watch()
         elif kind == "images":
             self._thumbnail_nodes = [str(n) for n in message.get("thumbnails", [])]
             self._previews = [(str(node), str(pin)) for node, pin in message.get("previews", [])]
@@ -427,7 +428,7 @@ class Engine:
                 self.on_output_request(message)
         elif kind == "retry":
             node_id = str(message.get("node"))
-            if node_id in self.patch.nodes:
+            if node_id in self.graph.nodes:
                 self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
@@ -471,13 +472,24 @@ class Engine:
         if self.editor is not None:
             self.editor.post({"type": "resync", "reason": reason})
 
+    def _watch(self) -> None:
+        graph = self.graph
+        graph.flush()  # edits inside definitions: their nodes exist from now on
+        self.evaluator.watch(n for n in self._watched if n in graph.nodes)
+
+    @property
+    def graph(self) -> ExpandedPatch:
+        """What the evaluator runs: the document with instances inlined, so nodes inside them
+        are addressed by path (`blob1/lfo3`) in watch lists, reports and pictures."""
+        return self.evaluator.patch
+
     def replace_patch(self, patch: Patch) -> None:
         """Play `patch` from the next frame on, keeping node states (same ids go on playing)."""
         self.evaluator.close()
-        self.ctx.keep_only(patch.nodes)
         self.patch = patch
         self.evaluator = DualEvaluator(patch, context=self.ctx)
-        self.evaluator.watch(n for n in self._watched if n in patch.nodes)
+        self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
+        self._watch()
         self.in_sync = True
         self._freeze_due = True
 
@@ -503,7 +515,8 @@ class Engine:
         if len(chosen) < REPORT_NODES:  # the round ends: the next one starts from the first node
             chosen += ids[: min(start, REPORT_NODES - len(chosen))]
             self._report_cursor = len(ids)
-        chosen += [node_id for node_id in self._watched if node_id in patch.nodes]
+        graph = self.graph
+        chosen += [node_id for node_id in self._watched if node_id in graph.nodes]
         nodes = {
             node_id: [str(ev.node_class(node_id)), str(ev.status(node_id)), ev.error(node_id)]
             for node_id in chosen
@@ -515,10 +528,10 @@ class Engine:
         values = {
             node_id: {
                 out.name: report_value(ev.output(node_id, out.name))
-                for out in patch.nodes[node_id].spec.outputs
+                for out in graph.nodes[node_id].spec.outputs
             }
             for node_id in self._watched
-            if node_id in patch.nodes
+            if node_id in graph.nodes
         }
         return {
             **message,
@@ -556,7 +569,7 @@ class Engine:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
             self._thumbnail_queue = list(self._thumbnail_nodes)
         for node_id in self._thumbnail_queue[:THUMBNAILS_PER_FRAME]:
-            instance = self.patch.nodes.get(node_id)
+            instance = self.graph.nodes.get(node_id)
             outputs = instance.spec.outputs if instance is not None else ()
             texture_pin = next((o.name for o in outputs if o.type == "texture"), None)
             if texture_pin is not None:
@@ -567,7 +580,7 @@ class Engine:
     def _picture(
         self, node_id: str, pin: str, box: tuple[int, int], role: str
     ) -> list[tuple[dict[str, Any], bytes]]:
-        if node_id not in self.patch.nodes:
+        if node_id not in self.graph.nodes:
             return []
         texture = self.evaluator.output(node_id, pin)
         size = getattr(texture, "size", None)

@@ -23,6 +23,7 @@ from evaluators._patch_graph import PatchGraph
 from evaluators._path import NodePath
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
+from evaluators._view import ExpandedPatch, inlined
 
 __all__ = [
     "CONST",
@@ -34,6 +35,7 @@ __all__ = [
     "EvaluatorKind",
     "EvaluatorMode",
     "ExecutionContext",
+    "ExpandedPatch",
     "FlatEvaluator",
     "FlatProgram",
     "FrameObserver",
@@ -47,6 +49,7 @@ __all__ = [
     "Progress",
     "bind_compute",
     "freeze",
+    "inlined",
     "make_evaluator",
     "node_running_in",
 ]

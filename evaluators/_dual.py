@@ -35,9 +35,9 @@ from evaluators._flat import FlatProgram, program_output
 from evaluators._graph import PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 from evaluators._observer import FrameObserver
-from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
-from nodes import PatchEvent
+from evaluators._view import expanded
+from nodes import Patch, PatchEvent
 
 BuildResult = tuple[int, "FlatProgram | None", float, "str | None"]
 """(token, program or None, seconds, error text or None)"""
@@ -155,13 +155,14 @@ class DualEvaluator:
 
     def __init__(
         self,
-        patch: PatchGraph,
+        patch: Patch,
         context: ExecutionContext | None = None,
         gpu: Any = None,
         debounce: float = 0.05,
         background: bool = True,
     ) -> None:
-        self.patch = patch
+        self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
+        patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         # One observer for the lazy half and every program swapped in: statuses, errors, runs.
         self.observer = FrameObserver()
@@ -228,6 +229,7 @@ class DualEvaluator:
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
         started = time.perf_counter()
+        self.patch.flush()  # edits inside definitions reach the halves as one burst
         if self._builder is not None:
             self._builder.frame_started()
         try:
@@ -295,6 +297,7 @@ class DualEvaluator:
     def wait_for_flat(self, timeout: float = 10.0) -> bool:
         """Run no frames, but let a pending build finish and swap (for tools and tests)."""
         deadline = time.monotonic() + timeout
+        self.patch.flush()
         while self.program is None and time.monotonic() < deadline:
             self._maybe_build()
             self._maybe_swap()
@@ -341,3 +344,5 @@ class DualEvaluator:
             self.program.export_context(self.patch.nodes)
             self.program.release()
             self.program = None
+        if self._own_view:
+            self.patch.close()

@@ -14,8 +14,8 @@ from typing import Any, Literal, get_args
 from evaluators._dual import DualEvaluator
 from evaluators._flat import FlatEvaluator
 from evaluators._lazy import LazyEvaluator
-from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import Evaluator
+from nodes import Patch
 
 EvaluatorKind = Literal["lazy", "flat", "dual"]
 EVALUATOR_KINDS: tuple[EvaluatorKind, ...] = get_args(EvaluatorKind)
@@ -27,7 +27,7 @@ _CLASSES: dict[str, type[LazyEvaluator | FlatEvaluator | DualEvaluator]] = {
 }
 
 
-def make_evaluator(kind: EvaluatorKind, patch: PatchGraph, **options: Any) -> Evaluator:
+def make_evaluator(kind: EvaluatorKind, patch: Patch, **options: Any) -> Evaluator:
     """A new evaluator of `kind` running `patch`; ValueError for an unknown kind, TypeError for an
     option that kind does not take."""
     try:

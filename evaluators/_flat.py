@@ -51,9 +51,10 @@ from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
 from evaluators._observer import FrameObserver, unreported_status
 from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
-from nodes import Deferred, PatchEvent
+from evaluators._view import expanded
+from nodes import Deferred, Patch, PatchEvent
 
-IDLE, OK = NodeStatus.IDLE, NodeStatus.OK
+IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
 
 Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
@@ -261,6 +262,8 @@ class FlatProgram:
             if self.classes[i] == HOT:
                 continue
             entry = cache.get(ids[i])
+            if entry is None or entry.key != self.keys[i]:
+                entry = self.ctx.recall(ids[i], self.keys[i])  # an identical node's result
             if entry is not None and entry.key == self.keys[i]:
                 self._store(i, entry.outputs)
                 self.clean[i] = True
@@ -453,6 +456,12 @@ class FlatProgram:
         if node_id in self.ctx.bypassed:
             observer.status[node_id] = FAILED
             return  # stays dirty: it runs once it is retried
+        shared = self.ctx.recall(node_id, self.keys[i])  # an identical node ran already
+        if shared is not None:
+            self._store(i, shared.outputs)
+            self.clean[i] = True
+            observer.status[node_id] = CACHED
+            return
         observer.nodes_run += 1
         self.ran[i] = self.serial
         observer.status[node_id] = OK
@@ -466,7 +475,8 @@ class FlatProgram:
         if i in self.tainted:
             return
         error = observer.errors.get(node_id) if failed is not None else None
-        self.ctx.cache[node_id] = CacheEntry(self.keys[i], self._outputs_of(i), error)
+        entry = CacheEntry(self.keys[i], self._outputs_of(i), error)
+        self.ctx.remember(node_id, entry, not self.ir.nodes[i].spec.stateful)
         self.clean[i] = True
 
     def pull(self, source: int) -> None:
@@ -600,12 +610,13 @@ class FlatEvaluator:
 
     def __init__(
         self,
-        patch: PatchGraph,
+        patch: Patch,
         context: ExecutionContext | None = None,
         gpu: Any = None,
         caching: bool = True,
     ) -> None:
-        self.patch = patch
+        self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
+        patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
         self.ctx.folder = patch.folder
@@ -660,6 +671,7 @@ class FlatEvaluator:
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
         started = time.perf_counter()
+        self.patch.flush()
         program = self._current()
         self.ctx.advance(t, frame)
         program.run()
@@ -699,3 +711,5 @@ class FlatEvaluator:
     def close(self) -> None:
         self._unsubscribe()
         self._drop_program()
+        if self._own_view:
+            self.patch.close()

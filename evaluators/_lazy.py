@@ -35,9 +35,9 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._observer import FrameObserver, unreported_status
-from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
-from nodes import Deferred, Link, PatchEvent
+from evaluators._view import expanded
+from nodes import Deferred, Link, Patch, PatchEvent
 
 OK, CACHED = NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
@@ -107,12 +107,13 @@ class LazyEvaluator:
 
     def __init__(
         self,
-        patch: PatchGraph,
+        patch: Patch,
         context: ExecutionContext | None = None,
         gpu: Any = None,
         observer: FrameObserver | None = None,
     ):
-        self.patch = patch
+        self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
+        patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
         self.ctx.folder = patch.folder
@@ -146,6 +147,7 @@ class LazyEvaluator:
 
     def evaluate_frame(self) -> None:
         """Evaluate the roots at the context's current clock (the dual evaluator advances it)."""
+        self.patch.flush()
         self._serial += 1
         self.observer.begin_frame()
         self._unsettled = set()
@@ -169,6 +171,8 @@ class LazyEvaluator:
         # Upstream of a cached node is not visited: it is still needed if a consumer was.
         cls, key = self.analysis.info(node_id)
         entry = self.ctx.cache.get(node_id)
+        if entry is None or entry.key != key:
+            entry = self.ctx.shared.get(key)  # an identical node's result served its consumer
         cached = cls != HOT and entry is not None and entry.key == key
         needed = cached and self._consumer_visited(node_id)
         failed = needed and entry is not None and bool(entry.error)
@@ -209,6 +213,8 @@ class LazyEvaluator:
 
     def close(self) -> None:
         self._unsubscribe()
+        if self._own_view:
+            self.patch.close()
 
     # ----------------------------------------------------------------- internals
     def _on_event(self, event: PatchEvent) -> None:
@@ -263,6 +269,8 @@ class LazyEvaluator:
             cls, key = memo.get(node_id) or info(node_id)
             if cls != HOT:
                 entry = cache.get(node_id)
+                if entry is None or entry.key != key:
+                    entry = self.ctx.recall(node_id, key)  # an identical node's result
                 if entry is not None and entry.key == key:
                     outputs[node_id] = entry.outputs
                     if entry.error:
@@ -333,7 +341,8 @@ class LazyEvaluator:
         if node_id not in outputs:
             outputs[node_id] = plan.defaults
         if cls != HOT and settled:
-            self.ctx.cache[node_id] = CacheEntry(key, outputs[node_id], error)
+            entry = CacheEntry(key, outputs[node_id], error)
+            self.ctx.remember(node_id, entry, not plan.instance.spec.stateful)
 
     def _capture_feedback(self) -> None:
         if self._feedback_links is None:

@@ -1,5 +1,6 @@
-"""Evaluators read a patch only through `PatchGraph`: a Patch-shaped object that is no Patch (it
-offers the protocol's members and nothing else) runs the same in every evaluator, edits included."""
+"""Evaluation reads a patch only through `PatchGraph`: a Patch-shaped object that is no Patch (it
+offers the protocol's members and nothing else) is analysed, snapshotted and compiled as the
+patch it shows, edits included."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, PatchGraph, PatchSnapshot
+from evaluators import ExecutionContext, FlatProgram, PatchGraph, PatchSnapshot
+from evaluators._analysis import LiveAnalysis
+from evaluators._flat import program_output
 from nodes import Link, NodeInstance, Patch, PatchEvent
-from tests.patch_strategies import random_edit, random_patch, same
+from tests.patch_strategies import random_edit, random_patch
 
 
 class GraphOnly:
@@ -68,42 +70,38 @@ def test_a_patch_and_the_graph_only_view_make_equal_snapshots() -> None:
     assert PatchSnapshot.of(graph) == PatchSnapshot.of(patch)
 
 
-def _pairs(patch: Patch, graph: GraphOnly) -> list[tuple[Any, Any]]:
-    """Each evaluator kind twice: over the patch, and over the view of it."""
-    makers: list[Callable[[Any], Any]] = [
-        LazyEvaluator,
-        FlatEvaluator,
-        lambda source: FlatEvaluator(source, caching=False),
-        lambda source: DualEvaluator(source, debounce=0.0, background=False),
-    ]
-    return [(make(patch), make(graph)) for make in makers]
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_every_evaluator_runs_the_graph_only_view_as_it_runs_the_patch(
+def test_analysis_and_snapshots_read_the_graph_only_view_as_they_read_the_patch(
     data: st.DataObject,
 ) -> None:
     patch = random_patch(data)
-    pairs = _pairs(patch, GraphOnly(patch))
+    graph = GraphOnly(patch)
+    over_patch, over_view = LiveAnalysis(patch), LiveAnalysis(graph)
+    unsubscribe = [patch.subscribe(over_patch.on_event), graph.subscribe(over_view.on_event)]
     try:
-        for frame in range(data.draw(st.integers(1, 8))):
-            for over_patch, over_view in pairs:
-                over_patch.run_frame(frame / 60.0, frame)
-                over_view.run_frame(frame / 60.0, frame)
-                name = type(over_view).__name__
-                for node_id in patch.nodes:
-                    expected, value = over_patch.output(node_id), over_view.output(node_id)
-                    assert same(value, expected), (
-                        f"frame {frame}: {name} over the view: {node_id} = {value!r}, "
-                        f"over the patch {expected!r}"
-                    )
-                    assert over_view.status(node_id) == over_patch.status(node_id), name
-                    assert over_view.node_class(node_id) == over_patch.node_class(node_id)
-            for _ in range(data.draw(st.integers(0, 2))):
+        for _ in range(data.draw(st.integers(1, 4))):
+            assert PatchSnapshot.of(graph) == PatchSnapshot.of(patch)
+            for node_id in patch.nodes:
+                assert over_view.info(node_id) == over_patch.info(node_id), node_id
+            for _ in range(data.draw(st.integers(1, 3))):
                 random_edit(data, patch)
     finally:
-        for pair in pairs:
-            for evaluator in pair:
-                evaluator.close()
+        for stop in unsubscribe:
+            stop()
+
+
+def test_a_flat_program_compiled_from_the_view_takes_value_edits_through_it() -> None:
+    patch = Patch()
+    patch.add_node("math.add", {"a": 2.0, "b": 3.0}, node_id="add")
+    patch.add_node("output.value", node_id="sink")
+    patch.connect("add", "out", "sink", "in")
+    graph: PatchGraph = GraphOnly(patch)
+    program = FlatProgram(PatchSnapshot.of(graph), ExecutionContext())
+    program.run()
+    assert program_output(graph, program.ctx, program, "sink", "out") == 5.0
+    patch.set_value("add", "b", 10.0)
+    program.refresh_values(graph, ["add"])
+    program.run()
+    assert program_output(graph, program.ctx, program, "sink", "out") == 12.0
+    program.release()
