@@ -1,9 +1,11 @@
 """`PatchGraph`: everything the evaluators read from a patch, and nothing else.
 
-The lazy walker, the live analysis, snapshots for flat programs, the flat and dual evaluators and
-freezing take a `PatchGraph`, not a `Patch`: a `Patch` is one, and so is any object shaped like
-it (e.g. a view of a patch in which subpatch instances are expanded into nodes with path ids such
-as `blob1/lfo3`), which must then keep these answers and its change events in step.
+The evaluators take the document and read its expanded view (`ExpandedPatch`, evaluators/_view.py:
+instances inlined at path ids such as `blob1/lfo3`) through this protocol, plus the view's own
+`flush` and `close`; what they hand it to (the live analysis, snapshots for flat programs, a
+program's value refresh, freezing's internals) takes a `PatchGraph`, not a `Patch`. A `Patch` is
+one, and so is any object shaped like it, which must then keep these answers and its change
+events in step.
 
 Read-only by contract: evaluators never edit the graph they run.
 """
