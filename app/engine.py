@@ -34,6 +34,11 @@ process with EXIT_HUNG, so the supervisor restarts the engine with that node byp
 touches a heartbeat file while the frame loop turns: a process stuck where this thread cannot see
 or cannot run (native code holding the interpreter, a stuck drain or paint) stops beating, and
 the supervisor outside (`app.engine_client`) kills and restarts it.
+
+Pictures for the editor are made in isolated steps (app.refresh): a picture that fails never stops
+the frame, the report or the other pictures, and is written to stderr once per distinct failure.
+A node output whose picture failed (a texture the GPU released) is not pictured again until the
+node's output is another texture or the node is edited.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from app.engine_protocol import (
     report_value,
 )
 from app.exit_codes import EXIT_HUNG
+from app.refresh import FailedPictures, RefreshSteps
 from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
 from nodes import Patch, PatchError
 
@@ -215,7 +221,7 @@ class EditorLink:
             try:
                 for message, blobs in batch:
                     self.channel.send(message, blobs)
-            except (OSError, ValueError):
+            except (OSError, ValueError, TypeError):  # TypeError: closed under this thread
                 self.closed = True
                 return
 
@@ -302,6 +308,9 @@ class Engine:
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
+        self.refresh_steps = RefreshSteps("patchbay engine")
+        self.failed_pictures = FailedPictures()
+        self._unsubscribe = patch.subscribe(self.failed_pictures.on_patch_event)
 
     # ----------------------------------------------------------------- clock and frames
     def clock(self) -> float:
@@ -333,7 +342,7 @@ class Engine:
                 if then is not None:
                     then()
                 if self.editor is not None and self.gpu is not None:
-                    images = self._images()
+                    images = self.refresh_steps.run("pictures", self._images) or []
             self.frame_started = None
             if self._freeze_due and self.evaluator.mode == "flat":
                 gc.freeze()
@@ -344,7 +353,7 @@ class Engine:
                 self.frame_log.presented(self.frame - 1)
         elif self.editor is not None and self.gpu is not None and self._preview_due():
             with self.gpu.frame():
-                images = self._images()
+                images = self.refresh_steps.run("pictures", self._images) or []
         self._maybe_report(images)
         self.steps += 1
 
@@ -486,6 +495,9 @@ class Engine:
     def replace_patch(self, patch: Patch) -> None:
         """Play `patch` from the next frame on, keeping node states (same ids go on playing)."""
         self.evaluator.close()
+        self._unsubscribe()
+        self.failed_pictures.clear()
+        self._unsubscribe = patch.subscribe(self.failed_pictures.on_patch_event)
         self.patch = patch
         self.evaluator = DualEvaluator(patch, context=self.ctx)
         self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
@@ -562,8 +574,9 @@ class Engine:
         if not self._preview_due():
             return []
         found: list[tuple[dict[str, Any], bytes]] = []
+        picture = self.refresh_steps.run
         for node_id, pin in self._previews:
-            found += self._picture(node_id, pin, PREVIEW_SIZE, "preview")
+            found += picture("preview", self._picture, node_id, pin, PREVIEW_SIZE, "preview") or []
         now = time.perf_counter()
         if not self._thumbnail_queue and now >= self._thumbnail_round_at:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
@@ -573,7 +586,8 @@ class Engine:
             outputs = instance.spec.outputs if instance is not None else ()
             texture_pin = next((o.name for o in outputs if o.type == "texture"), None)
             if texture_pin is not None:
-                found += self._picture(node_id, texture_pin, THUMBNAIL_SIZE, "thumbnail")
+                found += picture("thumbnail", self._picture, node_id, texture_pin,
+                                 THUMBNAIL_SIZE, "thumbnail") or []  # fmt: skip
         del self._thumbnail_queue[:THUMBNAILS_PER_FRAME]
         return found
 
@@ -589,7 +603,12 @@ class Engine:
         width, height = size
         scale = min(box[0] / width, box[1] / height)
         fitted = (max(1, round(width * scale)), max(1, round(height * scale)))
-        pixels = self.gpu.readback_scaled(texture, fitted)
+        gpu = self.gpu
+        pixels = self.failed_pictures.picture(
+            node_id, pin, texture, lambda: gpu.readback_scaled(texture, fitted)
+        )
+        if pixels is None:  # failed before, and the node has not changed since
+            return []
         return [({"node": node_id, "pin": pin, "size": list(fitted), "role": role},
                  pixels.tobytes())]  # fmt: skip
 
