@@ -336,3 +336,27 @@ def test_a_node_bypassed_for_taking_too_long_can_be_retried_from_the_inspector(e
     qtbot.waitUntil(lambda: editor.evaluator.status("slow") == "ok")
     assert not editor.is_bypassed("slow")
     qtbot.waitUntil(lambda: retry.isHidden())
+
+
+def _visible_scene_rect(editor):
+    viewer = editor.canvas.viewer()
+    return viewer.mapToScene(viewer.viewport().rect()).boundingRect()
+
+
+def test_frame_all_shows_every_node_of_a_patch_spread_to_the_position_limits(
+    editor, ui, dialogs, tmp_path
+):
+    patch = Patch()
+    for node_id, pos in (("left", (-1e6, -1e6)), ("right", (1e6, 1e6)), ("mid", (0, 0))):
+        patch.add_node("math.add", None, pos, node_id=node_id)
+    save_patch(patch, tmp_path / "wide.patchbay")
+    assert editor.open_path(tmp_path / "wide.patchbay")
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    viewer.scale(50, 50)  # somewhere else entirely
+    ui.press(viewer, Qt.Key.Key_Home)
+    shown = _visible_scene_rect(editor)
+    for node_id in ("left", "right", "mid"):
+        bounds = editor.canvas.view_node(node_id).view.sceneBoundingRect()
+        assert shown.contains(bounds), node_id
+    assert not dialogs.errors
