@@ -109,7 +109,9 @@ def play_headless(
             if targets:
                 printed = [_printed(evaluator, node_id, pin) for node_id, pin in targets]
                 if failed is not None:
-                    failed.update(n for (n, _), (_, bad) in zip(targets, printed) if bad)
+                    failed.update(
+                        n for (n, _), (_, bad) in zip(targets, printed, strict=True) if bad
+                    )
                 values = " ".join(text for text, _ in printed)
                 print(f"{frame} {values}", file=out or sys.stdout)
     finally:
