@@ -313,6 +313,11 @@ class QtEditorWindow(QMainWindow):
         self._action(view, "&Frame selection", self.frame_selection, "F")
         self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
         self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
+        self.step_action = self._action(view, "S&tep one frame", self.step_frame, ".")
+        self.reset_time_action = self._action(view, "&Reset time", self.reset_time, "Ctrl+Home")
+        transport = self.addToolBar("Transport")
+        transport.setObjectName("Transport")
+        transport.addActions([self.pause_action, self.step_action, self.reset_time_action])
         view.addSeparator()
         self.output_action = self._action(
             view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
@@ -769,7 +774,32 @@ class QtEditorWindow(QMainWindow):
             self.send_edits()
             self.engine.send({"type": "pause", "paused": not self.paused})
         self.session.clock.toggle()
+        self._fps_frames, self._fps_since = 0, time.perf_counter()  # paused time is no frame
         self._update_status()
+
+    def step_frame(self) -> None:
+        """Pause (when playing) and run one frame of patch time, FRAME_INTERVAL_MS on."""
+        if not self.paused:
+            self.toggle_pause()
+        seconds = FRAME_INTERVAL_MS / 1000
+        self.session.clock.advance(seconds)
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "step", "seconds": seconds})
+        else:
+            self._run_frame(show_all=True)
+
+    def reset_time(self) -> None:
+        """Patch time and the frame count back to 0, so time nodes start over; paused, the
+        frame at time 0 shows."""
+        self.session.clock.reset()
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "reset_time"})
+            return
+        self._frame = 0
+        if self.paused:
+            self._run_frame(show_all=True)
 
     @property
     def paused(self) -> bool:
@@ -789,6 +819,11 @@ class QtEditorWindow(QMainWindow):
                 with self.gl.frame():
                     self.refresh_thumbnails()
             return
+        self._run_frame()
+
+    def _run_frame(self, *, show_all: bool = False) -> None:
+        """One frame of the local evaluator, and what shows its results (every view of them
+        with `show_all`, as after a step; else those due)."""
         if self.gl is None:
             self.evaluator.run_frame(self.clock(), self._frame)
         else:
@@ -799,10 +834,10 @@ class QtEditorWindow(QMainWindow):
                 self.output_window.update()
         self._frame += 1
         self._fps_frames += 1
-        if self._frame % DECORATE_EVERY == 0:
+        if show_all or self._frame % DECORATE_EVERY == 0:
             self.decorate_nodes()
             self._show_node_state()
-        if self._frame % TEXTURES_EVERY == 0:
+        if show_all or self._frame % TEXTURES_EVERY == 0:
             self.refresh_textures()
         now = time.perf_counter()
         if now - self._fps_since >= STATUS_EVERY_S:
@@ -906,7 +941,7 @@ class QtEditorWindow(QMainWindow):
         if isinstance(ev, RemoteEvaluator) and ev.problem is not None:
             mode = "engine restarting"
         labels["mode"].setText(f"{mode}{' · paused' if self.paused else ''}")
-        labels["fps"].setText(f"{self._fps:.0f} fps")
+        labels["fps"].setText("paused" if self.paused else f"{self._fps:.0f} fps")
         labels["frame"].setText(f"frame {ev.last_frame_seconds * 1000:.2f} ms")
         build = ev.last_build_seconds
         labels["build"].setText(f"build {build * 1000:.1f} ms" if build else "build —")

@@ -95,6 +95,17 @@ class PatchClock:
         now = self._paused_at if self._paused_at is not None else self._now()
         return now - self._start - self._paused_for
 
+    def advance(self, seconds: float) -> None:
+        """Move patch time on by `seconds` (a frame step while paused)."""
+        self._paused_for -= seconds
+
+    def reset(self) -> None:
+        """Patch time back to 0, paused or not."""
+        self._start = self._now()
+        self._paused_for = 0.0
+        if self._paused_at is not None:
+            self._paused_at = self._start
+
 
 @dataclass(frozen=True)
 class Recovery:

@@ -325,9 +325,9 @@ def _patch_from_document(
         except ValueError as problem:
             raise fail(f"{place}.values", str(problem)) from None
         pos = entry.get("pos")
-        problem = _position_problem(pos) if pos else None
-        if problem is not None:
-            raise fail(f"{place}.pos", f"node {shown(entry['id'])}: {problem}")
+        unplaceable = _position_problem(pos) if pos else None
+        if unplaceable is not None:
+            raise fail(f"{place}.pos", f"node {shown(entry['id'])}: {unplaceable}")
         try:
             patch.add_node(entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"])
         except PatchError as problem:
