@@ -11,6 +11,8 @@ folder or frame file that cannot be written is reported in one line (exit status
 Without `--headless` the patch plays in the engine process (app.qt_engine) with its output window
 open and no editor, on a real-time clock, supervised from this process: an engine that dies or
 hangs is restarted (a hung node bypassed). An editor can attach to it (`patchbay edit --attach`).
+q, Ctrl+Q, or Esc outside fullscreen, in the window end the show, and so do SIGINT (Ctrl+C in the
+terminal) and SIGTERM to this process: the engine quits cleanly and the player exits 0.
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ def run_command(options: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from app.engine_client import EngineProcess, default_state_dir, supervise
 
-    arguments = ["--file", str(options.file), "--output", "--fps", str(options.fps)]
+    arguments = ["--file", str(options.file), "--output", "--player", "--fps", str(options.fps)]
     arguments += limit_flags(options)
     if options.frames is not None:
         arguments += ["--frames", str(options.frames)]

@@ -178,6 +178,7 @@ class QtEditorWindow(QMainWindow):
         self._fps = 0.0
         self._thumbnail_queue: deque[str] = deque()  # nodes left in this round
         self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
+        self._ending = False  # closing on a signal: nobody is asked anything
 
         self._build_layout()
         self._build_status_bar()
@@ -1035,8 +1036,15 @@ class QtEditorWindow(QMainWindow):
         return super().eventFilter(watched, event)
 
     # ------------------------------------------------------------------ closing
+    def end(self) -> None:
+        """Close without asking (SIGINT, SIGTERM): unsaved work stays in this editor's recovery
+        file, which the next editor offers back; the engine goes as on a normal close."""
+        self._ending = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.maybe_save_changes():
+        ending = self._ending
+        if not ending and not self.maybe_save_changes():
             event.ignore()
             return
         self._timer.stop()
@@ -1044,7 +1052,7 @@ class QtEditorWindow(QMainWindow):
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()
             self.engine.close(stop_engine=True, unless_showing=True)
-            self.session.close()
+            self.session.close(keep_unsaved=ending)
             event.accept()
             return
         self.close_output_window()
@@ -1055,7 +1063,7 @@ class QtEditorWindow(QMainWindow):
         self.context.release_all()
         if self.gl is not None:
             self.gl.close()
-        self.session.close()
+        self.session.close(keep_unsaved=ending)
         event.accept()
 
 

@@ -205,9 +205,11 @@ class _RecoveryFolder:
         if handle is not None:
             handle.close()
 
-    def close(self) -> None:
-        """Remove our recovery and lock; let go of the orphans we held."""
-        self.remove(self.key)
+    def close(self, *, keep_own: bool = False) -> None:
+        """Remove our recovery (unless `keep_own`: it is then an orphan for the next editor)
+        and lock; let go of the orphans we held."""
+        if not keep_own:
+            self.remove(self.key)
         for key in list(self.held):
             self.release(key)
         (self.folder / f"{self.key}.lock").unlink(missing_ok=True)
@@ -479,9 +481,17 @@ class EditorSession:
         return nodes, links
 
     # ------------------------------------------------------------------ closing
-    def close(self) -> None:
-        """A clean end: let a running autosave finish, then remove this editor's recovery."""
+    def close(self, *, keep_unsaved: bool = False) -> None:
+        """A clean end: let a running autosave finish, then remove this editor's recovery.
+        With `keep_unsaved` (ended by a signal: nobody was asked) unsaved work is autosaved now
+        and its recovery kept, so the next editor offers it back."""
         self._unsubscribe()
+        keep = keep_unsaved and self.modified
+        if keep:
+            self.wait_for_autosave()
+            if self._edits != self._autosaved_edits:
+                self.autosave()
+                self.wait_for_autosave()  # a write that fails leaves the last one standing
         self._writer.shutdown(wait=True)
         self._writing = None
-        self._recovery.close()
+        self._recovery.close(keep_own=keep)
