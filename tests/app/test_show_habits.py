@@ -7,10 +7,13 @@ FILE`) on a private Xvfb display, each with its own state folder; waits are dead
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,6 +116,54 @@ def test_the_editor_ends_on_sigint_and_sigterm_and_stops_its_engine_as_a_close_d
     errors = assert_ends_cleanly(editor, engine_pid, tmp_path / "state" / "engine", number)
     assert f"patchbay: quitting ({signal.Signals(number).name})" in errors
     assert not list((tmp_path / "state" / "recovery").glob("*.patchbay"))  # nothing unsaved
+
+
+def press_key_on_display(display: str, keysym: str, control: bool = False) -> None:
+    """A real key press on an X display through the XTEST extension, at the screen's centre
+    (without a window manager the key goes to the window under the pointer)."""
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+    xtest = ctypes.CDLL(ctypes.util.find_library("Xtst") or "libXtst.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XKeysymToKeycode.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+    x11.XStringToKeysym.restype = ctypes.c_ulong
+    x11.XFlush.argtypes = x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    xtest.XTestFakeMotionEvent.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                           ctypes.c_int, ctypes.c_ulong]  # fmt: skip
+    xtest.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                                        ctypes.c_ulong]  # fmt: skip
+    handle = x11.XOpenDisplay(display.encode())
+    assert handle, f"cannot open display {display}"
+    try:
+        xtest.XTestFakeMotionEvent(handle, 0, 400, 300, 0)
+        keys = [x11.XKeysymToKeycode(handle, x11.XStringToKeysym(keysym.encode()))]
+        if control:
+            keys.insert(0, x11.XKeysymToKeycode(handle, x11.XStringToKeysym(b"Control_L")))
+        for key in keys:
+            xtest.XTestFakeKeyEvent(handle, key, True, 0)
+        for key in reversed(keys):
+            xtest.XTestFakeKeyEvent(handle, key, False, 0)
+        x11.XFlush(handle)
+    finally:
+        x11.XCloseDisplay(handle)
+
+
+@pytest.mark.xvfb
+@pytest.mark.parametrize(("keysym", "control"), [("q", False), ("q", True), ("Escape", False)],
+                         ids=["q", "ctrl+q", "esc"])  # fmt: skip
+def test_the_player_quits_on_its_keys(
+    display: dict[str, str], tmp_path: Path, keysym: str, control: bool, leftovers: None
+) -> None:
+    player, engine_pid = start("run", tmp_path, display)
+    deadline = time.monotonic() + TIMEOUT_S
+    while player.poll() is None and time.monotonic() < deadline:
+        # again until it quits: the window may map after the engine listens
+        press_key_on_display(display["DISPLAY"], keysym, control)
+        poll_until(lambda: player.poll() is not None, 1.0)
+    _, errors = player.communicate(timeout=TIMEOUT_S)
+    assert player.returncode == 0, errors[-3000:]
+    assert "quitting (quit from the output window)" in errors
+    assert poll_until(lambda: not pid_alive(engine_pid))
 
 
 def test_a_signal_closes_the_editor_without_asking_and_keeps_unsaved_work(
