@@ -159,7 +159,11 @@ def _check(path: str) -> int:
         return EXIT_BAD_INPUT
     kind = "frozen patch" if patch.frozen else "patch"
     sinks = sum(1 for node in patch.nodes.values() if node.spec.sink)
-    print(f"{path}: ok: {kind}, {len(patch.nodes)} nodes, {len(patch.links)} links, {sinks} sinks")
+    counts = f"{len(patch.nodes)} nodes, {len(patch.links)} links, {sinks} sinks"
+    if patch.definitions:
+        instances = sum(len(patch.instances(name)) for name in patch.definitions)
+        counts += f", {len(patch.definitions)} definitions, {instances} instances"
+    print(f"{path}: ok: {kind}, {counts}")
     for warning in _refused_file_names(patch):
         print(f"{path}: warning: {warning}")
     return 0

@@ -34,6 +34,11 @@ process with EXIT_HUNG, so the supervisor restarts the engine with that node byp
 touches a heartbeat file while the frame loop turns: a process stuck where this thread cannot see
 or cannot run (native code holding the interpreter, a stuck drain or paint) stops beating, and
 the supervisor outside (`app.engine_client`) kills and restarts it.
+
+Pictures for the editor are made in isolated steps (app.refresh): a picture that fails never stops
+the frame, the report or the other pictures, and is written to stderr once per distinct failure.
+A node output whose picture failed (a texture the GPU released) is not pictured again until the
+node's output is another texture or the node is edited.
 """
 
 from __future__ import annotations
@@ -61,7 +66,8 @@ from app.engine_protocol import (
     report_value,
 )
 from app.exit_codes import EXIT_HUNG
-from evaluators import DualEvaluator, ExecutionContext, node_running_in
+from app.refresh import FailedPictures, RefreshSteps
+from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
 from nodes import Patch, PatchError
 
 REPORT_HZ = 30.0
@@ -215,7 +221,7 @@ class EditorLink:
             try:
                 for message, blobs in batch:
                     self.channel.send(message, blobs)
-            except (OSError, ValueError):
+            except (OSError, ValueError, TypeError):  # TypeError: closed under this thread
                 self.closed = True
                 return
 
@@ -304,6 +310,9 @@ class Engine:
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
+        self.refresh_steps = RefreshSteps("patchbay engine")
+        self.failed_pictures = FailedPictures()
+        self._unsubscribe = patch.subscribe(self.failed_pictures.on_patch_event)
 
     # ----------------------------------------------------------------- clock and frames
     def clock(self) -> float:
@@ -351,7 +360,7 @@ class Engine:
                 if then is not None:
                     then()
                 if self.editor is not None and self.gpu is not None:
-                    images = self._images()
+                    images = self.refresh_steps.run("pictures", self._images) or []
             self.frame_started = None
             if self._freeze_due and self.evaluator.mode == "flat":
                 gc.freeze()
@@ -362,7 +371,7 @@ class Engine:
                 self.frame_log.presented(self.frame - 1)
         elif self.editor is not None and self.gpu is not None and self._preview_due():
             with self.gpu.frame():
-                images = self._images()
+                images = self.refresh_steps.run("pictures", self._images) or []
         self._maybe_report(images)
         self.steps += 1
 
@@ -427,6 +436,7 @@ class Engine:
             if self.in_sync and not apply_edits(self.patch, message, blobs):
                 self._ask_resync("revisions disagree")
             self._applied = [message.get("seq"), self.frame]
+            self._watch()  # watched nodes the edits made (the editor watches as it adds)
         elif kind == "path":
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None
@@ -435,7 +445,7 @@ class Engine:
             link.post({**reply, "path": self.document_path}, reply_blobs)
         elif kind == "watch":
             self._watched = [str(n) for n in message.get("nodes", [])]
-            self.evaluator.watch(n for n in self._watched if n in self.patch.nodes)
+            self._watch()
         elif kind == "images":
             self._thumbnail_nodes = [str(n) for n in message.get("thumbnails", [])]
             self._previews = [(str(node), str(pin)) for node, pin in message.get("previews", [])]
@@ -445,7 +455,7 @@ class Engine:
                 self.on_output_request(message)
         elif kind == "retry":
             node_id = str(message.get("node"))
-            if node_id in self.patch.nodes:
+            if node_id in self.graph.nodes:
                 self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
@@ -496,13 +506,27 @@ class Engine:
         if self.editor is not None:
             self.editor.post({"type": "resync", "reason": reason})
 
+    def _watch(self) -> None:
+        graph = self.graph
+        graph.flush()  # edits inside definitions: their nodes exist from now on
+        self.evaluator.watch(n for n in self._watched if n in graph.nodes)
+
+    @property
+    def graph(self) -> ExpandedPatch:
+        """What the evaluator runs: the document with instances inlined, so nodes inside them
+        are addressed by path (`blob1/lfo3`) in watch lists, reports and pictures."""
+        return self.evaluator.patch
+
     def replace_patch(self, patch: Patch) -> None:
         """Play `patch` from the next frame on, keeping node states (same ids go on playing)."""
         self.evaluator.close()
-        self.ctx.keep_only(patch.nodes)
+        self._unsubscribe()
+        self.failed_pictures.clear()
+        self._unsubscribe = patch.subscribe(self.failed_pictures.on_patch_event)
         self.patch = patch
         self.evaluator = DualEvaluator(patch, context=self.ctx)
-        self.evaluator.watch(n for n in self._watched if n in patch.nodes)
+        self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
+        self._watch()
         self.in_sync = True
         self._freeze_due = True
 
@@ -528,7 +552,8 @@ class Engine:
         if len(chosen) < REPORT_NODES:  # the round ends: the next one starts from the first node
             chosen += ids[: min(start, REPORT_NODES - len(chosen))]
             self._report_cursor = len(ids)
-        chosen += [node_id for node_id in self._watched if node_id in patch.nodes]
+        graph = self.graph
+        chosen += [node_id for node_id in self._watched if node_id in graph.nodes]
         nodes = {
             node_id: [str(ev.node_class(node_id)), str(ev.status(node_id)), ev.error(node_id)]
             for node_id in chosen
@@ -540,10 +565,10 @@ class Engine:
         values = {
             node_id: {
                 out.name: report_value(ev.output(node_id, out.name))
-                for out in patch.nodes[node_id].spec.outputs
+                for out in graph.nodes[node_id].spec.outputs
             }
             for node_id in self._watched
-            if node_id in patch.nodes
+            if node_id in graph.nodes
         }
         return {
             **message,
@@ -574,25 +599,27 @@ class Engine:
         if not self._preview_due():
             return []
         found: list[tuple[dict[str, Any], bytes]] = []
+        picture = self.refresh_steps.run
         for node_id, pin in self._previews:
-            found += self._picture(node_id, pin, PREVIEW_SIZE, "preview")
+            found += picture("preview", self._picture, node_id, pin, PREVIEW_SIZE, "preview") or []
         now = time.perf_counter()
         if not self._thumbnail_queue and now >= self._thumbnail_round_at:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
             self._thumbnail_queue = list(self._thumbnail_nodes)
         for node_id in self._thumbnail_queue[:THUMBNAILS_PER_FRAME]:
-            instance = self.patch.nodes.get(node_id)
+            instance = self.graph.nodes.get(node_id)
             outputs = instance.spec.outputs if instance is not None else ()
             texture_pin = next((o.name for o in outputs if o.type == "texture"), None)
             if texture_pin is not None:
-                found += self._picture(node_id, texture_pin, THUMBNAIL_SIZE, "thumbnail")
+                found += picture("thumbnail", self._picture, node_id, texture_pin,
+                                 THUMBNAIL_SIZE, "thumbnail") or []  # fmt: skip
         del self._thumbnail_queue[:THUMBNAILS_PER_FRAME]
         return found
 
     def _picture(
         self, node_id: str, pin: str, box: tuple[int, int], role: str
     ) -> list[tuple[dict[str, Any], bytes]]:
-        if node_id not in self.patch.nodes:
+        if node_id not in self.graph.nodes:
             return []
         texture = self.evaluator.output(node_id, pin)
         size = getattr(texture, "size", None)
@@ -601,7 +628,12 @@ class Engine:
         width, height = size
         scale = min(box[0] / width, box[1] / height)
         fitted = (max(1, round(width * scale)), max(1, round(height * scale)))
-        pixels = self.gpu.readback_scaled(texture, fitted)
+        gpu = self.gpu
+        pixels = self.failed_pictures.picture(
+            node_id, pin, texture, lambda: gpu.readback_scaled(texture, fitted)
+        )
+        if pixels is None:  # failed before, and the node has not changed since
+            return []
         return [({"node": node_id, "pin": pin, "size": list(fitted), "role": role},
                  pixels.tobytes())]  # fmt: skip
 

@@ -204,7 +204,17 @@ def event_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, A
     if event.kind == "ui":
         return None
     op: dict[str, Any] = {"op": event.op}
-    if event.op == "add_node":
+    if event.definition is not None:
+        op["def"] = event.definition
+        patch = patch.definition(event.definition)
+    if event.op == "add_definition":
+        op["name"] = event.value
+        op["body"] = _body_message(patch.definition(event.value), blobs)
+    elif event.op == "remove_definition":
+        op["name"] = event.value
+    elif event.op == "rename_definition":
+        op["name"], op["new"] = event.value
+    elif event.op == "add_node":
         instance = patch.nodes[event.node_id or ""]
         op["node"] = instance.id
         op["node_type"] = instance.type_id
@@ -273,13 +283,24 @@ def apply_edits(patch: Patch, message: Mapping[str, Any], blobs: list[bytes]) ->
 def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
     kind = op.get("op") if isinstance(op, dict) else None
     try:
-        if kind == "add_node":
+        if "def" in op:
+            patch = patch.definition(str(op["def"]))
+        if kind == "add_definition":
+            body = _body_from_message(op["body"], blobs, patch)
+            patch.add_definition(str(op["name"]), body)
+        elif kind == "remove_definition":
+            patch.remove_definition(str(op["name"]))
+        elif kind == "rename_definition":
+            patch.rename_definition(str(op["name"]), str(op["new"]))
+        elif kind == "add_node":
             values = {k: decode_value(v, blobs) for k, v in dict(op["values"]).items()}
             patch.add_node(str(op["node_type"]), values, node_id=str(op["node"]))
         elif kind == "remove_node":
             patch.remove_node(str(op["node"]))
         elif kind == "connect":
-            patch.connect(*_link(op))
+            link = _link(op)
+            if link not in patch.links:  # else made already, as a consequence of another edit
+                patch.connect(*link)
         elif kind == "disconnect":
             link = _link(op)
             if link in patch.links:  # else removed already, as a consequence of another edit
@@ -294,6 +315,32 @@ def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
             raise ProtocolError(f"edits: unknown op {kind!r}")
     except (KeyError, TypeError) as error:
         raise ProtocolError(f"edits {kind}: malformed ({error})") from None
+
+
+def _body_message(body: Patch, blobs: list[bytes]) -> dict[str, Any]:
+    """A definition's body as an op carries it (the nodes' values encoded as in edits)."""
+    nodes = [
+        {
+            "id": node.id,
+            "type": node.type_id,
+            "values": {k: encode_value(v, blobs) for k, v in node.values.items()},
+            "pos": list(node.pos),
+        }
+        for node in body.nodes.values()
+    ]
+    return {"nodes": nodes, "links": [list(link) for link in body.links]}
+
+
+def _body_from_message(message: Any, blobs: list[bytes], document: Patch) -> Patch:
+    body = Patch()
+    body.owner = document  # while it is built: its instances find their definitions
+    for node in message["nodes"]:
+        values = {k: decode_value(v, blobs) for k, v in dict(node["values"]).items()}
+        body.add_node(str(node["type"]), values, tuple(node["pos"]), node_id=str(node["id"]))
+    for link in message["links"]:
+        body.connect(*_link({"op": "add_definition", "link": link}))
+    body.owner = None
+    return body
 
 
 def _link(op: dict[str, Any]) -> Link:

@@ -28,7 +28,7 @@ from app.engine import Engine, FrameLog
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_NO_GL, EXIT_NODE_FAILED
 from app.limit_options import limit_flags
 from app.patch_info import output_node, parse_size, uses_gpu
-from evaluators import DualEvaluator, NodeStatus
+from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
 from nodes import Patch, PatchError, load_patch
 
 
@@ -54,16 +54,22 @@ def _printed(evaluator: DualEvaluator, node_id: str, pin: str) -> tuple[str, boo
 
 
 def _parse_prints(patch: Patch, prints: list[str]) -> list[tuple[str, str]]:
+    """(node, pin) of each `NODE.PIN`; a node inside an instance is named by its path
+    (`blob1/lfo3.out`)."""
     targets = []
-    for item in prints:
-        node_id, _, pin = item.partition(".")
-        pin = pin or "out"
-        instance = patch.nodes.get(node_id)
-        if instance is None:
-            raise PatchError(f"--print {item}: no node {node_id!r} in the patch")
-        if instance.spec.output_index(pin) is None:
-            raise PatchError(f"--print {item}: node {node_id!r} has no output {pin!r}")
-        targets.append((node_id, pin))
+    graph = ExpandedPatch(patch)
+    try:
+        for item in prints:
+            node_id, _, pin = item.partition(".")
+            pin = pin or "out"
+            instance = graph.nodes.get(node_id)
+            if instance is None:
+                raise PatchError(f"--print {item}: no node {node_id!r} in the patch")
+            if instance.spec.output_index(pin) is None:
+                raise PatchError(f"--print {item}: node {node_id!r} has no output {pin!r}")
+            targets.append((node_id, pin))
+    finally:
+        graph.close()
     return targets
 
 

@@ -18,6 +18,13 @@ that nodes scrolled into view get theirs). A thumbnail is a GPU downscale into a
 target and one small readback (`GLService.readback_scaled`, counted in the frame's readbacks like
 any other).
 
+Every refresh step of a frame (running the frame, node colours, the preview, thumbnails, texture
+repaints, the output window, the status bar) runs isolated (app.refresh): one that raises never
+stops the others or the next frame, and each distinct failure is written to stderr once. A node
+whose thumbnail failed (a texture the GPU released, say) gets no thumbnail attempt until its
+output is another texture or the node is edited; the preview panel and the Output panel draw a
+released texture as black.
+
 Without OpenGL (no X server, or Qt's offscreen platform, which cannot composite GL widgets even
 when it can make contexts) no GL object or widget is made at all: GPU nodes fail with "no GPU
 context", textures are described in words, nodes have no thumbnails and the output window cannot
@@ -97,9 +104,10 @@ from app.qt_output import (
     screen_choices,
 )
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
+from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
 from evaluators import DualEvaluator, Evaluator, ExecutionContext
-from evaluators.gl_service import GLService
+from evaluators.gl_service import GLService, texture_alive
 from nodes import (
     Patch,
     PatchError,
@@ -179,6 +187,8 @@ class QtEditorWindow(QMainWindow):
         self._thumbnail_queue: deque[str] = deque()  # nodes left in this round
         self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
         self._ending = False  # closing on a signal: nobody is asked anything
+        self.refresh_steps = RefreshSteps("patchbay editor")
+        self.failed_thumbnails = FailedPictures()
 
         self._build_layout()
         self._build_status_bar()
@@ -353,6 +363,7 @@ class QtEditorWindow(QMainWindow):
         self.undo_stack.clear()
         self.session.set_document(patch, path)
         self._thumbnail_queue.clear()
+        self.failed_thumbnails.clear()
         self.canvas.set_patch(patch)
         if self.engine is not None:
             self.evaluator = self.engine.evaluator
@@ -407,6 +418,7 @@ class QtEditorWindow(QMainWindow):
         self.setWindowTitle(self.session.title())
 
     def _on_patch_event(self, event: PatchEvent) -> None:
+        self.failed_thumbnails.on_patch_event(event)
         node_id = self.inspector.node_id
         if node_id is None:
             return
@@ -469,50 +481,70 @@ class QtEditorWindow(QMainWindow):
     def _tick_remote(self) -> None:
         """One turn of the window's loop with an engine: its messages, then the views."""
         assert self.engine is not None
-        self.send_edits()
-        for message, _ in self.engine.poll():
-            kind = message.get("type")
-            if kind == "restarted":
-                bypassed = message.get("bypassed")
-                why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
-                self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
-                self.send_patch()
-                was_open, label, fullscreen = self.engine.evaluator.output_before
-                if was_open:  # as it was: same screen, fullscreen or not
-                    screen = int(label.split(":")[0]) if label and label[:1].isdigit() else None
-                    self.show_output_on(screen, fullscreen=fullscreen)
-            elif kind == "resync":
-                self.send_patch()
-            elif kind == "error":
-                self.statusBar().showMessage(f"Engine: {message.get('message')}", 8000)
-            elif kind == "engine_failed":
-                self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
+        step = self.refresh_steps.run
+        step("edits", self.send_edits)
+        for message, _ in step("engine messages", self.engine.poll) or ():
+            step("engine message", self._on_engine_message, message)
         remote = self.engine.evaluator
         self._frame = remote.frame
         self._ticks += 1
         if self._ticks % DECORATE_EVERY == 0:
-            self.decorate_nodes()
-            self._show_node_state()
+            step("node colours", self.decorate_nodes)
+            step("node state", self._show_node_state)
             self.output_action.setChecked(remote.output_open)
             self.output_screen_menu.setEnabled(remote.output_open)
         now = time.perf_counter()
         if now >= self._thumbnail_round_at:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
-            textured = [n for n in self.patch.nodes if self._thumbnail_pin(n) is not None]
-            self._request_images(self.canvas.thumbnail_candidates(textured))
+            step("image request", self._request_visible_thumbnails)
+        step("thumbnails", self._show_engine_thumbnails)
+        step("output panel", self._show_engine_output)
+        if now - self._fps_since >= STATUS_EVERY_S:
+            self._fps, self._fps_since = remote.fps, now
+            step("status bar", self._update_status)
+
+    def _on_engine_message(self, message: dict[str, Any]) -> None:
+        assert self.engine is not None
+        kind = message.get("type")
+        if kind == "restarted":
+            bypassed = message.get("bypassed")
+            why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
+            self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
+            self.send_patch()
+            was_open, label, fullscreen = self.engine.evaluator.output_before
+            if was_open:  # as it was: same screen, fullscreen or not
+                screen = int(label.split(":")[0]) if label and label[:1].isdigit() else None
+                self.show_output_on(screen, fullscreen=fullscreen)
+        elif kind == "resync":
+            self.send_patch()
+        elif kind == "error":
+            self.statusBar().showMessage(f"Engine: {message.get('message')}", 8000)
+        elif kind == "engine_failed":
+            self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
+
+    def _request_visible_thumbnails(self) -> None:
+        textured = [n for n in self.patch.nodes if self._thumbnail_pin(n) is not None]
+        self._request_images(self.canvas.thumbnail_candidates(textured))
+
+    def _show_engine_thumbnails(self) -> None:
+        """The thumbnails the engine sent, each isolated."""
+        assert self.engine is not None
+        remote = self.engine.evaluator
         for node_id in self._image_request.get("thumbnails", []):
             pin = self._thumbnail_pin(node_id) if node_id in self.patch.nodes else None
             picture = remote.take_image(node_id, pin, "thumbnail") if pin else None
             if picture is not None:
-                self.canvas.set_thumbnail(node_id, _qimage(*picture))
+                image = self.refresh_steps.run("thumbnail", _qimage, *picture)
+                if image is not None:
+                    self.canvas.set_thumbnail(node_id, image)
+
+    def _show_engine_output(self) -> None:
+        assert self.engine is not None
         if self._output_node is not None and self.output_picture is not None:
-            picture = remote.take_image(self._output_node, "out", "preview")
+            picture = self.engine.evaluator.take_image(self._output_node, "out", "preview")
             if picture is not None:
                 label = self.output_picture
                 label.setPixmap(fitted_pixmap(_qimage(*picture), label.width(), label.height()))
-        if now - self._fps_since >= STATUS_EVERY_S:
-            self._fps, self._fps_since = remote.fps, now
-            self._update_status()
 
     def attach(self, timeout: float = ATTACH_TIMEOUT_S) -> bool:
         """Take the running engine's patch as the document (an editor attaching to a show);
@@ -815,36 +847,38 @@ class QtEditorWindow(QMainWindow):
         if self.engine is not None:
             self._tick_remote()
             return
+        step = self.refresh_steps.run
         if self.paused:  # thumbnails still follow the view (nodes scrolled into it)
             if self.gl is not None and self._thumbnails_due():
                 with self.gl.frame():
-                    self.refresh_thumbnails()
+                    step("thumbnails", self.refresh_thumbnails)
             return
         self._run_frame()
 
     def _run_frame(self, *, show_all: bool = False) -> None:
         """One frame of the local evaluator, and what shows its results (every view of them
         with `show_all`, as after a step; else those due)."""
+        step = self.refresh_steps.run
         if self.gl is None:
-            self.evaluator.run_frame(self.clock(), self._frame)
+            step("frame", self.evaluator.run_frame, self.clock(), self._frame)
         else:
             with self.gl.frame():
-                self.evaluator.run_frame(self.clock(), self._frame)
-                self.refresh_thumbnails()
+                step("frame", self.evaluator.run_frame, self.clock(), self._frame)
+                step("thumbnails", self.refresh_thumbnails)
             if self.output_window is not None:
-                self.output_window.update()
+                step("output window", self.output_window.update)
         self._frame += 1
         self._fps_frames += 1
         if show_all or self._frame % DECORATE_EVERY == 0:
-            self.decorate_nodes()
-            self._show_node_state()
+            step("node colours", self.decorate_nodes)
+            step("node state", self._show_node_state)
         if show_all or self._frame % TEXTURES_EVERY == 0:
-            self.refresh_textures()
+            step("texture previews", self.refresh_textures)
         now = time.perf_counter()
         if now - self._fps_since >= STATUS_EVERY_S:
             self._fps = self._fps_frames / (now - self._fps_since)
             self._fps_frames, self._fps_since = 0, now
-            self._update_status()
+            step("status bar", self._update_status)
 
     def refresh_textures(self) -> None:
         """Repaint the GL previews (the preview panel's textures and the Output panel)."""
@@ -860,7 +894,7 @@ class QtEditorWindow(QMainWindow):
             if node_id not in self.patch.nodes:
                 return None
             value = self.evaluator.output(node_id, pin)
-            return value if is_texture(value) else None
+            return value if is_texture(value) and texture_alive(value) else None
 
         return source
 
@@ -884,11 +918,27 @@ class QtEditorWindow(QMainWindow):
         for _ in range(min(THUMBNAILS_PER_FRAME, len(self._thumbnail_queue))):
             node_id = self._thumbnail_queue.popleft()
             if node_id in self.patch.nodes:
-                self.canvas.set_thumbnail(node_id, self.thumbnail_image(node_id))
+                self.refresh_steps.run("thumbnail", self._refresh_thumbnail, node_id)
+
+    def _refresh_thumbnail(self, node_id: str) -> None:
+        """The node's thumbnail now; none tried for a texture whose thumbnail failed (it raises
+        then, once, for the caller to report)."""
+        pin = self._thumbnail_pin(node_id)
+        value = self.evaluator.output(node_id, pin) if pin and self.gl is not None else None
+        if pin is None or not is_texture(value):
+            self.canvas.set_thumbnail(node_id, None)
+            return
+        if self.failed_thumbnails.known_bad(node_id, pin, value):
+            return
+        image = self.failed_thumbnails.picture(
+            node_id, pin, value, lambda: self.thumbnail_image(node_id)
+        )
+        self.canvas.set_thumbnail(node_id, image)
 
     def thumbnail_image(self, node_id: str) -> QImage | None:
         """A small picture of the node's texture output now: a GPU downscale, then one small
-        readback; None without GL or without a texture."""
+        readback; None without GL or without a texture. Raises ValueError for a texture that was
+        released."""
         pin = self._thumbnail_pin(node_id)
         value = self.evaluator.output(node_id, pin) if pin and self.gl is not None else None
         if not is_texture(value):

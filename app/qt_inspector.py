@@ -2,7 +2,10 @@
 
 Widgets are chosen once per pin from the pin's UI hint and type: a slider with a number field for
 `slider` pins, a check box for `toggle` and bool pins, number fields for numbers, a line edit for
-text, colours and 2-vectors. Linked inputs show where they come from and are not editable.
+text, colours and 2-vectors, and a GLSL editor across the panel's width for `code` pins
+(app.qt_code_editor: applied after a pause in typing or on Ctrl+Enter, one undo step each, the
+node's compile error marked at its line). Linked inputs show where they come from and are not
+editable.
 
 The inspector never writes to the Patch. It emits `value_edited(node_id, pin, value, gesture)`;
 the editor turns that into an undoable command. A slider drag carries one gesture token from press
@@ -32,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.qt_code_editor import QtCodeField
 from nodes import Patch, PinSpec
 
 SLIDER_STEPS = 1000
@@ -111,6 +115,8 @@ class QtInspector(QWidget):
         self.patch: Patch | None = None
         self.node_id: str | None = None
         self._setters: dict[str, Callable[[Any], None]] = {}
+        self._code_fields: dict[str, QtCodeField] = {}
+        self._reusable: dict[str, QtCodeField] = {}  # while set_node rebuilds the same node
         self._title = QLabel("No node selected")
         self._title.setWordWrap(True)
         self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -125,13 +131,21 @@ class QtInspector(QWidget):
         self._form_host = QWidget()
         self._form = QFormLayout(self._form_host)
         layout = QVBoxLayout(self)
-        for widget in (self._title, self._state, self._error, self.retry_button, self._form_host):
+        # The error and Retry come after the inputs: appearing, they never move a field.
+        for widget in (self._title, self._state, self._form_host, self._error, self.retry_button):
             layout.addWidget(widget)
         layout.addStretch(1)
         self._error.hide()
 
     def set_node(self, patch: Patch | None, node_id: str | None) -> None:
         """Show the inputs of `node_id` (or nothing)."""
+        for field in [f for f in self._code_fields.values() if f.pending]:
+            field.apply()  # typing not applied yet goes to the node it was typed for
+        # The same node rebuilt (a shader edit added a uniform pin): its code editors stay, with
+        # their focus, cursor and scroll position.
+        same = patch is self.patch and node_id == self.node_id
+        self._reusable = self._take_code_fields() if same else {}
+        self._code_fields = {}
         self.patch, self.node_id = patch, node_id
         self._setters.clear()
         while self._form.rowCount():
@@ -146,12 +160,31 @@ class QtInspector(QWidget):
         inst = patch.nodes[node_id]
         self._title.setText(f"<b>{node_id}</b> · {inst.type_id}<br><i>{inst.spec.doc}</i>")
         for pin in inst.inputs:
-            self._form.addRow(pin.name, self._pin_widget(pin))
+            widget = self._pin_widget(pin)
+            if isinstance(widget, QtCodeField):
+                self._form.addRow(widget)  # the panel's whole width: code needs it
+            else:
+                self._form.addRow(pin.name, widget)
+        for unused in self._reusable.values():
+            unused.deleteLater()
+        self._reusable = {}
         self.refresh_values()
+
+    def _take_code_fields(self) -> dict[str, QtCodeField]:
+        """Take the code editors out of the form without deleting them."""
+        for field in self._code_fields.values():
+            row, _role = self._form.getWidgetPosition(field)
+            if row >= 0:
+                self._form.takeRow(row)
+        return dict(self._code_fields)
 
     def pin_widget(self, pin: str) -> QWidget:
         """The editor widget of an input (for tests and focus handling)."""
-        return self._form.itemAt(self._row_of(pin), QFormLayout.ItemRole.FieldRole).widget()
+        row = self._row_of(pin)
+        item = self._form.itemAt(row, QFormLayout.ItemRole.FieldRole)
+        if item is None:
+            item = self._form.itemAt(row, QFormLayout.ItemRole.SpanningRole)
+        return item.widget()
 
     def _row_of(self, pin: str) -> int:
         return [p.name for p in self.patch.nodes[self.node_id].inputs].index(pin)
@@ -170,6 +203,14 @@ class QtInspector(QWidget):
             )
             self._setters[pin.name] = lambda v: field.set_value(float(v))
             return field
+        if pin.hint == "code":
+            code = self._reusable.pop(pin.name, None)
+            if code is None:
+                code = QtCodeField(pin.name)
+                code.applied.connect(lambda text, name=pin.name: self._emit(name, text))
+            self._code_fields[pin.name] = code
+            self._setters[pin.name] = code.set_text
+            return code
         if pin.hint == "toggle" or pin.type == "bool":
             box = QCheckBox()
             box.toggled.connect(lambda on, name=pin.name: self._emit(name, bool(on)))
@@ -247,6 +288,8 @@ class QtInspector(QWidget):
         self._error.setVisible(bool(error))
         self._error.setText(error or "")
         self.retry_button.setVisible(bypassed)
+        for field in self._code_fields.values():
+            field.show_error(error)
 
     def _retry(self) -> None:
         if self.node_id is not None:

@@ -52,7 +52,7 @@ from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QMenu
 
 from app.patch_info import output_node
-from evaluators.gl_service import GLService, GLTarget
+from evaluators.gl_service import GLService, GLTarget, texture_alive
 
 TextureSource = Callable[[], Any]
 
@@ -192,8 +192,8 @@ class QtTextureView:
         self.ctx.viewport = (0, 0, width, height)
         self.ctx.clear(0.0, 0.0, 0.0, 1.0)
         texture = source.texture if isinstance(source, GLTarget) else source
-        if texture is None or width <= 0 or height <= 0:
-            return
+        if texture is None or not texture_alive(texture) or width <= 0 or height <= 0:
+            return  # a released texture shows as black
         tex_w, tex_h = texture.size
         key = (texture.glo, (tex_w, tex_h), texture.components, texture.dtype)
         wrapped = self._wrapped.get(key)

@@ -20,6 +20,7 @@ from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
+from evaluators._view import ExpandedPatch, inlined
 
 __all__ = [
     "CONST",
@@ -31,6 +32,7 @@ __all__ = [
     "EvaluatorKind",
     "EvaluatorMode",
     "ExecutionContext",
+    "ExpandedPatch",
     "FlatEvaluator",
     "FlatProgram",
     "GraphIR",
@@ -41,6 +43,7 @@ __all__ = [
     "Progress",
     "bind_compute",
     "freeze",
+    "inlined",
     "make_evaluator",
     "node_running_in",
 ]

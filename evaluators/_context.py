@@ -5,7 +5,9 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 
 - `states`: per node path, the private state of stateful nodes (LFO phase, gate memory).
 - `cache`: per node id, the cache key and outputs of CONST/USER nodes; a node whose key is unchanged
-  is not run again, whatever evaluator looks.
+  is not run again, whatever evaluator looks. `shared`: the same entries by key, for nodes without
+  state: a node meeting a key another node computed (the same node in two identical instances of a
+  definition, fed the same inputs) takes that result instead of running (`remember`, `recall`).
 - `outputs`: the last good outputs of every node, read when a node fails or is deferred.
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
@@ -102,6 +104,7 @@ class ExecutionContext:
         self.gpu = gpu
         self.states: dict[str, Any] = {}
         self.cache: dict[str, CacheEntry] = {}
+        self.shared: dict[int, CacheEntry] = {}
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.feedback: dict[tuple[str, str], Any] = {}
         self.settings: dict[str, Any] = {}
@@ -119,6 +122,24 @@ class ExecutionContext:
             self._workers = concurrent.futures.ThreadPoolExecutor(WORKER_THREADS, "patchbay-worker")
         return self._workers.submit(fn, *args)
 
+    def remember(self, node_id: str, entry: CacheEntry, shareable: bool) -> None:
+        """Cache a node's result; a successful one of a node without state is also shared."""
+        self._forget_shared(self.cache.get(node_id))
+        self.cache[node_id] = entry
+        if shareable and entry.error is None:
+            self.shared[entry.key] = entry
+
+    def recall(self, node_id: str, key: int) -> CacheEntry | None:
+        """A result another node computed for this key, cached for `node_id` too; or None."""
+        entry = self.shared.get(key)
+        if entry is not None:
+            self.cache[node_id] = entry
+        return entry
+
+    def _forget_shared(self, entry: CacheEntry | None) -> None:
+        if entry is not None and self.shared.get(entry.key) is entry:
+            del self.shared[entry.key]
+
     def bypass(self, node_id: str, seconds: float) -> str:
         """Skip `node_id` on later frames: it took `seconds` (over the budget) in one frame.
         Returns the message the node reports."""
@@ -135,7 +156,7 @@ class ExecutionContext:
         bypassed."""
         if self.bypassed.pop(node_id, None) is None:
             return False
-        self.cache.pop(node_id, None)
+        self._forget_shared(self.cache.pop(node_id, None))
         self.bypass_epoch += 1
         return True
 
@@ -174,11 +195,12 @@ class ExecutionContext:
             self.unbypass(event.node_id)  # an edit of a bypassed node gives it another chance
         elif event.op == "settings" and "resolution" in (event.value or {}):
             self.cache.clear()
+            self.shared.clear()
             self.cache_epoch += 1
 
     def release_node(self, node_id: str) -> None:
         """Drop what is kept for a node and close its state."""
-        self.cache.pop(node_id, None)
+        self._forget_shared(self.cache.pop(node_id, None))
         self.outputs.pop(node_id, None)
         for key in [key for key in self.feedback if key[0] == node_id]:
             del self.feedback[key]

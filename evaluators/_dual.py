@@ -35,6 +35,7 @@ from evaluators._flat import FlatProgram, program_output
 from evaluators._graph import PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._view import expanded
 from nodes import Patch, PatchEvent
 
 BuildResult = tuple[int, "FlatProgram | None", float, "str | None"]
@@ -159,7 +160,8 @@ class DualEvaluator:
         debounce: float = 0.05,
         background: bool = True,
     ) -> None:
-        self.patch = patch
+        self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
+        patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.lazy = LazyEvaluator(patch, self.ctx)
         self.program: FlatProgram | None = None
@@ -226,6 +228,7 @@ class DualEvaluator:
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
         started = time.perf_counter()
+        self.patch.flush()  # edits inside definitions reach the halves as one burst
         if self._builder is not None:
             self._builder.frame_started()
         try:
@@ -292,6 +295,7 @@ class DualEvaluator:
     def wait_for_flat(self, timeout: float = 10.0) -> bool:
         """Run no frames, but let a pending build finish and swap (for tools and tests)."""
         deadline = time.monotonic() + timeout
+        self.patch.flush()
         while self.program is None and time.monotonic() < deadline:
             self._maybe_build()
             self._maybe_swap()
@@ -339,3 +343,5 @@ class DualEvaluator:
             self.program.export_context(self.patch.nodes)
             self.program.release()
             self.program = None
+        if self._own_view:
+            self.patch.close()

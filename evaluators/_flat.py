@@ -49,6 +49,7 @@ from evaluators._context import (
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._view import expanded
 from nodes import Deferred, Patch, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
@@ -259,6 +260,8 @@ class FlatProgram:
             if self.classes[i] == HOT:
                 continue
             entry = cache.get(ids[i])
+            if entry is None or entry.key != self.keys[i]:
+                entry = self.ctx.recall(ids[i], self.keys[i])  # an identical node's result
             if entry is not None and entry.key == self.keys[i]:
                 self._store(i, entry.outputs)
                 self.clean[i] = True
@@ -448,6 +451,12 @@ class FlatProgram:
         if self.ir.ids[i] in self.ctx.bypassed:
             self.frame_status[i] = FAILED
             return  # stays dirty: it runs once it is retried
+        shared = self.ctx.recall(self.ir.ids[i], self.keys[i])  # an identical node ran already
+        if shared is not None:
+            self._store(i, shared.outputs)
+            self.clean[i] = True
+            self.frame_status[i] = CACHED
+            return
         self.nodes_run += 1
         self.ran[i] = self.serial
         self.frame_status[i] = OK
@@ -461,7 +470,8 @@ class FlatProgram:
         if i in self.tainted:
             return
         error = self.errors.get(i) if failed is not None else None
-        self.ctx.cache[self.ir.ids[i]] = CacheEntry(self.keys[i], self._outputs_of(i), error)
+        entry = CacheEntry(self.keys[i], self._outputs_of(i), error)
+        self.ctx.remember(self.ir.ids[i], entry, not self.ir.nodes[i].spec.stateful)
         self.clean[i] = True
 
     def pull(self, source: int) -> None:
@@ -604,7 +614,8 @@ class FlatEvaluator:
         gpu: Any = None,
         caching: bool = True,
     ) -> None:
-        self.patch = patch
+        self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
+        patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
         self.ctx.folder = patch.folder
@@ -658,6 +669,7 @@ class FlatEvaluator:
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
         started = time.perf_counter()
+        self.patch.flush()
         program = self._current()
         self.ctx.advance(t, frame)
         program.run()
@@ -698,3 +710,5 @@ class FlatEvaluator:
     def close(self) -> None:
         self._unsubscribe()
         self._drop_program()
+        if self._own_view:
+            self.patch.close()

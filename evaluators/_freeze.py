@@ -45,6 +45,7 @@ from evaluators._context import HOT, ExecutionContext
 from evaluators._flat import FlatProgram
 from evaluators._graph import EAGER, FEEDBACK, LAZY, Edge, GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._view import inlined
 from nodes import Determinism, Patch, patch_to_dict
 from nodes._types import types_compatible
 from nodes.library.core import switch_branch
@@ -97,6 +98,7 @@ class _FixedValues:
 
     def __init__(self, patch: Patch, members: list[str]) -> None:
         self.patch = Patch()
+        self.patch.allow_path_ids = True
         self.patch.settings = json.loads(json.dumps(patch.settings))
         for node_id in members:  # in topological order, so every link's source already exists
             instance = patch.nodes[node_id]
@@ -245,6 +247,9 @@ def freeze(
     called as the work advances (for a progress bar)."""
     report: Progress = progress or (lambda fraction, stage: None)
     report(0.0, "analysing")
+    source = patch
+    if patch.definitions:
+        patch = inlined(patch)  # instances become plain nodes at their paths
     freezer = _Freezer(patch, threshold_bytes, report)
     try:
         plan = freezer.plan_nodes()
@@ -253,7 +258,7 @@ def freeze(
     report(0.85, "building the frozen patch")
     frozen = _build(freezer, plan)
     report(0.95, "scheduling")
-    frozen.meta = _meta(patch, frozen, freezer, plan, source_path)
+    frozen.meta = _meta(source, frozen, freezer, plan, source_path)
     frozen.revision = 0
     frozen.value_revision = 0
     report(1.0, "done")
@@ -263,6 +268,7 @@ def freeze(
 def _build(freezer: _Freezer, plan: _Plan) -> Patch:
     ir, source = freezer.ir, freezer.patch
     frozen = Patch()
+    frozen.allow_path_ids = True
     frozen.settings = json.loads(json.dumps(source.settings))
     taken = {ir.ids[i] for i in plan.kept}
     constant_ids: dict[tuple[int, str], str] = {}
@@ -358,14 +364,14 @@ def _meta(
         if ir.nodes[i].spec.determinism is Determinism.USER_INPUT and i not in plan.kept
     ]
     summary = {
-        "nodes_before": len(source.nodes),
+        "nodes_before": len(freezer.patch.nodes),  # instances inlined
         "nodes_after": len(frozen.nodes),
         "constants_baked": len(plan.baked),
         "bytes_stored": sum(_stored_bytes(v) for v in plan.baked.values()),
         "user_inputs_frozen": len(user_inputs),
         "run_once": len(kept_fixed),
         "every_frame": len(every_frame),
-        "dropped": len(source.nodes) - len(plan.kept) - len({src for src, _ in plan.baked}),
+        "dropped": len(freezer.patch.nodes) - len(plan.kept) - len({s for s, _ in plan.baked}),
     }
     return {
         "frozen": True,

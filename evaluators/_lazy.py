@@ -35,6 +35,7 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
@@ -104,7 +105,8 @@ class LazyEvaluator:
     last_build_seconds = 0.0  # nothing to build
 
     def __init__(self, patch: Patch, context: ExecutionContext | None = None, gpu: Any = None):
-        self.patch = patch
+        self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
+        patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
         self.ctx.folder = patch.folder
@@ -139,6 +141,7 @@ class LazyEvaluator:
 
     def evaluate_frame(self) -> None:
         """Evaluate the roots at the context's current clock (the dual evaluator advances it)."""
+        self.patch.flush()
         self._serial += 1
         self._status = {}
         self._derived_status = {}
@@ -160,6 +163,8 @@ class LazyEvaluator:
         # Upstream of a cached node is not visited: it is still needed if a consumer was.
         cls, key = self.analysis.info(node_id)
         entry = self.ctx.cache.get(node_id)
+        if entry is None or entry.key != key:
+            entry = self.ctx.shared.get(key)  # an identical node's result served its consumer
         status = IDLE
         if (
             cls != HOT
@@ -206,6 +211,8 @@ class LazyEvaluator:
 
     def close(self) -> None:
         self._unsubscribe()
+        if self._own_view:
+            self.patch.close()
 
     # ----------------------------------------------------------------- internals
     def _on_event(self, event: PatchEvent) -> None:
@@ -259,6 +266,8 @@ class LazyEvaluator:
             cls, key = memo.get(node_id) or info(node_id)
             if cls != HOT:
                 entry = cache.get(node_id)
+                if entry is None or entry.key != key:
+                    entry = self.ctx.recall(node_id, key)  # an identical node's result
                 if entry is not None and entry.key == key:
                     outputs[node_id] = entry.outputs
                     if entry.error:
@@ -328,7 +337,8 @@ class LazyEvaluator:
         if node_id not in outputs:
             outputs[node_id] = plan.defaults
         if cls != HOT and settled:
-            self.ctx.cache[node_id] = CacheEntry(key, outputs[node_id], error)
+            entry = CacheEntry(key, outputs[node_id], error)
+            self.ctx.remember(node_id, entry, not plan.instance.spec.stateful)
 
     def _capture_feedback(self) -> None:
         if self._feedback_links is None:

@@ -46,12 +46,15 @@ import numpy as np
 from nodes._glsl import builtin_shader
 
 __all__ = [
+    "SHADER_ERROR_PREFIX",
     "VERTEX_SHADER",
     "FrameWriteError",
     "GLFrameWriter",
     "GLService",
     "GLTarget",
     "ShaderError",
+    "shader_error_location",
+    "texture_alive",
 ]
 
 Size = tuple[int, int]
@@ -89,6 +92,11 @@ _ERROR_LINE_RES = (
     re.compile(r"^[ \t]*\d+\((?P<line>\d+)\)[ \t]*:[ \t]*error[ \t]*\w*:[ \t]*(?P<msg>.*)$", re.M),
     re.compile(r"^[ \t]*ERROR:[ \t]*\d+:(?P<line>\d+):[ \t]*(?P<msg>.*)$", re.M),
 )
+
+#: How a node's error text starts when the node failed with a ShaderError.
+SHADER_ERROR_PREFIX = "ShaderError: "
+# A located ShaderError as `ShaderError.__str__` writes it, read back by `shader_error_location`.
+_LOCATED_RE = re.compile(r"line (?P<line>\d+)(?:, column (?P<col>\d+))?: (?P<msg>.*)")
 
 # moderngl's own log framing: "GLSL Compiler failed", "fragment_shader", "Program", "=====".
 _LOG_HEADER_RE = re.compile(r"^(GLSL .* failed|\w+_shader|Program|=+)$")
@@ -155,6 +163,18 @@ class ShaderError(Exception):
             others = self.error_count - 1
             more = f" (+{others} more error{'s' if others > 1 else ''})"
         return f"{where}{self.message}{more}"
+
+
+def shader_error_location(error_text: str) -> tuple[int, int | None, str] | None:
+    """(line, column or None, message) of the first error in a node's error text when the node
+    failed with a located ShaderError ("ShaderError: line 3, column 5: ..."), else None."""
+    if not error_text.startswith(SHADER_ERROR_PREFIX):
+        return None
+    found = _LOCATED_RE.fullmatch(error_text[len(SHADER_ERROR_PREFIX) :])
+    if found is None:
+        return None
+    column = found.group("col")
+    return int(found.group("line")), int(column) if column else None, found.group("msg")
 
 
 class _Failure(NamedTuple):
@@ -396,7 +416,7 @@ class GLService:
         target.in_use = False
         self._in_use -= 1
         free = self._free.setdefault(target.key, [])
-        if len(free) < self.max_free_per_key:
+        if len(free) < self.max_free_per_key and texture_alive(target):  # never hand out a dead one
             free.append(target)
         else:
             self._doomed.append(target)
@@ -509,6 +529,8 @@ class GLService:
                 texture = source.texture if isinstance(source, GLTarget) else source
                 if texture is not None and texture is target.texture:
                     raise ValueError(f"sampler {name!r} reads the target being rendered")
+                if texture is not None and not texture_alive(texture):
+                    raise ValueError(f"sampler {name!r}: its texture was released")
                 (texture or self._blank).use(unit)
             # Programs are shared by every node using the same source, so each uniform is
             # written on every render: the given value, or the one it had after linking.
@@ -559,6 +581,8 @@ class GLService:
         Targets that are not RGBA8 are first converted by a GPU pass (GL rules: missing
         channels read as 0, alpha as 1; floats are clamped). Counts in `readback_count`.
         """
+        if not texture_alive(target):
+            raise ValueError("readback of a released texture")
         with self.current():
             source = target
             converted = None
@@ -649,6 +673,13 @@ class GLService:
     def closed(self) -> bool:
         """True after `close()`."""
         return self._closed
+
+
+def texture_alive(source: TextureLike) -> bool:
+    """Whether a target's (or a bare) texture still exists: not released, by its owner or by a
+    failed allocation that replaced it."""
+    texture = source.texture if isinstance(source, GLTarget) else source
+    return not isinstance(getattr(texture, "mglo", None), moderngl.InvalidObject)
 
 
 def _check_size(size: Sequence[int]) -> Size:

@@ -1,8 +1,14 @@
 """The `.patchbay` file format: versioned, diff-friendly JSON, validated on load.
 
-    {"format": "patchbay", "version": 1, "settings": {...}, "meta": {...},
+    {"format": "patchbay", "version": 2, "settings": {...}, "meta": {...},
      "nodes": [{"id": "add1", "type": "math.add", "values": {"a": 1.0}, "pos": [0, 0]}, ...],
-     "links": [{"from": ["add1", "out"], "to": ["out1", "in"]}, ...]}
+     "links": [{"from": ["add1", "out"], "to": ["out1", "in"]}, ...],
+     "definitions": {"blob": {"nodes": [...], "links": [...]}, ...}}
+
+Version 2 added `definitions` (subpatches: nodes/_definitions.py); a patch without definitions is
+still written as version 1, which every patchbay reads, and version 1 files load as they always
+did. Definitions are built innermost first (a body holding instances of another comes after it),
+so every instance finds its definition's pins; definitions that contain each other are refused.
 
 Keys are sorted and nodes keep the patch's order, so saving an unchanged patch gives the same bytes.
 Arrays are stored as {"$array": {"dtype", "shape", "data"}} inline, or, above a size threshold,
@@ -73,7 +79,7 @@ from nodes._patch import Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 
 FORMAT = "patchbay"
-VERSION = 1
+VERSION = 2  # the newest version read and written (1 when a patch has no definitions)
 SIDECAR_THRESHOLD_BYTES = 64 * 1024
 
 _PIN_REF = {
@@ -81,6 +87,27 @@ _PIN_REF = {
     "prefixItems": [{"type": "string"}, {"type": "string"}],
     "minItems": 2,
     "maxItems": 2,
+}
+_NODES = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["id", "type"],
+        "properties": {
+            "id": {"type": "string", "minLength": 1},
+            "type": {"type": "string"},
+            "values": {"type": "object"},
+            "pos": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        },
+    },
+}
+_LINKS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["from", "to"],
+        "properties": {"from": _PIN_REF, "to": _PIN_REF},
+    },
 }
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -100,30 +127,15 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "meta": {"type": "object"},
-        "nodes": {
-            "type": "array",
-            "items": {
+        "nodes": _NODES,
+        "links": _LINKS,
+        "definitions": {
+            "type": "object",
+            "propertyNames": {"minLength": 1, "pattern": "^[^/]+$"},
+            "additionalProperties": {
                 "type": "object",
-                "required": ["id", "type"],
-                "properties": {
-                    "id": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
-                    "type": {"type": "string"},
-                    "values": {"type": "object"},
-                    "pos": {
-                        "type": "array",
-                        "items": {"type": "number"},
-                        "minItems": 2,
-                        "maxItems": 2,
-                    },
-                },
-            },
-        },
-        "links": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["from", "to"],
-                "properties": {"from": _PIN_REF, "to": _PIN_REF},
+                "required": ["nodes", "links"],
+                "properties": {"nodes": _NODES, "links": _LINKS},
             },
         },
     },
@@ -253,27 +265,37 @@ def _decode_value(value: Any, sidecars: _Sidecars | None, limits: Limits) -> Any
 def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """The JSON document of a patch. Large arrays go to `sidecar` when one is given."""
     arrays: dict[str, np.ndarray] = {} if sidecar is None else sidecar
+    document = {
+        "format": FORMAT,
+        "version": 2 if patch.definitions else 1,
+        "settings": patch.settings,
+        "meta": patch.meta,
+        **body_to_dict(patch, arrays, ""),
+    }
+    if patch.definitions:
+        document["definitions"] = {
+            name: body_to_dict(body, arrays, f"{name}/") for name, body in patch.definitions.items()
+        }
+    if sidecar is None and arrays:
+        raise ValueError("large arrays need a sidecar file; use save_patch")
+    return document
+
+
+def body_to_dict(patch: Patch, arrays: dict[str, np.ndarray], prefix: str) -> dict[str, Any]:
+    """The `nodes` and `links` of a patch or a definition's body (array keys start with
+    `prefix`)."""
     nodes = []
     for instance in patch.nodes.values():
         values = {
-            name: _encode_value(value, arrays, f"{instance.id}.{name}")
+            name: _encode_value(value, arrays, f"{prefix}{instance.id}.{name}")
             for name, value in instance.values.items()
         }
         position = [round(instance.pos[0], 2), round(instance.pos[1], 2)]
         nodes.append(
             {"id": instance.id, "type": instance.type_id, "values": values, "pos": position}
         )
-    if sidecar is None and arrays:
-        raise ValueError("large arrays need a sidecar file; use save_patch")
     links = [{"from": [ln.src, ln.src_pin], "to": [ln.dst, ln.dst_pin]} for ln in patch.links]
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "settings": patch.settings,
-        "meta": patch.meta,
-        "nodes": nodes,
-        "links": links,
-    }
+    return {"nodes": nodes, "links": links}
 
 
 def patch_from_dict(
@@ -315,7 +337,75 @@ def _patch_from_document(
     patch.folder = folder
     patch.settings.update(document.get("settings", {}))
     patch.meta.update(document.get("meta", {}))
-    for index, entry in enumerate(document["nodes"]):
+    patch.allow_path_ids = patch.frozen  # inlined instances keep their paths as ids
+    definitions = document.get("definitions", {})
+    for name in definitions:
+        try:
+            patch.add_definition(name, Patch())
+        except PatchError as problem:
+            raise fail(f"definitions.{one_line(name, 40)}", str(problem)) from None
+    for name in _innermost_first(definitions, fail):
+        entry = definitions[name]
+
+        def fail_inside(place: str, message: str, name: str = name) -> PatchFileError:
+            return fail(f"definitions.{one_line(name, 40)}.{place}", message)
+
+        _fill(patch.definition(name), entry["nodes"], entry["links"], sidecars, limits, fail_inside)
+    _fill(patch, document["nodes"], document["links"], sidecars, limits, fail)
+    for body in patch.definitions.values():
+        body.revision = body.value_revision = 0
+    patch.revision = 0
+    patch.value_revision = 0
+    return patch
+
+
+def _innermost_first(definitions: Mapping[str, Any], fail: Any) -> list[str]:
+    """Definition names, each after the definitions its body holds instances of; a
+    PatchFileError names definitions that contain each other."""
+    uses = {
+        name: [
+            str(node.get("values", {}).get("definition"))
+            for node in entry["nodes"]
+            if node.get("type") == "subpatch"
+            and str(node.get("values", {}).get("definition")) in definitions
+        ]
+        for name, entry in definitions.items()
+    }
+    order: list[str] = []
+    done: set[str] = set()
+    for start in definitions:
+        path = [start]
+        while path:
+            name = path[-1]
+            if name in done:
+                path.pop()
+                continue
+            missing = next((inner for inner in uses[name] if inner not in done), None)
+            if missing is None:
+                done.add(name)
+                order.append(name)
+                path.pop()
+            elif missing in path:
+                cycle = [*path[path.index(missing) :], missing]
+                raise fail(
+                    f"definitions.{missing}",
+                    "a definition cannot contain itself: " + " -> ".join(cycle),
+                )
+            else:
+                path.append(missing)
+    return order
+
+
+def _fill(
+    patch: Patch,
+    nodes: list[Any],
+    links: list[Any],
+    sidecars: _Sidecars | None,
+    limits: Limits,
+    fail: Any,
+) -> None:
+    """Add the nodes and links of a document (or of one definition) to `patch`."""
+    for index, entry in enumerate(nodes):
         place = f"nodes[{index}]"
         try:
             values = {
@@ -332,11 +422,11 @@ def _patch_from_document(
             patch.add_node(entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"])
         except PatchError as problem:
             field = "type" if "unknown node type" in str(problem) else "values"
-            if "already used" in str(problem):
+            if "already used" in str(problem) or "bad node id" in str(problem):
                 field = "id"
             raise fail(f"{place}.{field}", str(problem)) from None
     made = {}
-    for index, entry in enumerate(document["links"]):
+    for index, entry in enumerate(links):
         try:
             (src, src_pin), (dst, dst_pin) = entry["from"], entry["to"]
             made[patch.connect(src, src_pin, dst, dst_pin, check_cycles=False)] = index
@@ -358,9 +448,6 @@ def _patch_from_document(
             + " -> ".join(one_line(node_id, 40) for node_id in [*ordered, ordered[0]])
             + " (only a feedback input such as util.frame_delay may close a loop)",
         )
-    patch.revision = 0
-    patch.value_revision = 0
-    return patch
 
 
 def _check_resolution(resolution: Any, limits: Limits, fail: Any) -> list[int]:
@@ -381,10 +468,15 @@ def _check_sizes(document: Any, limits: Limits, fail: Any) -> None:
     alike, so a document about to be saved is checked as the file it becomes."""
     if not isinstance(document, dict):
         return
-    for key, limit_name in (("nodes", "nodes"), ("links", "links")):
-        items = document.get(key)
-        if isinstance(items, list | tuple) and len(items) > getattr(limits, limit_name):
-            raise fail(key, limits.exceeded(limit_name, len(items)))
+    bodies = [document]
+    definitions = document.get("definitions")
+    if isinstance(definitions, dict):
+        bodies += [body for body in definitions.values() if isinstance(body, dict)]
+    for key in ("nodes", "links"):
+        counts = [len(body[key]) for body in bodies if isinstance(body.get(key), list | tuple)]
+        if sum(counts) > getattr(limits, key):
+            place = key if len(counts) == 1 else f"{key} (with the definitions')"
+            raise fail(place, limits.exceeded(key, sum(counts)))
     chars = limits.string_chars
     # An integer of more digits than the limit is at least this large (no digit count per int).
     high = 10**limits.int_digits if limits.int_digits <= 100_000 else math.inf
@@ -716,7 +808,10 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
     arrays: dict[str, np.ndarray] = {}
     document = patch_to_dict(patch, arrays)
     sidecar = path.with_name(f"{path.name}.{_digest(arrays)}.npz") if arrays else None
-    for node in document["nodes"]:
+    every_node = [*document["nodes"]]
+    for body in document.get("definitions", {}).values():
+        every_node += body["nodes"]
+    for node in every_node:
         for value in node["values"].values():
             # Only arrays are such dicts here: patch_to_dict refuses any other.
             if isinstance(value, dict) and _is_array_reference(value) and "npz" in value["$array"]:

@@ -12,6 +12,14 @@ cache keys from stamps, so an unchanged subgraph keeps its cached results across
 elsewhere, while a subgraph that was edited never meets an old cache entry again, even when an
 undo brings back its earlier shape (what stateful nodes did in between is part of their result).
 
+Definitions (subpatches): the document keeps named bodies, each a Patch whose `owner` is the
+document (see nodes/_definitions.py for the rules). An edit of a body is also an edit of the
+document: the document relays the body's events with `definition` set to the body's name (its
+revisions bump with them), and re-derives the pins of every instance when the body's inlets or
+outlets change, carrying links and values over when a port is renamed. `group`, `ungroup` and
+`make_unique` are made of those edits, so whatever follows the events (undo, an engine's copy)
+follows them too.
+
 Plain Python on purpose: no Qt, no threads. Evaluators that need a stable view take a snapshot.
 """
 
@@ -19,15 +27,18 @@ from __future__ import annotations
 
 import copy
 import itertools
+import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from nodes import _definitions as defs
 from nodes._errors import (
     CycleError,
     DuplicateNodeError,
     InputOccupiedError,
+    PatchError,
     PatchValueError,
     PinTypeError,
     UnknownNodeError,
@@ -83,7 +94,9 @@ EventKind = Literal["structural", "value", "ui"]
 
 class PatchEvent(NamedTuple):
     """What changed. `op` is one of add_node, remove_node, connect, disconnect, pins, set_value,
-    move, settings."""
+    move, settings, add_definition, remove_definition, rename_definition (`value`: the name, or
+    (old, new)). `definition`: the definition whose body the edit was made in (None: the
+    document's own nodes)."""
 
     kind: EventKind
     op: str
@@ -91,6 +104,7 @@ class PatchEvent(NamedTuple):
     pin: str | None = None
     link: Link | None = None
     value: Any = None
+    definition: str | None = None
 
 
 Listener = Callable[[PatchEvent], None]
@@ -99,6 +113,10 @@ Listener = Callable[[PatchEvent], None]
 class Patch:
     """A patch document: nodes, links, settings and change events."""
 
+    #: Node ids are single names, except in frozen patches, where the nodes of inlined instances
+    #: keep their execution paths as ids (`blob1/lfo3`), so their state is keyed as it was.
+    allow_path_ids = False
+
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInstance] = {}
         self._links: dict[Link, None] = {}  # insertion-ordered set
@@ -106,18 +124,53 @@ class Patch:
         self._links_out: dict[str, dict[Link, None]] = {}
         self.settings: dict[str, Any] = {"resolution": [640, 360]}
         self.meta: dict[str, Any] = {}  # e.g. frozen-export information; never read by editors
-        # The folder of the patch's file (set by load_patch, never saved): relative file names in
-        # node values, such as a shader file, resolve against it. None: resolve against the cwd.
-        self.folder: Path | None = None
+        self._folder: Path | None = None
         self.revision = 0
         self.value_revision = 0
         self._listeners: dict[object, Listener] = {}
         self._next_id = 1
+        # Definitions: kept by the document; a body knows its document (`owner`) and its name.
+        self._definitions: dict[str, Patch] = {}
+        self._relays: dict[str, Callable[[], None]] = {}
+        self.owner: Patch | None = None
+        self.name: str | None = None
+        self.instance_counts: dict[str, int] = {}  # definition name -> instances in this patch
+        self.ports: dict[str, None] = {}  # ids of inlet and outlet nodes, in order
+        self.instance_spec_cache: tuple[Any, Any] | None = None
+        self.port_names: dict[str, str] = {}  # port id -> name, as instances last saw them
 
     # ----------------------------------------------------------------- queries
     @property
     def links(self) -> list[Link]:
         return list(self._links)
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder of the patch's file (set by load_patch, never saved): relative file names in
+        node values, such as a shader file, resolve against it. None: against the cwd. A body
+        has its document's."""
+        return self.owner.folder if self.owner is not None else self._folder
+
+    @folder.setter
+    def folder(self, folder: Path | None) -> None:
+        self._folder = folder
+
+    @property
+    def document(self) -> Patch:
+        """The patch that keeps the definitions: the owner of a body, else this patch."""
+        return self.owner if self.owner is not None else self
+
+    @property
+    def definitions(self) -> Mapping[str, Patch]:
+        """The document's definitions, name -> body (read-only; edit through the methods)."""
+        return types.MappingProxyType(self.document._definitions)
+
+    def definition(self, name: str) -> Patch:
+        """The live body of a definition: editing it edits every instance."""
+        try:
+            return self.document._definitions[name]
+        except KeyError:
+            raise PatchValueError(f"no definition {name!r} in the document") from None
 
     @property
     def frozen(self) -> bool:
@@ -155,6 +208,11 @@ class Patch:
         twin.folder = self.folder
         twin.revision, twin.value_revision = self.revision, self.value_revision
         twin._next_id = self._next_id
+        twin.instance_counts = dict(self.instance_counts)
+        twin.ports = dict(self.ports)
+        twin.instance_spec_cache, twin.port_names = self.instance_spec_cache, dict(self.port_names)
+        for name, body in self._definitions.items():
+            twin._adopt(name, body.copy())
         return twin
 
     # ----------------------------------------------------------------- events
@@ -174,6 +232,175 @@ class Patch:
             self.value_revision += 1
         for listener in list(self._listeners.values()):
             listener(event)
+
+    # ----------------------------------------------------------------- definitions
+    def add_definition(self, name: str, body: Patch) -> None:
+        """Keep `body` (a patch of its own, not yet part of a document) as definition `name`.
+        Its `subpatch.inlet` and `subpatch.outlet` nodes become the pins of its instances."""
+        document = self.document
+        defs.checked_definition_name(name)
+        if name in document._definitions:
+            raise PatchValueError(f"definition {name!r} already exists")
+        if body.owner is not None or body is document or body._definitions:
+            raise PatchValueError(
+                f"definition {name!r}: the body must be a patch of its own, without definitions"
+            )
+        document._adopt(name, body)
+        try:
+            defs.check_expanded_size(document)
+            cycle = defs.definition_cycle(document)
+            if cycle is not None:
+                raise CycleError("a definition cannot contain itself: " + " -> ".join(cycle), cycle)
+        except PatchError:
+            document._disown(name)
+            raise
+        defs.instance_spec(body)
+        body.port_names = _port_names(body)
+        document._emit(PatchEvent("structural", "add_definition", value=name))
+
+    def _adopt(self, name: str, body: Patch) -> None:
+        body.owner, body.name = self, name
+        self._definitions[name] = body
+        self._relays[name] = body.subscribe(lambda event: self._relay(body, event))
+
+    def _disown(self, name: str) -> Patch:
+        body = self._definitions.pop(name)
+        self._relays.pop(name)()
+        body.owner = body.name = None
+        return body
+
+    def remove_definition(self, name: str) -> Patch:
+        """Remove a definition no instance uses; returns its body (for undo)."""
+        document = self.document
+        self.definition(name)
+        users = defs.instances_of(document, name)
+        if users:
+            where = ", ".join(_place_of(container, node_id) for container, node_id in users[:5])
+            raise PatchValueError(
+                f"definition {name!r} is used by {len(users)} instance(s) ({where})"
+            )
+        body = document._disown(name)
+        document._emit(PatchEvent("structural", "remove_definition", value=name))
+        return body
+
+    def rename_definition(self, old: str, new: str) -> None:
+        """Rename a definition; its instances follow."""
+        document = self.document
+        self.definition(old)
+        defs.checked_definition_name(new)
+        if new in document._definitions:
+            raise PatchValueError(f"definition {new!r} already exists")
+        body = document._definitions[old]
+        document._relays[new] = document._relays.pop(old)
+        document._definitions = {
+            (new if key == old else key): value for key, value in document._definitions.items()
+        }
+        body.name = new
+        for container in (document, *document._definitions.values()):
+            if old in container.instance_counts:
+                container.instance_counts[new] = container.instance_counts.pop(old)
+        for container, node_id in defs.instances_of(document, old):
+            instance = container.nodes[node_id]
+            instance.values = {**instance.values, "definition": new}
+        document._emit(PatchEvent("structural", "rename_definition", value=(old, new)))
+
+    def instances(self, name: str) -> list[tuple[Patch, str]]:
+        """Every instance of definition `name`: (the patch holding it, its id), document first."""
+        self.definition(name)
+        return defs.instances_of(self.document, name)
+
+    def _relay(self, body: Patch, event: PatchEvent) -> None:
+        """A body's edit is an edit of the document; its instances' pins follow its ports."""
+        self._emit(event._replace(definition=body.name))
+        if event.kind == "ui":
+            return
+        ports, link = body.ports, event.link
+        if (
+            event.node_id in ports
+            or event.node_id in body.port_names
+            or (link is not None and (link.src in ports or link.dst in ports))
+        ):
+            self._rederive_instances(body)
+
+    def _rederive_instances(self, body: Patch) -> None:
+        assert body.name is not None
+        before = body.port_names
+        spec = defs.instance_spec(body)
+        body.port_names = after = _port_names(body)
+        renamed: dict[str, dict[str, str]] = {defs.INLET: {}, defs.OUTLET: {}}
+        for port in before.keys() & after.keys():
+            if before[port] != after[port]:
+                renamed[body.nodes[port].type_id][before[port]] = after[port]
+        for container, node_id in defs.instances_of(self, body.name):
+            container._rederive_instance(node_id, spec, renamed[defs.INLET], renamed[defs.OUTLET])
+
+    def _rederive_instance(
+        self,
+        node_id: str,
+        spec: NodeSpec,
+        renamed_in: Mapping[str, str],
+        renamed_out: Mapping[str, str],
+    ) -> None:
+        """Give an instance the pins its definition has now: links and values of a renamed port
+        move to its new name, those of a removed port go."""
+        instance = self.nodes[node_id]
+        values = {renamed_in.get(name, name): value for name, value in instance.values.items()}
+        inputs = spec.inputs_for(values, self.folder)
+        if spec is instance.spec and inputs == instance.inputs:
+            return
+        in_names = {pin.name for pin in inputs}
+        out_names = {out.name for out in spec.outputs}
+        relink: list[Link] = []
+        for link in [*self.links_into(node_id).values(), *self.links_out_of(node_id)]:
+            moved = link
+            if link.dst == node_id:
+                moved = moved._replace(dst_pin=renamed_in.get(link.dst_pin, link.dst_pin))
+            if link.src == node_id:
+                moved = moved._replace(src_pin=renamed_out.get(link.src_pin, link.src_pin))
+            if moved == link and (
+                (link.dst != node_id or link.dst_pin in in_names)
+                and (link.src != node_id or link.src_pin in out_names)
+            ):
+                continue
+            if link in self._links:
+                self._drop_link(link)
+                self._emit(
+                    PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link)
+                )
+            if (moved.dst != node_id or moved.dst_pin in in_names) and (
+                moved.src != node_id or moved.src_pin in out_names
+            ):
+                relink.append(moved)
+        instance.spec = spec
+        instance.values = {pin.name: _kept(pin, values) for pin in inputs}
+        instance.inputs = inputs
+        instance.stamp = next(_stamps)
+        self._emit(PatchEvent("structural", "pins", node_id))
+        for link in relink:
+            try:
+                self.connect(*link, check_cycles=False)
+            except PatchError:
+                continue  # the renamed pin changed type too: the link cannot stay
+
+    def group(self, node_ids: Iterable[str], name: str) -> str:
+        """Turn these nodes into a new definition `name` and one instance in their place (links
+        that crossed the selection go through new inlets and outlets); returns the instance id."""
+        return defs.group(self, list(dict.fromkeys(node_ids)), name)
+
+    def ungroup(self, instance_id: str) -> list[str]:
+        """Put an instance's nodes in its place (its definition goes when no instance is left);
+        returns the ids of the nodes added."""
+        return defs.ungroup(self, instance_id)
+
+    def make_unique(self, instance_id: str, new_name: str) -> str:
+        """Detach one instance onto a copy of its definition named `new_name`."""
+        instance = self.node(instance_id)
+        if not defs.is_instance(instance):
+            raise PatchValueError(f"{instance_id!r} is not an instance of a definition")
+        body = self.definition(defs.definition_name(instance)).copy()
+        self.add_definition(new_name, body)
+        self.set_value(instance_id, "definition", new_name)
+        return new_name
 
     # ----------------------------------------------------------------- nodes
     def new_id(self, type_id: str) -> str:
@@ -200,12 +427,27 @@ class Patch:
             node_id = self.new_id(spec.id)
         elif node_id in self.nodes:
             raise DuplicateNodeError(f"node id {node_id!r} is already used")
-        elif not node_id or "/" in node_id:
+        elif not node_id or ("/" in node_id and not _path_id(node_id, self.allow_path_ids)):
             raise PatchValueError(f"bad node id {node_id!r}")
-        node_values, inputs = self._checked_values(node_id, spec, values or {})
+        values = dict(values or {})
+        definition = None
+        if spec.id == defs.SUBPATCH:
+            definition = str(values.get("definition", ""))
+            defs.check_instance_allowed(self, definition)
+            spec = defs.instance_spec(self.definition(definition))
+        elif spec.id in defs.PORT_TYPES:
+            wanted = str(values.get("name", spec.inputs[0].default))
+            values["name"] = defs.unique_port_name(self, spec.id, wanted)
+        if self.name is not None and self.owner is not None:
+            defs.check_expanded_size(self.owner, grown=self.name)
+        node_values, inputs = self._checked_values(node_id, spec, values)
         where = (float(pos[0]), float(pos[1])) if pos else (0.0, 0.0)
         instance = NodeInstance(node_id, spec, node_values, where, inputs, added_values=node_values)
         self.nodes[node_id] = instance
+        if definition is not None:
+            self.instance_counts[definition] = self.instance_counts.get(definition, 0) + 1
+        elif spec.id in defs.PORT_TYPES:
+            self.ports[node_id] = None
         self._emit(PatchEvent("structural", "add_node", node_id))
         return node_id
 
@@ -241,11 +483,21 @@ class Patch:
         for link in removed:
             self._drop_link(link)
             self._emit(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
-        del self.nodes[node_id]
+        instance = self.nodes.pop(node_id)
         self._links_in.pop(node_id, None)
         self._links_out.pop(node_id, None)
+        if defs.is_instance(instance):
+            self._count_instance(defs.definition_name(instance), -1)
+        self.ports.pop(node_id, None)
         self._emit(PatchEvent("structural", "remove_node", node_id))
         return removed
+
+    def _count_instance(self, name: str, change: int) -> None:
+        count = self.instance_counts.get(name, 0) + change
+        if count:
+            self.instance_counts[name] = count
+        else:
+            self.instance_counts.pop(name, None)
 
     def set_position(self, node_id: str, pos: tuple[float, float]) -> None:
         self.node(node_id).pos = (float(pos[0]), float(pos[1]))
@@ -275,6 +527,16 @@ class Patch:
                 raise PatchValueError(f"{node_id}.{pin}: {refused}") from None
         values = {**instance.values, pin: new}
         inputs = instance.inputs
+        if defs.is_instance(instance) and pin == "definition":
+            self._switch_definition(instance, str(new))
+            return
+        if (
+            instance.type_id in defs.PORT_TYPES
+            and pin == "name"
+            and defs.unique_port_name(self, instance.type_id, str(new), skip=node_id) != new
+        ):
+            kind = "inlet" if instance.type_id == defs.INLET else "outlet"
+            raise PatchValueError(f"{node_id}.name: another {kind} is already named {new!r}")
         if pin in instance.spec.dynamic_from:
             try:
                 inputs = instance.spec.inputs_for(values, self.folder)
@@ -288,6 +550,19 @@ class Patch:
         self._emit(PatchEvent("value", "set_value", node_id, pin, value=new))
         if inputs != instance.inputs:
             self._rederive_pins(instance, inputs)
+
+    def _switch_definition(self, instance: NodeInstance, name: str) -> None:
+        """Make an instance follow another definition (same-named pins keep values and links)."""
+        old = defs.definition_name(instance)
+        if name != old:
+            defs.check_instance_allowed(self, name, replacing=old)
+        spec = defs.instance_spec(self.definition(name))
+        instance.values = {**instance.values, "definition": name}
+        instance.stamp = next(_stamps)
+        self._count_instance(old, -1)
+        self._count_instance(name, 1)
+        self._emit(PatchEvent("value", "set_value", instance.id, "definition", value=name))
+        self._rederive_instance(instance.id, spec, {}, {})
 
     def _rederive_pins(self, instance: NodeInstance, inputs: tuple[PinSpec, ...]) -> None:
         names = {pin.name for pin in inputs}
@@ -423,6 +698,19 @@ class Patch:
         del self._links_in[link.dst][link.dst_pin]
         del self._links_out[link.src][link]
         self.nodes[link.dst].stamp = next(_stamps)
+
+
+def _path_id(node_id: str, allowed: bool) -> bool:
+    """True if `node_id` is a path id (`a/b/c`, no empty part) and those are allowed."""
+    return allowed and all(node_id.split("/"))
+
+
+def _port_names(body: Patch) -> dict[str, str]:
+    return {port: str(body.nodes[port].values["name"]) for port in body.ports}
+
+
+def _place_of(container: Patch, node_id: str) -> str:
+    return node_id if container.name is None else f"{container.name}/{node_id}"
 
 
 def _kept(pin: PinSpec, values: Mapping[str, Any]) -> Any:

@@ -272,3 +272,44 @@ def test_edit_passes_its_output_and_attach_flags_to_the_editor(monkeypatch) -> N
     assert not options["attach"]
     (path,), options = calls[1]
     assert path is None and options["attach"] and not options["output"]
+
+
+def test_subpatches_check_run_and_freeze_from_the_command_line(tmp_path: Path, capsys) -> None:
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "x"}, node_id="inx")
+    body.add_node("time.frame", node_id="frame")
+    body.add_node("math.add", node_id="add")
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    body.connect("inx", "out", "add", "a")
+    body.connect("frame", "out", "add", "b")
+    body.connect("add", "out", "outy", "in")
+    patch = Patch()
+    patch.add_definition("blob", body)
+    for i, x in ((1, 3.0), (2, 10.0)):
+        patch.add_node("subpatch", {"definition": "blob", "x": x}, node_id=f"b{i}")
+        patch.add_node("output.value", node_id=f"o{i}")
+        patch.connect(f"b{i}", "y", f"o{i}", "in")
+    path = tmp_path / "sub.patchbay"
+    save_patch(patch, path)
+    assert main(["check", str(path)]) == 0
+    assert (
+        capsys.readouterr()
+        .out.strip()
+        .endswith("ok: patch, 4 nodes, 2 links, 2 sinks, 1 definitions, 2 instances")
+    )
+    args = ["run", str(path), "--headless", "--frames", "2", "--print", "b2.y", "b1/add.out"]
+    assert main(args) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "0 b2.y=10.0 b1/add.out=3.0",
+        "1 b2.y=11.0 b1/add.out=4.0",
+    ]
+    frozen = tmp_path / "frozen.patchbay"
+    assert main(["freeze", str(path), "-o", str(frozen)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(frozen), "--headless", "--frames", "2", "--print", "o1", "o2"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "0 o1.out=3.0 o2.out=10.0",
+        "1 o1.out=4.0 o2.out=11.0",
+    ]
+    assert main(["run", str(path), "--headless", "--frames", "1", "--print", "b1/nope.out"]) == 2
+    assert "no node 'b1/nope'" in capsys.readouterr().err

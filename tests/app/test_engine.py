@@ -135,6 +135,37 @@ def test_edits_reach_the_engine_and_reports_carry_values_and_statuses() -> None:
     engine.close()
 
 
+def test_edits_inside_a_definition_reach_every_instance_the_engine_plays() -> None:
+    patch = chain_patch()
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "x"}, node_id="inx")
+    body.add_node("math.mul", {"b": 2.0}, node_id="gain")
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    body.connect("inx", "out", "gain", "a")
+    body.connect("gain", "out", "outy", "in")
+    patch.add_definition("double", body)
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    patch.add_node("subpatch", {"definition": "double", "x": 3.0}, node_id="d1")
+    patch.add_node("subpatch", {"definition": "double", "x": 4.0}, node_id="d2")
+    editor.channel.send({"type": "watch", "nodes": ["d1", "d2/gain"]})
+    report = editor.read_until("report", lambda m: m["values"].get("d1", {}).get("y") == 6.0)
+    patch.definition("double").set_value("gain", "b", 10.0)
+    report = editor.read_until("report", lambda m: m["values"]["d1"]["y"] == 30.0)
+    assert report["values"]["d2/gain"]["out"] == 40.0
+    assert report["nodes"]["d2/gain"][0] == "CONST"
+    # A structural edit inside, renaming a port on the way: the instances follow.
+    patch.definition("double").set_value("outy", "name", "twice")
+    patch.definition("double").add_node("math.add", {"b": 1.0}, node_id="plus")
+    patch.definition("double").disconnect("gain", "out", "outy", "in")
+    patch.definition("double").connect("gain", "out", "plus", "a")
+    patch.definition("double").connect("plus", "out", "outy", "in")
+    editor.read_until("report", lambda m: m["values"].get("d1", {}).get("twice") == 31.0)
+    assert patch_message(engine.patch)[0]["document"] == patch_message(patch)[0]["document"]
+    assert not any(m["type"] == "resync" for m in editor.received)
+    engine.close()
+
+
 def test_derived_pins_are_made_by_the_engine_and_their_echoes_are_harmless(tmp_path: Path) -> None:
     (tmp_path / "a.glsl").write_text("uniform float gain;\nuniform float bias;\nvoid main() {}\n")
     (tmp_path / "b.glsl").write_text("uniform float bias;\nvoid main() {}\n")

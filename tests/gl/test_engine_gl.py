@@ -1,10 +1,14 @@
 """The engine with GPU nodes: the output path reads nothing back; pictures for an editor cost one
-small readback each, at most at the report rate."""
+small readback each, at most at the report rate; a texture that cannot be pictured is tried once
+until its node changes, and the other pictures go on."""
 
 from __future__ import annotations
 
 import time
 from multiprocessing import Pipe
+from typing import Any
+
+import pytest
 
 from app.engine import PREVIEW_SIZE, REPORT_HZ, EditorLink, Engine
 from app.engine_protocol import Channel, patch_message
@@ -58,5 +62,63 @@ def test_the_output_path_reads_nothing_back_and_pictures_are_small(gl: GLService
     # one readback per picture, pictures only with reports (at most REPORT_HZ a second)
     seconds = time.monotonic() - started
     assert readbacks <= 2 * (REPORT_HZ * seconds + 1)
+    editor.close()
+    engine.close()
+
+
+def test_a_released_texture_is_pictured_once_and_the_other_pictures_go_on(
+    gl: GLService, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patch = noise_patch()
+    patch.add_node("gpu.shader", None, node_id="still")  # constant: computed once
+    patch.add_node("gpu.output", None, node_id="still_output")
+    patch.connect("still", "out", "still_output", "in")
+    engine = Engine(patch, gpu=gl)
+    editor_end, engine_end = Pipe()
+    editor = Channel(editor_end)
+    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), {"type": "_connected"}, []))
+    editor.send(*patch_message(engine.patch))
+    editor.send({"type": "images", "thumbnails": ["still", "noise"],
+                 "previews": [["output", "out"]]})  # fmt: skip
+    attempts: dict[str, int] = {}  # pictures tried, by node
+    readback_scaled = gl.readback_scaled
+
+    def counted(source: Any, size: tuple[int, int]) -> Any:
+        node = next((n for n in patch.nodes if engine.evaluator.output(n) is source), "?")
+        attempts[node] = attempts.get(node, 0) + 1
+        return readback_scaled(source, size)
+
+    monkeypatch.setattr(gl, "readback_scaled", counted)
+
+    def run(frames: int) -> dict[tuple[str, str], list[bytes]]:
+        pictures: dict[tuple[str, str], list[bytes]] = {}
+        for _ in range(frames):
+            engine.step()  # raises if anything escapes
+            while editor.connection.poll():
+                message, blobs = editor.receive()
+                for meta, blob in zip(message.get("images", []), blobs, strict=True):
+                    pictures.setdefault((meta["node"], meta["role"]), []).append(blob)
+            time.sleep(1 / 60)
+        return pictures
+
+    before = run(40)
+    assert before.get(("still", "thumbnail")), "a thumbnail of the shader first"
+    engine.evaluator.output("still").texture.release()  # as a failed reallocation leaves it
+    attempts.clear()
+    pictures = run(100)
+    assert attempts.get("still", 0) == 1  # tried once, then not until it changes
+    assert ("still", "thumbnail") not in pictures
+    noise = pictures.get(("noise", "thumbnail"), [])
+    assert len(noise) >= 2 and len(set(noise)) >= 2  # the others go on, and they move
+    assert len(pictures.get(("output", "preview"), [])) >= 10
+    assert engine.refresh_steps.failures == 1 and engine.refresh_steps.logged == 1
+    log = capsys.readouterr().err
+    assert log.count("reported once") == 1 and "texture was released" in log
+
+    engine.patch.set_value("still", "resolution", (32, 32))  # the node changes: tried again
+    attempts.clear()
+    pictures = run(40)
+    assert ("still", "thumbnail") in pictures and attempts.get("still", 0) >= 1
+    assert engine.refresh_steps.failures == 1
     editor.close()
     engine.close()

@@ -315,8 +315,8 @@ BAD_FILES: dict[str, tuple[str, str]] = {
     ),
     "no format tag": (with_changes(lambda d: d.pop("format")), "format: not a patchbay file"),
     "future version": (
-        with_changes(lambda d: set_in(d, ["version"], 2)),
-        r"version: written by a newer patchbay \(file version 2",
+        with_changes(lambda d: set_in(d, ["version"], 3)),
+        r"version: written by a newer patchbay \(file version 3",
     ),
     "version not a number": (with_changes(lambda d: set_in(d, ["version"], "1")), "version"),
     "unknown node type": (

@@ -1,0 +1,39 @@
+"""Subpatch node types: an instance of a definition, and the inlets and outlets of a definition.
+
+A definition is a Patch kept in the document (`Patch.add_definition`). Its `subpatch.inlet` and
+`subpatch.outlet` nodes become the input and output pins of every `subpatch` node that names it
+(nodes._definitions derives them). Evaluators never call these compute functions for instances:
+they expand every instance into its definition's nodes (evaluators/_view.py). Run on its own, a
+definition's body still works: an inlet gives its `default`, an outlet passes its input on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodes._spec import node
+
+
+@node("subpatch.inlet", outputs={"out": "any"}, output_defaults={"out": None})
+def inlet(name: str = "in", default: Any = None) -> Any:
+    """An input pin of the definition: instances show a pin of this name; inside, it gives what
+    the instance's pin receives (its `default` when nothing does)."""
+    return default
+
+
+@node("subpatch.outlet", outputs={"out": "any"}, output_defaults={"out": None})
+def outlet(name: str = "out", in_: Any = None) -> Any:
+    """An output pin of the definition: instances show a pin of this name, giving what this
+    node's input receives inside."""
+    return in_
+
+
+def _no_pins(values: Any, folder: Any) -> tuple[Any, ...]:
+    return ()
+
+
+@node("subpatch", outputs={}, dynamic_inputs=_no_pins, dynamic_from=("definition",))
+def subpatch(definition: str = "", pins: Any = None) -> Any:
+    """An instance of a definition of the document: its pins are the definition's inlets and
+    outlets, its values are its own, and editing the definition edits every instance."""
+    raise RuntimeError(f"an instance of {definition!r} runs expanded, never as one node")
