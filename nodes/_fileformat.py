@@ -67,6 +67,7 @@ import jsonschema
 import numpy as np
 
 from nodes._errors import (
+    CycleError,
     PatchError,
     PatchFileError,
     PatchValueError,
@@ -339,6 +340,7 @@ def _patch_from_document(
     patch.meta.update(document.get("meta", {}))
     patch.allow_path_ids = patch.frozen  # inlined instances keep their paths as ids
     definitions = document.get("definitions", {})
+    patch.checks_deferred = True
     for name in definitions:
         try:
             patch.add_definition(name, Patch())
@@ -352,6 +354,11 @@ def _patch_from_document(
 
         _fill(patch.definition(name), entry["nodes"], entry["links"], sidecars, limits, fail_inside)
     _fill(patch, document["nodes"], document["links"], sidecars, limits, fail)
+    try:
+        patch.end_deferred_checks()
+    except PatchError as problem:
+        inside = isinstance(problem, CycleError) or str(problem).startswith("definition ")
+        raise fail("definitions" if inside else "nodes", str(problem)) from None
     for body in patch.definitions.values():
         body.revision = body.value_revision = 0
     patch.revision = 0
@@ -374,25 +381,29 @@ def _innermost_first(definitions: Mapping[str, Any], fail: Any) -> list[str]:
     order: list[str] = []
     done: set[str] = set()
     for start in definitions:
-        path = [start]
+        if start in done:
+            continue
+        # Each entry: a definition and an iterator over the ones it uses (each looked at once).
+        path = [(start, iter(uses[start]))]
+        on_path = {start}
         while path:
-            name = path[-1]
-            if name in done:
-                path.pop()
-                continue
-            missing = next((inner for inner in uses[name] if inner not in done), None)
+            name, inners = path[-1]
+            missing = next((inner for inner in inners if inner not in done), None)
             if missing is None:
                 done.add(name)
                 order.append(name)
                 path.pop()
-            elif missing in path:
-                cycle = [*path[path.index(missing) :], missing]
+                on_path.discard(name)
+            elif missing in on_path:
+                names = [entry[0] for entry in path]
+                cycle = [*names[names.index(missing) :], missing]
                 raise fail(
                     f"definitions.{missing}",
                     "a definition cannot contain itself: " + " -> ".join(cycle),
                 )
             else:
-                path.append(missing)
+                path.append((missing, iter(uses[missing])))
+                on_path.add(missing)
     return order
 
 
@@ -844,10 +855,15 @@ def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
         return _refused_at_save(document, place, message)
 
     _check_sizes(document, limits, refuse)
-    for index, node in enumerate(document["nodes"]):
-        problem = _position_problem(node["pos"])
-        if problem is not None:
-            raise refuse(f"nodes[{index}].pos", problem)
+    bodies = [("", document["nodes"])] + [
+        (f"definitions.{one_line(name, 40)}.", body["nodes"])
+        for name, body in document.get("definitions", {}).items()
+    ]
+    for prefix, nodes in bodies:
+        for index, node in enumerate(nodes):
+            problem = _position_problem(node["pos"])
+            if problem is not None:
+                raise refuse(f"{prefix}nodes[{index}].pos", problem)
     settings = document["settings"]
     if isinstance(settings, dict) and settings.get("resolution") is not None:
         resolution = _check_resolution(settings["resolution"], limits, refuse)

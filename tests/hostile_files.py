@@ -288,6 +288,42 @@ def texture_from_huge_array(folder: Path) -> Path:
     )
 
 
+def nested_definitions(levels: int, width: int, count: int = 1) -> Callable[[Path], Path]:
+    """Definitions d0..d{levels}, each holding `width` instances of the one before (a few
+    kilobytes that expand to width**levels nodes), in `count` separate chains."""
+
+    def make(folder: Path) -> Path:
+        definitions: dict[str, Any] = {}
+        for chain in range(count):
+            definitions[f"c{chain}d0"] = {"nodes": [{"id": "n", "type": "math.add"}], "links": []}
+            for level in range(1, levels + 1):
+                inner = {"definition": f"c{chain}d{level - 1}"}
+                nodes = [{"id": f"i{k}", "type": "subpatch", "values": inner} for k in range(width)]
+                definitions[f"c{chain}d{level}"] = {"nodes": nodes, "links": []}
+        top = [
+            {
+                "id": f"top{chain}",
+                "type": "subpatch",
+                "values": {"definition": f"c{chain}d{levels}"},
+            }
+            for chain in range(count)
+        ]
+        return write(folder, document(top, version=2, definitions=definitions))
+
+    return make
+
+
+def definitions_in_a_cycle(folder: Path) -> Path:
+    definitions = {
+        name: {
+            "nodes": [{"id": "s", "type": "subpatch", "values": {"definition": inner}}],
+            "links": [],
+        }
+        for name, inner in (("a", "b"), ("b", "c"), ("c", "a"))
+    }
+    return write(folder, document([], version=2, definitions=definitions))
+
+
 def good_patch(folder: Path) -> Path:
     (folder / "shaders").mkdir()
     (folder / "shaders" / "tint.glsl").write_text(
@@ -363,6 +399,11 @@ CASES: tuple[HostileCase, ...] = (
         "many_nodes_limited", many_nodes, says="nodes = 100", extra=("--limit", "nodes=100")
     ),
     HostileCase("many_nodes_trusted", many_nodes, exit_code=0, extra=("--trust",)),
+    HostileCase("definitions_10_of_10_deep", nested_definitions(10, 10), says="limit nodes"),
+    HostileCase("definitions_10_of_10_deep_run", nested_definitions(10, 10), RUN, 2, "limit nodes"),
+    HostileCase("definitions_3000_deep", nested_definitions(3000, 1), says="definitions deep"),
+    HostileCase("definitions_5000_chains", nested_definitions(49, 1, 100), exit_code=0),
+    HostileCase("definitions_in_a_cycle", definitions_in_a_cycle, says="contain itself"),
     # Tracebacks
     HostileCase("array_as_list", array_value(["dtype", "float64"]), says="must be an object"),
     HostileCase(
@@ -432,6 +473,18 @@ CASES: tuple[HostileCase, ...] = (
     HostileCase("pos_1e400", overflowing_position, says="node 'b': position x = inf"),
     HostileCase("pos_beyond_limit", nodes_of(_placed([0, -2e6])), says="MAX_POSITION"),
     HostileCase("pos_at_limit", nodes_of(_placed([1e6, -1e6])), exit_code=0),
+    HostileCase(
+        "pos_nan_in_definition",
+        lambda folder: write(
+            folder,
+            {
+                **document([]),
+                "version": 2,
+                "definitions": {"blob": {"nodes": [_placed([float("nan"), 0])], "links": []}},
+            },
+        ),  # fmt: skip
+        says="definitions.blob.nodes[0].pos: node 'a': position x = nan",
+    ),
     # Reads outside the folder
     HostileCase("shader_file_absolute_run", shader_named("/etc/passwd"), RUN, 0),
     HostileCase("shader_file_home_run", shader_named("~/.bashrc"), RUN, 0),

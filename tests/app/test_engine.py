@@ -375,7 +375,9 @@ def test_an_editor_closing_stops_the_engine_unless_its_output_is_showing() -> No
     engine.on_quit = lambda: quits.append(True)
     engine.output_open = True  # the host opened the output window: perform mode
     editor.channel.send({"type": "quit", "unless_showing": True})
-    editor.read_until("report")
+    # Messages are handled in order: once the pause shows in a report, the quit was handled.
+    editor.channel.send({"type": "pause", "paused": True})
+    editor.read_until("report", lambda m: m["paused"])
     assert quits == []
     engine.output_open = False
     editor.channel.send({"type": "quit", "unless_showing": True})

@@ -289,3 +289,16 @@ def test_a_node_placed_where_no_canvas_can_show_it_is_refused_at_save(
     patch.set_position("lost", (-1e6, 1e6))  # the edge of the range saves and loads
     save_patch(patch, tmp_path / "p.patchbay")
     assert load_patch(tmp_path / "p.patchbay").nodes["lost"].pos == (-1e6, 1e6)
+
+
+def test_a_definition_node_placed_where_no_canvas_can_show_it_is_refused_at_save(
+    tmp_path: Path,
+) -> None:
+    from nodes import patch_from_dict
+
+    document = {"format": "patchbay", "version": 2, "nodes": [], "links": [],
+                "definitions": {"blob": {"nodes": [{"id": "a", "type": "math.add"}], "links": []}}}  # fmt: skip
+    patch = patch_from_dict(document)
+    patch.definition("blob").set_position("a", (3e6, 0.0))
+    with pytest.raises(PatchError, match=r"^definitions\.blob\.nodes\[0\]\.pos: position x"):
+        save_patch(patch, tmp_path / "p.patchbay")
