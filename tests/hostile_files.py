@@ -482,7 +482,7 @@ CASES: tuple[HostileCase, ...] = (
                 "version": 2,
                 "definitions": {"blob": {"nodes": [_placed([float("nan"), 0])], "links": []}},
             },
-        ),  # fmt: skip
+        ),
         says="definitions.blob.nodes[0].pos: node 'a': position x = nan",
     ),
     # Reads outside the folder

@@ -296,8 +296,9 @@ def test_a_definition_node_placed_where_no_canvas_can_show_it_is_refused_at_save
 ) -> None:
     from nodes import patch_from_dict
 
+    body = {"nodes": [{"id": "a", "type": "math.add"}], "links": []}
     document = {"format": "patchbay", "version": 2, "nodes": [], "links": [],
-                "definitions": {"blob": {"nodes": [{"id": "a", "type": "math.add"}], "links": []}}}  # fmt: skip
+                "definitions": {"blob": body}}  # fmt: skip
     patch = patch_from_dict(document)
     patch.definition("blob").set_position("a", (3e6, 0.0))
     with pytest.raises(PatchError, match=r"^definitions\.blob\.nodes\[0\]\.pos: position x"):
