@@ -15,6 +15,10 @@ Sections:
   on the GUI thread (the old way) and by the editor session's worker (app/autosave_bench.py).
 - show: the output's frame intervals while the editor is stressed, with the output in the engine
   process and in the editor's own process, and edit-to-output latency (app/show_bench.py).
+- subpatch: 100 instances of a 100-node HOT definition (10,000 nodes expanded) against the same
+  patch inlined by hand: flat and lazy frame times side by side, building the expanded view, and
+  with the dual evaluator the time from a value edit and from a structural edit inside the
+  definition to the end of the first frame in which every instance shows it.
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -49,7 +53,8 @@ from evaluators import (
     bind_compute,
     freeze,
 )
-from evaluators.bench_patches import CASES, hot_chain
+from evaluators._view import ExpandedPatch
+from evaluators.bench_patches import CASES, hot_chain, subpatch_chains, subpatch_chains_inlined
 from nodes import Patch, load_patch, save_patch
 
 Report = dict[str, Any]
@@ -213,6 +218,109 @@ def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], flo
         report["normal_lazy_frame_ms"], 1e-9
     )
     return report
+
+
+def subpatch_section(instances: int, body_size: int, frames: int, edits: int) -> Report:
+    """See the module note. Edits alternate (the last mul of the body set to 0 and back; a
+    `math.add` of 1000 put before the outlet and taken out), each made on a dual evaluator
+    running flat, frames back to back; an edit is shown when every instance's output is what
+    it makes (0, or at least 1000)."""
+    patch = subpatch_chains(instances, body_size)
+    by_hand = subpatch_chains_inlined(instances, body_size)
+    builds = []
+    for _ in range(3):
+        started = time.perf_counter()
+        view = ExpandedPatch(patch)
+        builds.append(time.perf_counter() - started)
+        view.close()
+    runs = {
+        "inlined_flat": FlatEvaluator(by_hand),
+        "subpatch_flat": FlatEvaluator(patch),
+        "inlined_lazy": LazyEvaluator(by_hand),
+        "subpatch_lazy": LazyEvaluator(patch),
+    }
+    medians = _interleaved_medians({name: ev.run_frame for name, ev in runs.items()}, frames)
+    sinks = [f"s{k}" for k in range(instances)]
+    agree = all(runs["subpatch_flat"].output(s) == runs["inlined_flat"].output(s) for s in sinks)
+    for evaluator in runs.values():
+        evaluator.close()
+    report: Report = {
+        "nodes_in_view": len(view.nodes),
+        "nodes_inlined_by_hand": len(by_hand.nodes),
+        "view_build_ms": statistics.median(builds) * 1e3,
+        "outputs_agree": agree,
+    }
+    report.update({f"{name}_ms": seconds * 1e3 for name, seconds in medians.items()})
+    report["flat_vs_inlined"] = medians["subpatch_flat"] / medians["inlined_flat"]
+    report["lazy_vs_inlined"] = medians["subpatch_lazy"] / medians["inlined_lazy"]
+    report.update(_definition_edits(patch, instances, edits))
+    return report
+
+
+def _definition_edits(patch: Patch, instances: int, edits: int) -> Report:
+    body = patch.definition("chain")
+    last_mul = next(n for n in reversed(body.nodes) if body.nodes[n].type_id == "math.mul")
+    dual = DualEvaluator(patch, debounce=0.0)
+    frame = 0
+
+    def tick() -> float:
+        nonlocal frame
+        started = time.perf_counter()
+        dual.run_frame(frame / 60.0, frame)
+        frame += 1
+        return time.perf_counter() - started
+
+    def until_flat() -> None:
+        deadline = time.monotonic() + 120
+        while dual.mode != "flat" and time.monotonic() < deadline:
+            tick()
+            time.sleep(0.005)
+        tick()
+
+    def shown(edit: Callable[[], None], check: Callable[[float], bool]) -> tuple[float, int]:
+        """Seconds from the edit to the end of the first frame that shows it everywhere, and
+        how many frames that took."""
+        started = time.perf_counter()
+        edit()
+        for count in range(1, 601):
+            tick()
+            if all(check(dual.output(f"i{k}", "y")) for k in range(instances)):
+                return time.perf_counter() - started, count
+        raise RuntimeError("an edit inside the definition never showed in every instance")
+
+    value, structural, frames_needed, modes = [], [], [], []
+    try:
+        until_flat()
+        for _ in range(edits):
+            modes.append(dual.mode)
+            seconds, count = shown(lambda: body.set_value(last_mul, "b", 0.0), lambda y: y == 0)
+            value.append(seconds)
+            frames_needed.append(count)
+            body.set_value(last_mul, "b", 1.0001)
+            until_flat()
+
+            def insert() -> None:
+                body.disconnect(last_mul, "out", "outy", "in")
+                body.add_node("math.add", {"b": 1000.0}, node_id="extra")
+                body.connect(last_mul, "out", "extra", "a")
+                body.connect("extra", "out", "outy", "in")
+
+            modes.append(dual.mode)
+            seconds, count = shown(insert, lambda y: y >= 1000.0)
+            structural.append(seconds)
+            frames_needed.append(count)
+            body.remove_node("extra")
+            body.connect(last_mul, "out", "outy", "in")
+            until_flat()
+    finally:
+        dual.close()
+    return {
+        "edits_started_flat": all(mode == "flat" for mode in modes),
+        "value_edit_to_frame_ms": statistics.median(value) * 1e3,
+        "structural_edit_to_frame_ms": statistics.median(structural) * 1e3,
+        "frames_until_shown_max": max(frames_needed),
+        "background_build_ms": dual.last_build_seconds * 1e3,
+    }
 
 
 def freeze_section(quick: bool) -> Report:
@@ -381,6 +489,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "editor": lambda: _editor_section(quick),
         "autosave": lambda: _autosave_section(quick),
         "show": lambda: _show_section(quick),
+        "subpatch": lambda: subpatch_section(100, 100, 5 if quick else 21, 2 if quick else 5),
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}

@@ -77,7 +77,17 @@ def _parser() -> argparse.ArgumentParser:
         "--only",
         nargs="+",
         default=None,
-        choices=("evaluators", "live_edit", "freeze", "gpu", "editor", "autosave", "show", "load"),
+        choices=(
+            "evaluators",
+            "live_edit",
+            "freeze",
+            "gpu",
+            "editor",
+            "autosave",
+            "show",
+            "subpatch",
+            "load",
+        ),
         help="run only these sections",
     )
     return parser

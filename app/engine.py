@@ -11,6 +11,9 @@ of a frame, so an edit lands between two frames and the frame loop never waits f
 engine answers with reports at most `REPORT_HZ` times a second, handed to a sender thread that
 keeps only the newest unsent report: a slow or stuck editor can never hold a frame back.
 
+Reports carry the statuses of the level the editor's canvas shows (`level` message: the path of
+the instance it is inside, `blob1/inner2`, or "" for the document's own nodes), round robin.
+
 Revisions: after applying an edit the engine compares its patch's counters with those the editor
 sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
 A new patch keeps the ExecutionContext, so what is playing (LFO phases, feedback) goes on.
@@ -295,7 +298,10 @@ class Engine:
         self._clock_start = time.perf_counter()
         self._paused_at = 0.0
         self._paused_total = 0.0
+        self._frame_origin = 0  # `frame` when the clock was last reset: nodes count from there
+        self._step_once = False  # run the next frame although paused (a step, a time reset)
         self._watched: list[str] = []
+        self._level = ""  # the instance path the editor's canvas shows ("": the top level)
         self._thumbnail_nodes: list[str] = []
         self._thumbnail_queue: list[str] = []
         self._thumbnail_round_at = 0.0
@@ -328,17 +334,33 @@ class Engine:
             self._paused_total += now - self._paused_at
         self.paused = paused
 
+    def step_paused(self, seconds: float) -> None:
+        """While paused: move patch time on by `seconds` and run one frame at the next `step()`."""
+        if self.paused:
+            self._paused_total -= seconds
+            self._step_once = True
+
+    def reset_clock(self) -> None:
+        """Patch time and the frame count the nodes see back to 0; paused, the frame at time 0
+        runs at the next `step()`."""
+        now = time.perf_counter()
+        self._clock_start, self._paused_total, self._paused_at = now, 0.0, now
+        self._frame_origin = self.frame
+        self._step_once = self.paused
+
     def step(self, t: float | None = None, then: Callable[[], None] | None = None) -> None:
         """Apply what editors sent, run one frame (at clock `t`, default the engine's clock)
-        unless paused, call `then()` while the frame's GL work is current (a headless player
-        reads its output there), and report when one is due."""
+        unless paused (or stepping), call `then()` while the frame's GL work is current (a
+        headless player reads its output there), and report when one is due."""
         self.drain()
         images: list[tuple[dict[str, Any], bytes]] = []
-        if not self.paused:
+        if not self.paused or self._step_once:
+            self._step_once = False
             self.frame_started = time.monotonic()
             gpu_frame = self.gpu.frame() if self.gpu is not None else contextlib.nullcontext()
             with gpu_frame:
-                self.evaluator.run_frame(self.clock() if t is None else t, self.frame)
+                t = self.clock() if t is None else t
+                self.evaluator.run_frame(t, self.frame - self._frame_origin)
                 if then is not None:
                     then()
                 if self.editor is not None and self.gpu is not None:
@@ -428,6 +450,9 @@ class Engine:
         elif kind == "watch":
             self._watched = [str(n) for n in message.get("nodes", [])]
             self._watch()
+        elif kind == "level":
+            self._level = str(message.get("path") or "")
+            self._report_cursor = 0  # the next report starts the level's round (and its ids)
         elif kind == "images":
             self._thumbnail_nodes = [str(n) for n in message.get("thumbnails", [])]
             self._previews = [(str(node), str(pin)) for node, pin in message.get("previews", [])]
@@ -441,6 +466,13 @@ class Engine:
                 self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
+        elif kind == "step":
+            seconds = float(message.get("seconds", 0.0))
+            if not 0.0 <= seconds <= 1.0:  # NaN too
+                raise ValueError(f"seconds must be within 0 and 1, not {seconds}")
+            self.step_paused(seconds)
+        elif kind == "reset_time":
+            self.reset_clock()
         elif kind == "quit":
             if message.get("unless_showing") and self.output_open:
                 return  # perform mode: the show goes on without its editor
@@ -520,7 +552,7 @@ class Engine:
     def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
         """The report message (without image blobs)."""
         ev, patch = self.evaluator, self.patch
-        ids = list(patch.nodes)
+        ids = self._level_ids()
         start = self._report_cursor if self._report_cursor < len(ids) else 0
         chosen = ids[start : start + REPORT_NODES]
         self._report_cursor = start + REPORT_NODES
@@ -564,6 +596,15 @@ class Engine:
             "values": values,
             "images": list(images),
         }
+
+    def _level_ids(self) -> list[str]:
+        """The nodes of the level the editor's canvas shows (`level` message): the document's
+        own, or the inner nodes of the instance at that path (`blob1/lfo3` for `blob1`)."""
+        if not self._level:
+            return list(self.patch.nodes)
+        prefix = self._level + "/"
+        return [n for n in self.graph.nodes
+                if n.startswith(prefix) and "/" not in n[len(prefix):]]  # fmt: skip
 
     def _preview_due(self) -> bool:
         return time.perf_counter() - self._report_at >= 1.0 / REPORT_HZ

@@ -6,6 +6,16 @@ never changes its own links or node set. User gestures are caught at NodeGraph's
 the resulting Patch events then update the view. A gesture the Patch refuses is reported through
 `refused` and the pipes the viewer had detached are put back.
 
+Levels: the canvas shows the document (`set_patch`) or, once an instance is entered (double-click,
+Enter; `enter`), the live body of its definition, so that edits there are edits of every
+instance; Backspace or U (`leave`) and `go_to` go back up. `trail` holds the ids of the instances
+entered, and `eval_id` turns a shown node's id into the evaluator's path (`blob1/lfo3`), which is
+what colours, previews and the inspector's state read. The canvas follows the document's events
+only for the level it shows (an event's `definition` names the body it happened in); an edit that
+removes an instance entered, or its definition, takes the canvas up to the deepest level left.
+Inlets and outlets are titled with the pin name they give (`in: freq`); an instance has a badge
+with its definition's name and how many instances share it (`blob ×3`).
+
 Assumptions and known costs:
     * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
     * NodeGraphQt's own cycle check is exponential and its `connect_to` from an input drops links,
@@ -47,16 +57,29 @@ from NodeGraphQt.qgraphics.pipe import PipeItem
 from NodeGraphQt.widgets.viewer import NodeViewer
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QUndoStack
-from PySide6.QtWidgets import QGraphicsPixmapItem, QProgressBar, QStyleOptionGraphicsItem
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsPixmapItem,
+    QGraphicsSimpleTextItem,
+    QProgressBar,
+    QStyleOptionGraphicsItem,
+)
 
 from app.qt_commands import (
     AddNodesCommand,
+    DocumentEditCommand,
     MoveNodesCommand,
     NodeRecord,
     RewireCommand,
 )
 from evaluators import NodeClass, NodeStatus
-from nodes import LIBRARY, Link, Patch, PatchError, PatchEvent
+from nodes import LIBRARY, Link, NodeInstance, Patch, PatchError, PatchEvent
+
+SUBPATCH, INLET, OUTLET = "subpatch", "subpatch.inlet", "subpatch.outlet"
+DEFINITION_TYPE = "patchbay.definition."  # tab search entries of the document's definitions
+DEFINITION_OPS = ("add_definition", "remove_definition", "rename_definition")
+BADGE_COLOR = (255, 214, 120)
+BADGE_GAP = 4.0  # scene units between a node's top and its badge
 
 PIN_COLORS = {
     "float": (120, 190, 255),
@@ -142,6 +165,13 @@ class _PatchNodeItem(NodeItem):
         if self._proxy_mode:  # a pin added while zoomed out
             self._show_details()
         return port
+
+    def mouseDoubleClickEvent(self, event: Any) -> None:
+        # NodeGraphQt edits the title on a double-click there; titles are not names here.
+        viewer = self.viewer()
+        if event.button() == Qt.MouseButton.LeftButton and viewer is not None:
+            viewer.node_double_clicked.emit(self.id)
+        QGraphicsItem.mouseDoubleClickEvent(self, event)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: Any) -> None:
         zoom = _zoom(painter, option)
@@ -257,18 +287,32 @@ class _GestureGraph(NodeGraph):
         self._canvas._gesture_move(node_data)
 
     def _on_search_triggered(self, node_type: str, pos: tuple[float, float]) -> None:
-        self._canvas.create_node(node_type.removeprefix("patchbay."), pos)
+        if node_type.startswith(DEFINITION_TYPE):
+            self._canvas.create_instance(node_type.removeprefix(DEFINITION_TYPE), pos)
+        else:
+            self._canvas.create_node(node_type.removeprefix("patchbay."), pos)
+
+    def _on_node_data_dropped(self, mimedata: Any, pos: Any) -> None:
+        # A node type or a definition dragged from the library; NodeGraphQt's own formats
+        # (sessions, its node URNs) would change the view behind the Patch's back.
+        payload = bytes(mimedata.data("nodegraphqt/nodes").data()).decode(errors="replace")
+        _, kind, name = [*payload.split(":", 2), "", ""][:3]
+        if kind == "definition":
+            self._canvas.create_instance(name, (pos.x(), pos.y()))
+        elif kind == "type":
+            self._canvas.create_node(name, (pos.x(), pos.y()))
 
     def _on_node_name_changed(self, node_id: str, name: str) -> None:
         # Names are node ids; renaming on the canvas is not an edit. Put the id back.
         node = self.get_node_by_id(node_id)
         if node is not None:
-            node.view.name = node.name()
+            self._canvas._retitle(self._canvas.node_id_of(node))
 
 
 class _InputFilter(QObject):
-    """Finishes a progressive load before any press on the canvas reaches it, and opens the tab
-    search when Tab is pressed over the canvas."""
+    """Finishes a progressive load before any press on the canvas reaches it, opens the tab
+    search when Tab is pressed over the canvas, enters the selected instance on Enter and leaves
+    one level on Backspace or U (keys that reach the canvas only while it has the focus)."""
 
     PRESSES = (QEvent.Type.MouseButtonPress, QEvent.Type.MouseButtonDblClick, QEvent.Type.KeyPress)
 
@@ -279,9 +323,16 @@ class _InputFilter(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in self.PRESSES:
             self._canvas.finish_loading()
-        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab:
+        if event.type() != QEvent.Type.KeyPress:
+            return False
+        key, plain = event.key(), event.modifiers() == Qt.KeyboardModifier.NoModifier
+        if key == Qt.Key.Key_Tab:
             self._canvas.open_tab_search()
             return True
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            return self._canvas.enter_selected()
+        if key in (Qt.Key.Key_Backspace, Qt.Key.Key_U) and plain:
+            return self._canvas.leave()
         return False
 
 
@@ -290,6 +341,7 @@ class QtPatchCanvas(QObject):
 
     refused = Signal(str)  # one-line reason of a refused gesture
     selection_changed = Signal(list)  # selected node ids
+    level_changed = Signal()  # the canvas entered or left an instance
 
     LOAD_SLICE_S = 0.04  # building time per event-loop turn while a large patch loads
 
@@ -306,7 +358,11 @@ class QtPatchCanvas(QObject):
         viewer.installEventFilter(self._input_filter)
         viewer.viewport().installEventFilter(self._input_filter)
         self.graph.node_selection_changed.connect(self._on_selection)
-        self.patch: Patch | None = None
+        self.graph.node_double_clicked.connect(self._on_double_click)
+        self.document: Patch | None = None  # the patch given to set_patch
+        self.patch: Patch | None = None  # what the canvas shows: the document or a body
+        self.trail: list[str] = []  # ids of the instances entered, outermost first
+        self._badges: dict[str, QGraphicsSimpleTextItem] = {}
         self._unsubscribe: Callable[[], None] | None = None
         self._views: dict[str, BaseNode] = {}  # node id -> canvas node
         self._ids: dict[str, str] = {}  # canvas node id (NodeGraphQt's) -> node id
@@ -333,12 +389,19 @@ class QtPatchCanvas(QObject):
 
     # ------------------------------------------------------------------ patch -> view
     def set_patch(self, patch: Patch) -> None:
-        """Show `patch` (replacing what was shown) and follow its edits from now on.
+        """Show the document `patch` (replacing what was shown, at its top level) and follow its
+        edits from now on.
 
         What is not built within one `LOAD_SLICE_S` is built from the event loop (see `loading`).
         """
         if self._unsubscribe is not None:
             self._unsubscribe()
+        self.document, self.trail = patch, []
+        self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self._show(patch)
+
+    def _show(self, patch: Patch) -> None:
+        """Build the view of `patch` (the document or one of its bodies)."""
         self._pending.clear()  # the rest of a load still under way
         self._frame_request = None
         self._begin_load()
@@ -349,10 +412,10 @@ class QtPatchCanvas(QObject):
             self._ids.clear()
             self._decor.clear()
             self._thumbnails.clear()  # items gone with the session
+            self._badges.clear()
             self.patch = patch
         finally:
             self._applying -= 1
-        self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.graph.undo_stack().clear()
         self._pending.extend(partial(self._add_view, node_id) for node_id in patch.nodes)
         self._pending.extend(partial(self._link_view, link) for link in patch.links)
@@ -419,8 +482,149 @@ class QtPatchCanvas(QObject):
     def node_id_of(self, view_node: Any) -> str:
         return self._ids[view_node.id]
 
+    # ------------------------------------------------------------------ levels
+    @property
+    def definition_name(self) -> str | None:
+        """The definition whose body is shown; None at the document's top level."""
+        return self.patch.name if self.patch is not None else None
+
+    def eval_id(self, node_id: str) -> str:
+        """The evaluator's id of a shown node: its path through the instances entered."""
+        return "/".join([*self.trail, node_id])
+
+    def node_at(self, path: str) -> NodeInstance | None:
+        """The node an evaluator id (`blob1/lfo3`) names in the document, if there is one."""
+        container: Patch | None = self.document
+        *through, last = path.split("/")
+        for instance_id in through:
+            container = _body_of(container, instance_id)
+        return container.nodes.get(last) if container is not None else None
+
+    def instances_sharing(self, name: str) -> int:
+        """How many instances (in the document and in bodies) use definition `name`."""
+        document = self.document
+        if document is None:
+            return 0
+        containers = (document, *document.definitions.values())
+        return sum(container.instance_counts.get(name, 0) for container in containers)
+
+    def enter(self, instance_id: str) -> bool:
+        """Show the body of the shown instance `instance_id` (its definition, as reached through
+        it); False if it is not an instance."""
+        body = _body_of(self.patch, instance_id)
+        if body is None:
+            return False
+        self.finish_loading()
+        self.trail.append(instance_id)
+        self._show(body)
+        self.frame(None)
+        self.level_changed.emit()
+        return True
+
+    def enter_selected(self) -> bool:
+        selected = self.selected_ids()
+        return len(selected) == 1 and self.enter(selected[0])
+
+    def leave(self) -> bool:
+        """Show the patch holding the instance entered last (selected); False at the top."""
+        return bool(self.trail) and self.go_to(len(self.trail) - 1)
+
+    def go_to(self, depth: int) -> bool:
+        """Show the level `depth` of the trail (0: the document's top level)."""
+        if not 0 <= depth < len(self.trail):
+            return False
+        left = self.trail[depth]
+        del self.trail[depth:]
+        container = self.document
+        for instance_id in self.trail:
+            container = _body_of(container, instance_id)
+        assert container is not None
+        self._show(container)
+        self.frame(None)
+        if left in container.nodes:
+            self.select([left])
+        self.level_changed.emit()
+        return True
+
+    def _check_trail(self) -> bool:
+        """After an edit: if an instance entered (or its definition) is gone, or follows another
+        definition now, show the deepest level still there; True if the level changed."""
+        container: Patch | None = self.document
+        for depth, instance_id in enumerate(self.trail):
+            body = _body_of(container, instance_id)
+            if body is None:
+                del self.trail[depth:]
+                break
+            container = body
+        if container is self.patch:
+            return False
+        assert container is not None
+        self._show(container)
+        # Said after this edit's event has reached every listener: an evaluator asked about the
+        # new level from inside the event would not have seen the edit yet.
+        QTimer.singleShot(0, self.level_changed.emit)
+        return True
+
+    def _on_double_click(self, view: Any) -> None:
+        if view is not None and view.id in self._ids:
+            self.enter(self._ids[view.id])
+
+    # ------------------------------------------------------------------ titles and badges
+    def _retitle(self, node_id: str) -> None:
+        """The node's title: its id; an inlet or outlet shows the pin name it gives."""
+        view = self._views.get(node_id)
+        if view is None:
+            return
+        inst = self.patch.nodes[node_id]
+        title = node_id
+        if inst.type_id in (INLET, OUTLET):
+            title = f"{'in' if inst.type_id == INLET else 'out'}: {inst.values.get('name')}"
+        if view.view.name != title:
+            view.view.name = title
+            view.view.draw_node()
+
+    def badge_text(self, node_id: str) -> str | None:
+        """What the badge over a shown instance says (`blob ×3`), None for other nodes."""
+        item = self._badges.get(node_id)
+        return item.text() if item is not None else None
+
+    def _badge(self, node_id: str) -> None:
+        """Show over an instance its definition and how many instances share it."""
+        inst = self.patch.nodes.get(node_id)  # None: removed, its view not yet
+        view = self._views.get(node_id)
+        if view is None or inst is None or inst.type_id != SUBPATCH:
+            return
+        name = str(inst.values.get("definition"))
+        text = f"{name} ×{self.instances_sharing(name)}"
+        item = self._badges.get(node_id)
+        if item is None:
+            item = QGraphicsSimpleTextItem(view.view)
+            item.setBrush(QColor(*BADGE_COLOR))
+            item.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+            item.setOpacity(0.0 if view.view.simple else 1.0)
+            self._badges[node_id] = item
+        if item.text() != text:
+            item.setText(text)
+            item.setToolTip(f"instance of {name}; {text.split('×')[1]} instance(s) share it")
+        item.setPos(0.0, -item.boundingRect().height() - BADGE_GAP)
+
+    def _refresh_badges(self) -> None:
+        for node_id in list(self._badges):
+            self._badge(node_id)
+
     def _on_patch_event(self, event: PatchEvent) -> None:
+        if self.trail and self._check_trail():
+            return  # the level shown was rebuilt from the Patch as it is now
+        if event.op in DEFINITION_OPS or event.pin == "definition":
+            self.graph.viewer().rebuild_tab_search()
+            self._refresh_badges()
+        elif self._badges and event.op in ("add_node", "remove_node"):
+            self._refresh_badges()  # an instance may have come or gone somewhere
+        if event.definition != self.definition_name:
+            return  # an edit of another definition's body
         if event.kind == "value":
+            if event.pin == "name":
+                self._retitle(event.node_id)
             return
         # Finishing a load builds from the Patch, which already holds this edit: hence the
         # membership checks below.
@@ -457,15 +661,19 @@ class QtPatchCanvas(QObject):
         )
         self._views[node_id] = view
         self._ids[view.id] = node_id
-        if len(inst.inputs) != len(inst.spec.inputs):
+        if len(inst.inputs) != len(inst.spec.inputs) or inst.type_id == SUBPATCH:
             self._sync_ports(node_id)
         view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.doc}".strip())
+        if inst.type_id in (INLET, OUTLET):
+            self._retitle(node_id)
+        self._badge(node_id)
         if node_id in self._decor:
             self._show_decor(node_id)
 
     def _remove_view(self, node_id: str) -> None:
         self._decor.pop(node_id, None)
         self._thumbnails.pop(node_id, None)
+        self._badges.pop(node_id, None)
         view = self._views.pop(node_id, None)
         if view is None:  # removed before a load had built it
             return
@@ -473,16 +681,23 @@ class QtPatchCanvas(QObject):
         self.graph.remove_node(view, push_undo=False)
 
     def _sync_ports(self, node_id: str) -> None:
+        """Give the view the node's input pins and its spec's outputs (an instance's follow its
+        definition)."""
         view = self._views[node_id]
-        wanted = {pin.name: pin for pin in self.patch.nodes[node_id].inputs}
-        for name, port in list(view.inputs().items()):
-            if name not in wanted:
-                for other in port.connected_ports():
-                    other.disconnect_from(port, push_undo=False)
-                view.delete_input(port)
-        for name, pin in wanted.items():
-            if name not in view.inputs():
-                view.add_input(name, color=PIN_COLORS.get(pin.type))
+        inst = self.patch.nodes[node_id]
+        for ports, wanted, delete, add in (
+            (view.inputs(), inst.inputs, view.delete_input, view.add_input),
+            (view.outputs(), inst.spec.outputs, view.delete_output, view.add_output),
+        ):
+            names = {pin.name: pin for pin in wanted}
+            for name, port in list(ports.items()):
+                if name not in names:
+                    for other in port.connected_ports():
+                        other.disconnect_from(port, push_undo=False)
+                    delete(port)
+            for name, pin in names.items():
+                if name not in ports:
+                    add(name, color=PIN_COLORS.get(pin.type))
 
     def _ports(self, link: Link) -> tuple[Any, Any]:
         out_port = self._views[link.src].get_output(link.src_pin)
@@ -562,11 +777,31 @@ class QtPatchCanvas(QObject):
         self.stack.push(AddNodesCommand(self.patch, [record], [], f"create {type_id}"))
         return node_id
 
+    def create_instance(self, name: str, pos: tuple[float, float]) -> str | None:
+        """Add an instance of definition `name` at scene position `pos` as one undo step."""
+        patch = self.patch
+        command = DocumentEditCommand(
+            self.document,
+            f"add an instance of {name}",
+            lambda: patch.add_node(SUBPATCH, {"definition": name}, (float(pos[0]), float(pos[1]))),
+        )
+        try:
+            command.apply()
+        except PatchError as error:
+            self.refused.emit(str(error))
+            return None
+        self.stack.push(command)
+        return str(command.result)
+
     def open_tab_search(self) -> None:
-        """Show NodeGraphQt's tab search at the cursor; the choice arrives in create_node."""
+        """Show NodeGraphQt's tab search at the cursor (node types and the document's
+        definitions); the choice arrives in create_node or create_instance."""
         self.finish_loading()
         viewer = self.viewer()
-        viewer.tab_search_set_nodes(self.graph.node_factory.names)
+        names = dict(self.graph.node_factory.names)
+        for name in self.document.definitions if self.document is not None else ():
+            names[f"{name} - definition"] = [DEFINITION_TYPE + name]
+        viewer.tab_search_set_nodes(names)
         viewer.tab_search_toggle()
 
     # ------------------------------------------------------------------ selection and framing
@@ -683,3 +918,11 @@ class QtPatchCanvas(QObject):
     def thumbnail_item(self, node_id: str) -> QGraphicsPixmapItem | None:
         """The item showing the node's thumbnail, if it has one."""
         return self._thumbnails.get(node_id)
+
+
+def _body_of(container: Patch | None, instance_id: str) -> Patch | None:
+    """The body an instance in `container` follows (None: no such instance)."""
+    inst = container.nodes.get(instance_id) if container is not None else None
+    if inst is None or inst.type_id != SUBPATCH:
+        return None
+    return container.definitions.get(str(inst.values.get("definition")))

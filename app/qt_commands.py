@@ -8,11 +8,19 @@ half-applied. Value edits are applied the same way, since the Patch may refuse a
 
 Value edits merge: edits of one pin carrying the same gesture token (one slider drag) collapse
 into a single undo step.
+
+Commands edit the Patch they were given: the document, or a definition's body (an edit inside a
+definition), so a body edit undoes the same whether the canvas is still inside or not. Edits of
+definitions and instances made of many primitive edits (group, ungroup, make unique, remove a
+definition) are `DocumentEditCommand`s: they keep the whole document's state before and after
+(node values are shared, not copied) and undo or redo by syncing the document back to it with
+primitive edits, re-adopting the same body objects, so the other commands' bodies stay the ones
+the document uses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,3 +209,158 @@ class SetValueCommand(_AppliedFirst):
         for link in self._links_before:
             if link not in present:
                 self._patch.connect(*link)
+
+
+# ------------------------------------------------------------------ definitions and instances
+@dataclass(frozen=True)
+class _Content:
+    """The nodes (id, type, values, position) and links of one patch, at one moment."""
+
+    nodes: tuple[tuple[str, str, Mapping[str, Any], tuple[float, float]], ...]
+    links: tuple[Link, ...]
+
+
+def _content(patch: Patch) -> _Content:
+    # Values dicts are replaced on every edit, never changed: they are kept as they are.
+    nodes = tuple((n.id, n.type_id, n.values, n.pos) for n in patch.nodes.values())
+    return _Content(nodes, tuple(patch.links))
+
+
+@dataclass(frozen=True)
+class DocumentState:
+    """A document's own nodes and links and each definition's body (the live body object, so that
+    commands holding a body keep editing the one the document uses after an undo)."""
+
+    document: _Content
+    definitions: Mapping[str, tuple[Patch, _Content]]
+
+
+def document_state(document: Patch) -> DocumentState:
+    return DocumentState(
+        _content(document),
+        {name: (body, _content(body)) for name, body in document.definitions.items()},
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # arrays compare element-wise: set them again
+        return False
+
+
+def _sync(patch: Patch, content: _Content) -> None:
+    """Make `patch` hold `content` by primitive edits (nodes that did not change stay, with
+    their evaluation state)."""
+    wanted = {node[0]: node for node in content.nodes}
+    kept_links = set(content.links)
+    for link in patch.links:
+        if link not in kept_links:
+            patch.disconnect(*link)
+    for node_id, inst in list(patch.nodes.items()):
+        node = wanted.get(node_id)
+        if node is None or node[1] != inst.type_id:
+            patch.remove_node(node_id)
+    for node_id, type_id, values, pos in content.nodes:
+        inst = patch.nodes.get(node_id)
+        if inst is None:
+            patch.add_node(type_id, values, pos, node_id=node_id)
+            continue
+        if inst.values is not values:
+            # Pins that derive others (an instance's definition, a shader's source) first.
+            first = [pin for pin in inst.spec.dynamic_from if pin in values]
+            for pin in [*first, *(pin for pin in values if pin not in first)]:
+                current = patch.nodes[node_id]
+                if current.input(pin) is not None and not _same(current.values[pin], values[pin]):
+                    patch.set_value(node_id, pin, values[pin])
+        if inst.pos != pos:
+            patch.set_position(node_id, pos)
+    present = set(patch.links)
+    for link in content.links:
+        if link not in present:
+            patch.connect(*link)
+
+
+def _uses(content: _Content) -> set[str]:
+    return {
+        str(values.get("definition"))
+        for _, type_id, values, _ in content.nodes
+        if type_id == "subpatch"
+    }
+
+
+def restore_document(document: Patch, state: DocumentState) -> None:
+    """Bring the document back to `state`: definitions it lacks come back (their old body
+    objects), every body and the document's own nodes are synced (a definition before the
+    patches holding its instances), and definitions `state` lacks go."""
+    for name, (body, _) in state.definitions.items():
+        if name not in document.definitions:
+            for node_id in list(body.nodes):  # its stale content; it is not in the document
+                body.remove_node(node_id)
+            document.add_definition(name, body)
+    done: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in done or name not in state.definitions:
+            return
+        done.append(name)
+        for used in _uses(state.definitions[name][1]):
+            visit(used)
+        _sync(document.definition(name), state.definitions[name][1])
+
+    for name in state.definitions:
+        visit(name)
+    _sync(document, state.document)
+    extra = [name for name in document.definitions if name not in state.definitions]
+    while extra:
+        free = [name for name in extra if not document.instances(name)]
+        if not free:
+            raise PatchError(f"cannot remove definitions still in use: {', '.join(extra)}")
+        for name in free:
+            document.remove_definition(name)
+            extra.remove(name)
+
+
+class DocumentEditCommand(_AppliedFirst):
+    """An edit of definitions and instances made of many primitive edits (group, ungroup, make
+    unique, remove a definition): `apply` runs it; undo and redo bring the whole document back
+    to the state before or after it. An edit the Patch refuses halfway is rolled back."""
+
+    def __init__(self, document: Patch, text: str, edit: Callable[[], Any]) -> None:
+        super().__init__(text)
+        self._document, self._edit = document, edit
+        self._before = document_state(document)
+        self._after: DocumentState | None = None
+        self.result: Any = None
+
+    def apply(self) -> None:
+        try:
+            self.result = self._edit()
+        except PatchError:
+            restore_document(self._document, self._before)
+            raise
+        self._after = document_state(self._document)
+        self._applied = True
+
+    def _do(self) -> None:
+        assert self._after is not None
+        restore_document(self._document, self._after)
+
+    def undo(self) -> None:
+        restore_document(self._document, self._before)
+
+
+class RenameDefinitionCommand(_AppliedFirst):
+    """Rename a definition (its instances follow)."""
+
+    def __init__(self, document: Patch, old: str, new: str) -> None:
+        super().__init__(f"rename definition {old} to {new}")
+        self._document, self._old, self._new = document, old, new
+
+    def _do(self) -> None:
+        self._document.rename_definition(self._old, self._new)
+
+    def undo(self) -> None:
+        self._document.rename_definition(self._new, self._old)

@@ -49,6 +49,13 @@ watchdog stopped a hung node) the window resends the patch. Closing the window s
 unless its output window is open (perform mode: the show goes on; `patchbay edit --attach`
 attaches again). Without an engine the window runs a DualEvaluator itself, as tests and tools do.
 
+Subpatches: Edit > Group (Ctrl+G) turns the selection into a definition and an instance, Ungroup
+(Ctrl+Shift+G) and Make Unique undo that for one instance; the canvas enters instances (see
+app.qt_canvas), with the breadcrumb bar (app.qt_breadcrumbs) above it. Inside, edits go to the
+definition's body and the inspector, preview and thumbnails read the evaluator at the paths of
+the instance entered through. Edits made of many steps are `DocumentEditCommand`s (one undo step
+each); the library lists the document's definitions to add instances from.
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """
@@ -88,8 +95,16 @@ from app.engine import FrameLog
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from app.patch_info import output_node
+from app.qt_breadcrumbs import QtBreadcrumbBar
 from app.qt_canvas import QtPatchCanvas
-from app.qt_commands import AddNodesCommand, NodeRecord, RemoveNodesCommand, SetValueCommand
+from app.qt_commands import (
+    AddNodesCommand,
+    DocumentEditCommand,
+    NodeRecord,
+    RemoveNodesCommand,
+    RenameDefinitionCommand,
+    SetValueCommand,
+)
 from app.qt_export import export_frozen_dialog
 from app.qt_inspector import QtInspector
 from app.qt_library import QtLibraryPanel
@@ -106,12 +121,13 @@ from app.qt_output import (
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
 from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
-from evaluators import DualEvaluator, Evaluator, ExecutionContext
+from evaluators import DualEvaluator, Evaluator, ExecutionContext, NodeClass, NodeStatus
 from evaluators.gl_service import GLService, texture_alive
 from nodes import (
     Patch,
     PatchError,
     PatchEvent,
+    UnknownNodeError,
 )
 
 FRAME_INTERVAL_MS = 16
@@ -163,6 +179,7 @@ class QtEditorWindow(QMainWindow):
             self.gl, self.gl_problem = create_editor_gl() if use_gl else (None, "turned off")
         self.undo_stack = QUndoStack(self)
         self.canvas = QtPatchCanvas(self.undo_stack)
+        self.breadcrumbs = QtBreadcrumbBar(self.canvas)
         self.inspector = QtInspector()
         self.preview = QtPreview(self._texture_source if self.gl is not None else None)
         # The gpu.output texture; GL widgets exist only when there is GL.
@@ -186,6 +203,7 @@ class QtEditorWindow(QMainWindow):
         self._fps = 0.0
         self._thumbnail_queue: deque[str] = deque()  # nodes left in this round
         self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
+        self._ending = False  # closing on a signal: nobody is asked anything
         self.refresh_steps = RefreshSteps("patchbay editor")
         self.failed_thumbnails = FailedPictures()
 
@@ -195,8 +213,14 @@ class QtEditorWindow(QMainWindow):
         self.canvas.refused.connect(self._on_refused)
         self.canvas.selection_changed.connect(self._on_selection)
         self.inspector.value_edited.connect(self._on_value_edited)
-        self.inspector.retry_requested.connect(self.retry_node)
+        self.inspector.retry_requested.connect(
+            lambda node_id: self.retry_node(self.canvas.eval_id(node_id))
+        )
         self.library.create_requested.connect(self._create_at_center)
+        self.library.instance_requested.connect(self._instance_at_center)
+        self.library.rename_requested.connect(self.rename_definition)
+        self.library.remove_requested.connect(self.remove_definition)
+        self.canvas.level_changed.connect(self._on_level_changed)
         self.undo_stack.cleanChanged.connect(self._on_clean_changed)
 
         self._timer = QTimer(self)
@@ -220,6 +244,7 @@ class QtEditorWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.banner)
+        layout.addWidget(self.breadcrumbs)
         layout.addWidget(self.canvas.widget, 1)
         self.setCentralWidget(central)
         self.docks: dict[str, QDockWidget] = {}
@@ -312,10 +337,25 @@ class QtEditorWindow(QMainWindow):
             self._action(edit, "&Copy", self.copy_selection, "Ctrl+C"),
             self._action(edit, "&Paste", self.paste, "Ctrl+V"),
             self._action(edit, "&Duplicate", self.duplicate_selection, "Ctrl+D"),
-            self._action(edit, "De&lete", self.delete_selection, "Delete", "Backspace"),
+            self._action(edit, "De&lete", self.delete_selection, "Delete"),
+            self._action(edit, "&Group", self.group_selection, "Ctrl+G"),
+            self._action(edit, "U&ngroup", self.ungroup_selection, "Ctrl+Shift+G"),
+            self._action(edit, "Make &Unique", self.make_unique_selection),
             undo,
             redo,
         ]
+        # Enter and Backspace / U are the canvas's own keys (while it has the focus).
+        self._action(edit, "&Enter Instance (Enter)", self.canvas.enter_selected)
+        self._action(edit, "Lea&ve Instance (Backspace)", self.canvas.leave)
+        graph_menu = self.canvas.graph.get_context_menu("graph")
+        for text, slot in (
+            ("Group (Ctrl+G)", self.group_selection),
+            ("Ungroup (Ctrl+Shift+G)", self.ungroup_selection),
+            ("Make Unique", self.make_unique_selection),
+            ("Enter Instance (Enter)", self.canvas.enter_selected),
+            ("Leave Instance (Backspace)", self.canvas.leave),
+        ):
+            graph_menu.add_command(text, lambda _graph, slot=slot: slot())
         self._action(edit, "Select &All", self.select_all, "Ctrl+A")
         self._action(edit, "New node (Tab search)", self.canvas.open_tab_search)
 
@@ -323,6 +363,11 @@ class QtEditorWindow(QMainWindow):
         self._action(view, "&Frame selection", self.frame_selection, "F")
         self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
         self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
+        self.step_action = self._action(view, "S&tep one frame", self.step_frame, ".")
+        self.reset_time_action = self._action(view, "&Reset time", self.reset_time, "Ctrl+Home")
+        transport = self.addToolBar("Transport")
+        transport.setObjectName("Transport")
+        transport.addActions([self.pause_action, self.step_action, self.reset_time_action])
         view.addSeparator()
         self.output_action = self._action(
             view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
@@ -377,6 +422,8 @@ class QtEditorWindow(QMainWindow):
             self.output_window.source = output_source(self.evaluator)
         self.inspector.set_node(None, None)
         self.preview.set_outputs(None, [])
+        self.breadcrumbs.refresh()
+        self._show_definitions()
         read_only = patch.frozen
         self.banner.setVisible(read_only)
         self.banner.setText("Frozen export: read-only. Open the source patch to edit.")
@@ -412,9 +459,21 @@ class QtEditorWindow(QMainWindow):
         self.setWindowTitle(self.session.title())
 
     def _on_patch_event(self, event: PatchEvent) -> None:
+        if event.op in ("add_definition", "remove_definition", "rename_definition") or (
+            event.op in ("add_node", "remove_node", "pins") and event.kind == "structural"
+        ):
+            self._show_definitions()
+            self.breadcrumbs.refresh()
+        inside = self.canvas.definition_name
+        if inside is not None and event.definition == inside and event.kind != "ui":
+            count = self.canvas.instances_sharing(inside)
+            self.statusBar().showMessage(
+                f"Edited definition {inside}: affects {count} instance{'s' if count != 1 else ''}",
+                4000,
+            )
         self.failed_thumbnails.on_patch_event(event)
         node_id = self.inspector.node_id
-        if node_id is None:
+        if node_id is None or event.definition != inside:
             return
         touches = event.node_id == node_id or (
             event.link is not None and node_id in (event.link.src, event.link.dst)
@@ -425,6 +484,25 @@ class QtEditorWindow(QMainWindow):
             self._on_selection([])
 
     # ------------------------------------------------------------------ the engine
+    def _show_definitions(self) -> None:
+        """The library's Definitions section: the document's definitions, with their use."""
+        self.library.set_definitions(
+            {name: self.canvas.instances_sharing(name) for name in self.patch.definitions}
+        )
+
+    def _on_level_changed(self) -> None:
+        self._thumbnail_queue.clear()
+        self.failed_thumbnails.clear()  # kept by shown node id: another level's nodes now
+        self._send_level()
+        self._on_selection(self.canvas.selected_ids())
+        self.decorate_nodes()
+
+    def _send_level(self) -> None:
+        """Tell the engine which level the canvas shows: its reports carry those statuses."""
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "level", "path": "/".join(self.canvas.trail)})
+
     def send_patch(self) -> None:
         """Send the whole document and what the window asks of it (after a start, a restart or
         a resync)."""
@@ -435,6 +513,7 @@ class QtEditorWindow(QMainWindow):
         message["path"] = str(self.path) if self.path else None
         self.engine.send(message, blobs)
         self._send_watch()
+        self._send_level()
         self._image_request = {}
         self._request_images()
         if self.paused:
@@ -460,9 +539,10 @@ class QtEditorWindow(QMainWindow):
             return
         self._output_node = output_node(self.patch)
         previews = [[self._output_node, "out"]] if self._output_node else []
-        node_id = self.preview.node_id
-        if node_id is not None and node_id in self.patch.nodes:
-            previews += [[node_id, out.name] for out in self.patch.nodes[node_id].spec.outputs
+        node_id = self.preview.node_id  # an evaluator path inside an instance
+        node = self.canvas.node_at(node_id) if node_id is not None else None
+        if node is not None:
+            previews += [[node_id, out.name] for out in node.spec.outputs
                          if out.type == "texture"]  # fmt: skip
         if thumbnails is None:
             thumbnails = self._image_request.get("thumbnails", [])
@@ -517,16 +597,19 @@ class QtEditorWindow(QMainWindow):
             self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
 
     def _request_visible_thumbnails(self) -> None:
-        textured = [n for n in self.patch.nodes if self._thumbnail_pin(n) is not None]
-        self._request_images(self.canvas.thumbnail_candidates(textured))
+        textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
+        shown = self.canvas.thumbnail_candidates(textured)
+        self._request_images([self.canvas.eval_id(node_id) for node_id in shown])
 
     def _show_engine_thumbnails(self) -> None:
         """The thumbnails the engine sent, each isolated."""
         assert self.engine is not None
         remote = self.engine.evaluator
-        for node_id in self._image_request.get("thumbnails", []):
-            pin = self._thumbnail_pin(node_id) if node_id in self.patch.nodes else None
-            picture = remote.take_image(node_id, pin, "thumbnail") if pin else None
+        for path in self._image_request.get("thumbnails", []):  # paths inside an instance
+            node_id = path.rsplit("/", 1)[-1]
+            shown = self.canvas.eval_id(node_id) == path and node_id in self.canvas.patch.nodes
+            pin = self._thumbnail_pin(node_id) if shown else None
+            picture = remote.take_image(path, pin, "thumbnail") if pin else None
             if picture is not None:
                 image = self.refresh_steps.run("thumbnail", _qimage, *picture)
                 if image is not None:
@@ -711,6 +794,11 @@ class QtEditorWindow(QMainWindow):
         )
         return recoveries[labels.index(label)] if accepted and label in labels else None
 
+    def ask_definition_name(self, title: str, default: str) -> str | None:
+        """A definition name (None: cancelled); the Patch explains a name it refuses."""
+        name, accepted = QInputDialog.getText(self, title, "Definition name:", text=default)
+        return name.strip() if accepted else None
+
     def report_error(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
         QMessageBox.warning(self, "patchbay", message)
@@ -720,7 +808,7 @@ class QtEditorWindow(QMainWindow):
         self.statusBar().showMessage(f"Refused: {reason}", 8000)
 
     def _on_value_edited(self, node_id: str, pin: str, value: Any, gesture: Any) -> None:
-        command = SetValueCommand(self.patch, node_id, pin, value, gesture)
+        command = SetValueCommand(self.canvas.patch, node_id, pin, value, gesture)
         try:
             command.apply()
         except PatchError as error:
@@ -735,12 +823,106 @@ class QtEditorWindow(QMainWindow):
         if node_id is not None:
             self.canvas.select([node_id])
 
+    def _instance_at_center(self, name: str) -> None:
+        x, y = self.canvas.view_center()
+        node_id = self.canvas.create_instance(name, (x - 80.0, y - 30.0))
+        if node_id is not None:
+            self.canvas.select([node_id])
+
+    def _document_edit(self, text: str, edit: Any) -> Any:
+        """Run a many-step edit of definitions and instances as one undo step; None (and the
+        reason in the status bar) if the Patch refuses it."""
+        command = DocumentEditCommand(self.patch, text, edit)
+        try:
+            command.apply()
+        except PatchError as error:
+            self._on_refused(str(error))
+            return None
+        self.undo_stack.push(command)
+        return command.result
+
+    def _new_definition_name(self, base: str) -> str:
+        taken = self.patch.definitions
+        return next(f"{base}{n}" for n in range(1, len(taken) + 2) if f"{base}{n}" not in taken)
+
+    def group_selection(self) -> None:
+        """Turn the selected nodes into a new definition and one instance in their place."""
+        ids = self.canvas.selected_ids()
+        if not ids:
+            self._on_refused("nothing to group: select nodes first")
+            return
+        name = self.ask_definition_name("Group", self._new_definition_name("group"))
+        shown = self.canvas.patch
+        if name is not None:
+            instance_id = self._document_edit(f"group {len(ids)} nodes as {name}",
+                                              lambda: shown.group(ids, name))  # fmt: skip
+            if instance_id is not None:
+                self.canvas.select([instance_id])
+
+    def _selected_instance(self, what: str) -> str | None:
+        ids = self.canvas.selected_ids()
+        shown = self.canvas.patch
+        if len(ids) != 1 or shown.nodes[ids[0]].type_id != "subpatch":
+            self._on_refused(f"{what}: select one instance of a definition")
+            return None
+        return ids[0]
+
+    def ungroup_selection(self) -> None:
+        """Put the selected instance's nodes in its place."""
+        instance_id = self._selected_instance("ungroup")
+        shown = self.canvas.patch
+        if instance_id is not None:
+            added = self._document_edit(f"ungroup {instance_id}",
+                                        lambda: shown.ungroup(instance_id))  # fmt: skip
+            if added is not None:
+                self.canvas.select(added)
+
+    def make_unique_selection(self) -> None:
+        """Detach the selected instance onto a copy of its definition."""
+        instance_id = self._selected_instance("make unique")
+        if instance_id is None:
+            return
+        shown = self.canvas.patch
+        old = str(shown.value(instance_id, "definition"))
+        name = self.ask_definition_name("Make unique", self._new_definition_name(old))
+        if name is not None:
+            self._document_edit(f"make {instance_id} unique as {name}",
+                                lambda: shown.make_unique(instance_id, name))  # fmt: skip
+
+    def rename_definition(self, old: str) -> None:
+        new = self.ask_definition_name(f"Rename {old}", old)
+        if new is None or new == old:
+            return
+        command = RenameDefinitionCommand(self.patch, old, new)
+        try:
+            command.apply()
+        except PatchError as error:
+            self._on_refused(str(error))
+            return
+        self.undo_stack.push(command)
+
+    def remove_definition(self, name: str) -> None:
+        """Remove a definition no instance uses (refused, with where it is used, otherwise)."""
+        self._document_edit(f"remove definition {name}", lambda: self.patch.remove_definition(name))
+
     def _insert(self, piece: Patch, text: str) -> None:
         """Add a copy of `piece` with fresh ids, offset, as one undo step; select it."""
-        nodes, links = self.session.placed_copy(piece)
-        if nodes:
-            records = [NodeRecord(*node) for node in nodes]
-            self.undo_stack.push(AddNodesCommand(self.patch, records, links, text))
+        target = self.canvas.patch
+        nodes, links = self.session.placed_copy(piece, target)
+        if not nodes:
+            return
+        records = [NodeRecord(*node) for node in nodes]
+        definitions = self.session.definitions_to_add(piece)
+
+        def add() -> bool:
+            for name, body in definitions:  # what its instances follow, if the document lacks it
+                self.patch.add_definition(name, body)
+            AddNodesCommand(target, records, links, text).redo()
+            return True
+
+        # One step for the whole document: an instance may be refused there (a definition
+        # inside itself), and definitions may come along.
+        if self._document_edit(text, add):
             self.canvas.select([node[0] for node in nodes])
 
     def copy_selection(self) -> None:
@@ -749,7 +931,7 @@ class QtEditorWindow(QMainWindow):
         ids = self.canvas.selected_ids()
         if not ids:
             return
-        text = self.session.copy(ids)
+        text = self.session.copy(ids, self.canvas.patch)
         clipboard = QApplication.clipboard()
         if text:
             clipboard.setText(text)
@@ -770,27 +952,31 @@ class QtEditorWindow(QMainWindow):
     def duplicate_selection(self) -> None:
         ids = self.canvas.selected_ids()
         if ids:
-            self._insert(self.session.fragment(ids), "duplicate")
+            self._insert(self.session.fragment(ids, self.canvas.patch), "duplicate")
 
     def delete_selection(self) -> None:
         ids = self.canvas.selected_ids()
         if ids:
-            self.undo_stack.push(RemoveNodesCommand(self.patch, ids))
+            self.undo_stack.push(RemoveNodesCommand(self.canvas.patch, ids))
 
     def select_all(self) -> None:
-        self.canvas.select(list(self.patch.nodes))
+        self.canvas.select(list(self.canvas.patch.nodes))
 
     def frame_selection(self) -> None:
         self.canvas.frame(self.canvas.selected_ids())
 
     def _on_selection(self, node_ids: list[str]) -> None:
+        """Inspect the one node selected; inside an instance the inspector edits the body (every
+        instance) and the preview shows the values of the instance entered through."""
+        shown = self.canvas.patch
         node_id = node_ids[0] if len(node_ids) == 1 else None
-        if node_id is not None and node_id not in self.patch.nodes:
+        if node_id is not None and node_id not in shown.nodes:
             node_id = None
-        self.inspector.set_node(self.patch if node_id else None, node_id)
-        outputs = [o.name for o in self.patch.nodes[node_id].spec.outputs] if node_id else []
-        self.preview.set_outputs(node_id, outputs)
-        self.evaluator.watch([node_id] if node_id else [])
+        self.inspector.set_node(shown if node_id else None, node_id)
+        outputs = [o.name for o in shown.nodes[node_id].spec.outputs] if node_id else []
+        path = self.canvas.eval_id(node_id) if node_id else None
+        self.preview.set_outputs(path, outputs)
+        self.evaluator.watch([path] if path else [])
         self._send_watch()
         self._request_images()
         self._show_node_state()
@@ -801,7 +987,32 @@ class QtEditorWindow(QMainWindow):
             self.send_edits()
             self.engine.send({"type": "pause", "paused": not self.paused})
         self.session.clock.toggle()
+        self._fps_frames, self._fps_since = 0, time.perf_counter()  # paused time is no frame
         self._update_status()
+
+    def step_frame(self) -> None:
+        """Pause (when playing) and run one frame of patch time, FRAME_INTERVAL_MS on."""
+        if not self.paused:
+            self.toggle_pause()
+        seconds = FRAME_INTERVAL_MS / 1000
+        self.session.clock.advance(seconds)
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "step", "seconds": seconds})
+        else:
+            self._run_frame(show_all=True)
+
+    def reset_time(self) -> None:
+        """Patch time and the frame count back to 0, so time nodes start over; paused, the
+        frame at time 0 shows."""
+        self.session.clock.reset()
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "reset_time"})
+            return
+        self._frame = 0
+        if self.paused:
+            self._run_frame(show_all=True)
 
     @property
     def paused(self) -> bool:
@@ -822,6 +1033,12 @@ class QtEditorWindow(QMainWindow):
                 with self.gl.frame():
                     step("thumbnails", self.refresh_thumbnails)
             return
+        self._run_frame()
+
+    def _run_frame(self, *, show_all: bool = False) -> None:
+        """One frame of the local evaluator, and what shows its results (every view of them
+        with `show_all`, as after a step; else those due)."""
+        step = self.refresh_steps.run
         if self.gl is None:
             step("frame", self.evaluator.run_frame, self.clock(), self._frame)
         else:
@@ -832,10 +1049,10 @@ class QtEditorWindow(QMainWindow):
                 step("output window", self.output_window.update)
         self._frame += 1
         self._fps_frames += 1
-        if self._frame % DECORATE_EVERY == 0:
+        if show_all or self._frame % DECORATE_EVERY == 0:
             step("node colours", self.decorate_nodes)
             step("node state", self._show_node_state)
-        if self._frame % TEXTURES_EVERY == 0:
+        if show_all or self._frame % TEXTURES_EVERY == 0:
             step("texture previews", self.refresh_textures)
         now = time.perf_counter()
         if now - self._fps_since >= STATUS_EVERY_S:
@@ -854,7 +1071,7 @@ class QtEditorWindow(QMainWindow):
         none), for the preview panel's GL widgets."""
 
         def source() -> Any:
-            if node_id not in self.patch.nodes:
+            if self.canvas.node_at(node_id) is None:
                 return None
             value = self.evaluator.output(node_id, pin)
             return value if is_texture(value) and texture_alive(value) else None
@@ -862,8 +1079,8 @@ class QtEditorWindow(QMainWindow):
         return source
 
     def _thumbnail_pin(self, node_id: str) -> str | None:
-        """The node's first texture output, if it has one."""
-        outputs = self.patch.nodes[node_id].spec.outputs
+        """The shown node's first texture output, if it has one."""
+        outputs = self.canvas.patch.nodes[node_id].spec.outputs
         return next((out.name for out in outputs if out.type == "texture"), None)
 
     def _thumbnails_due(self) -> bool:
@@ -876,18 +1093,19 @@ class QtEditorWindow(QMainWindow):
         now = time.perf_counter()
         if not self._thumbnail_queue and now >= self._thumbnail_round_at:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
-            textured = [n for n in self.patch.nodes if self._thumbnail_pin(n) is not None]
+            textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
             self._thumbnail_queue.extend(self.canvas.thumbnail_candidates(textured))
         for _ in range(min(THUMBNAILS_PER_FRAME, len(self._thumbnail_queue))):
             node_id = self._thumbnail_queue.popleft()
-            if node_id in self.patch.nodes:
+            if node_id in self.canvas.patch.nodes:
                 self.refresh_steps.run("thumbnail", self._refresh_thumbnail, node_id)
 
     def _refresh_thumbnail(self, node_id: str) -> None:
         """The node's thumbnail now; none tried for a texture whose thumbnail failed (it raises
         then, once, for the caller to report)."""
         pin = self._thumbnail_pin(node_id)
-        value = self.evaluator.output(node_id, pin) if pin and self.gl is not None else None
+        path = self.canvas.eval_id(node_id)
+        value = self.evaluator.output(path, pin) if pin and self.gl is not None else None
         if pin is None or not is_texture(value):
             self.canvas.set_thumbnail(node_id, None)
             return
@@ -903,7 +1121,8 @@ class QtEditorWindow(QMainWindow):
         readback; None without GL or without a texture. Raises ValueError for a texture that was
         released."""
         pin = self._thumbnail_pin(node_id)
-        value = self.evaluator.output(node_id, pin) if pin and self.gl is not None else None
+        path = self.canvas.eval_id(node_id)
+        value = self.evaluator.output(path, pin) if pin and self.gl is not None else None
         if not is_texture(value):
             return None
         width, height = value.size
@@ -913,24 +1132,35 @@ class QtEditorWindow(QMainWindow):
         image = QImage(pixels.data, size[0], size[1], size[0] * 4, QImage.Format.Format_RGBX8888)
         return image.copy()  # owns its pixels
 
-    def decorate_nodes(self) -> None:
+    def node_state(self, path: str) -> tuple[NodeClass, NodeStatus, str | None]:
+        """The evaluator's class, status and error of a node (an instance's inner node by its
+        path, `blob1/lfo3`); one the evaluator does not know (yet) is idle."""
         ev = self.evaluator
-        for node_id in self.patch.nodes:
-            self.canvas.decorate(node_id, ev.node_class(node_id), ev.status(node_id),
-                                 ev.error(node_id))  # fmt: skip
+        try:
+            return ev.node_class(path), ev.status(path), ev.error(path)
+        except (UnknownNodeError, KeyError):
+            return NodeClass.CONST, NodeStatus.IDLE, None
+
+    def decorate_nodes(self) -> None:
+        for node_id in self.canvas.patch.nodes:
+            self.canvas.decorate(node_id, *self.node_state(self.canvas.eval_id(node_id)))
 
     def _show_node_state(self) -> None:
-        node_id = self.preview.node_id
-        if node_id is None or node_id not in self.patch.nodes:
+        path = self.preview.node_id
+        node = self.canvas.node_at(path) if path is not None else None
+        if path is None or node is None:
             return
         ev = self.evaluator
-        self.inspector.set_state(ev.node_class(node_id), ev.status(node_id), ev.error(node_id),
-                                 self.is_bypassed(node_id))  # fmt: skip
-        outputs = self.patch.nodes[node_id].spec.outputs
-        self.preview.show_values({o.name: ev.output(node_id, o.name) for o in outputs})
+        self.inspector.set_state(*self.node_state(path), self.is_bypassed(path))
+        try:
+            values = {o.name: ev.output(path, o.name) for o in node.spec.outputs}
+        except (UnknownNodeError, KeyError):
+            return
+        self.preview.show_values(values)
+        outputs = node.spec.outputs
         if isinstance(ev, RemoteEvaluator):
             for out in outputs:
-                picture = ev.take_image(node_id, out.name, "preview")
+                picture = ev.take_image(path, out.name, "preview")
                 if picture is not None:
                     self.preview.show_picture(out.name, _qimage(*picture))
 
@@ -955,7 +1185,7 @@ class QtEditorWindow(QMainWindow):
         if isinstance(ev, RemoteEvaluator) and ev.problem is not None:
             mode = "engine restarting"
         labels["mode"].setText(f"{mode}{' · paused' if self.paused else ''}")
-        labels["fps"].setText(f"{self._fps:.0f} fps")
+        labels["fps"].setText("paused" if self.paused else f"{self._fps:.0f} fps")
         labels["frame"].setText(f"frame {ev.last_frame_seconds * 1000:.2f} ms")
         build = ev.last_build_seconds
         labels["build"].setText(f"build {build * 1000:.1f} ms" if build else "build —")
@@ -1049,8 +1279,15 @@ class QtEditorWindow(QMainWindow):
         return super().eventFilter(watched, event)
 
     # ------------------------------------------------------------------ closing
+    def end(self) -> None:
+        """Close without asking (SIGINT, SIGTERM): unsaved work stays in this editor's recovery
+        file, which the next editor offers back; the engine goes as on a normal close."""
+        self._ending = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.maybe_save_changes():
+        ending = self._ending
+        if not ending and not self.maybe_save_changes():
             event.ignore()
             return
         self._timer.stop()
@@ -1058,7 +1295,7 @@ class QtEditorWindow(QMainWindow):
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()
             self.engine.close(stop_engine=True, unless_showing=True)
-            self.session.close()
+            self.session.close(keep_unsaved=ending)
             event.accept()
             return
         self.close_output_window()
@@ -1069,7 +1306,7 @@ class QtEditorWindow(QMainWindow):
         self.context.release_all()
         if self.gl is not None:
             self.gl.close()
-        self.session.close()
+        self.session.close(keep_unsaved=ending)
         event.accept()
 
 

@@ -1,35 +1,78 @@
-"""The node palette: every node type of the library by category, with a filter field.
+"""The node palette: every node type of the library by category, with a filter field, and the
+document's definitions.
 
-Double-clicking a type emits `create_requested(type_id)`; the editor
-creates the node in the middle of the canvas. Tab search on the canvas itself is NodeGraphQt's
-(see qt_canvas.py); this panel is the browsable alternative and shows each type's determinism.
+Double-clicking a type emits `create_requested(type_id)`; the editor creates the node in the
+middle of the canvas. The "Definitions" section lists the document's definitions with how many
+instances use each (`set_definitions`); double-clicking one emits `instance_requested(name)`,
+and its context menu asks to rename or remove it (`rename_requested`, `remove_requested`).
+Items can also be dragged onto the canvas (`drag_payload` is what they carry). Tab search on the
+canvas itself is NodeGraphQt's (see qt_canvas.py); this panel is the browsable alternative and
+shows each type's determinism.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from collections.abc import Mapping, Sequence
+
+from PySide6.QtCore import QMimeData, QPoint, Qt, Signal
+from PySide6.QtWidgets import (
+    QLineEdit,
+    QMenu,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from nodes import LIBRARY
 
 TYPE_ROLE = Qt.ItemDataRole.UserRole
+DEFINITION_ROLE = Qt.ItemDataRole.UserRole + 1
+DEFINITIONS = "Definitions"
+DRAG_MIME = "nodegraphqt/nodes"  # the format the canvas accepts drops of
+
+
+def drag_payload(kind: str, name: str) -> str:
+    """What a dragged item carries: `patchbay:type:math.add` or `patchbay:definition:blob`."""
+    return f"patchbay:{kind}:{name}"
+
+
+class _Tree(QTreeWidget):
+    """The tree, whose type and definition items drag onto the canvas."""
+
+    def mimeData(self, items: Sequence[QTreeWidgetItem]) -> QMimeData:
+        data = QMimeData()
+        for item in items[:1]:
+            definition, type_id = item.data(0, DEFINITION_ROLE), item.data(0, TYPE_ROLE)
+            if definition:
+                data.setData(DRAG_MIME, drag_payload("definition", definition).encode())
+            elif type_id:
+                data.setData(DRAG_MIME, drag_payload("type", type_id).encode())
+        return data
 
 
 class QtLibraryPanel(QWidget):
-    """A filterable tree of node types."""
+    """A filterable tree of node types and of the document's definitions."""
 
     create_requested = Signal(str)
+    instance_requested = Signal(str)  # definition name
+    rename_requested = Signal(str)
+    remove_requested = Signal(str)
 
     def __init__(self) -> None:
         super().__init__()
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter node types…")
-        self.tree = QTreeWidget()
+        self.tree = _Tree()
         self.tree.setHeaderLabels(["Node type", "Runs"])
+        self.tree.setDragEnabled(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.filter)
         layout.addWidget(self.tree)
+        self.definitions = QTreeWidgetItem(self.tree, [DEFINITIONS])
+        self.definitions.setToolTip(0, "This patch's definitions: double-click adds an instance")
+        self.definitions.setHidden(True)
         categories: dict[str, QTreeWidgetItem] = {}
         for type_id in sorted(LIBRARY):
             spec = LIBRARY[type_id]
@@ -42,12 +85,50 @@ class QtLibraryPanel(QWidget):
         self.tree.expandAll()
         self.tree.resizeColumnToContents(0)
         self.tree.itemDoubleClicked.connect(self._activated)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._context_menu)
         self.filter.textChanged.connect(self._apply_filter)
 
+    def set_definitions(self, counts: Mapping[str, int]) -> None:
+        """List these definitions (name -> instances using it), in order."""
+        shown = [self.definitions.child(i).data(0, DEFINITION_ROLE)
+                 for i in range(self.definitions.childCount())]  # fmt: skip
+        if shown == list(counts) and all(
+            self.definitions.child(i).text(1) == _uses(counts[name]) for i, name in enumerate(shown)
+        ):
+            return
+        self.definitions.takeChildren()
+        for name, count in counts.items():
+            item = QTreeWidgetItem(self.definitions, [name, _uses(count)])
+            item.setData(0, DEFINITION_ROLE, name)
+            item.setToolTip(0, f"definition {name}: double-click or drag to add an instance")
+        self.definitions.setExpanded(True)
+        self._apply_filter(self.filter.text())
+
+    def definition_item(self, name: str) -> QTreeWidgetItem | None:
+        for index in range(self.definitions.childCount()):
+            item = self.definitions.child(index)
+            if item.data(0, DEFINITION_ROLE) == name:
+                return item
+        return None
+
     def _activated(self, item: QTreeWidgetItem) -> None:
-        type_id = item.data(0, TYPE_ROLE)
-        if type_id:
+        definition, type_id = item.data(0, DEFINITION_ROLE), item.data(0, TYPE_ROLE)
+        if definition:
+            self.instance_requested.emit(definition)
+        elif type_id:
             self.create_requested.emit(type_id)
+
+    def _context_menu(self, pos: QPoint) -> None:
+        item = self.tree.itemAt(pos)
+        name = item.data(0, DEFINITION_ROLE) if item is not None else None
+        if not name:
+            return
+        menu = QMenu(self)
+        menu.addAction("Add an instance", lambda: self.instance_requested.emit(name))
+        menu.addAction("Rename…", lambda: self.rename_requested.emit(name))
+        menu.addAction("Remove", lambda: self.remove_requested.emit(name))
+        menu.popup(self.tree.viewport().mapToGlobal(pos))
 
     def _apply_filter(self, text: str) -> None:
         needle = text.strip().lower()
@@ -60,3 +141,7 @@ class QtLibraryPanel(QWidget):
                 child.setHidden(hidden)
                 shown += not hidden
             category.setHidden(shown == 0)
+
+
+def _uses(count: int) -> str:
+    return f"×{count}"

@@ -95,6 +95,17 @@ class PatchClock:
         now = self._paused_at if self._paused_at is not None else self._now()
         return now - self._start - self._paused_for
 
+    def advance(self, seconds: float) -> None:
+        """Move patch time on by `seconds` (a frame step while paused)."""
+        self._paused_for -= seconds
+
+    def reset(self) -> None:
+        """Patch time back to 0, paused or not."""
+        self._start = self._now()
+        self._paused_for = 0.0
+        if self._paused_at is not None:
+            self._paused_at = self._start
+
 
 @dataclass(frozen=True)
 class Recovery:
@@ -194,9 +205,11 @@ class _RecoveryFolder:
         if handle is not None:
             handle.close()
 
-    def close(self) -> None:
-        """Remove our recovery and lock; let go of the orphans we held."""
-        self.remove(self.key)
+    def close(self, *, keep_own: bool = False) -> None:
+        """Remove our recovery (unless `keep_own`: it is then an orphan for the next editor)
+        and lock; let go of the orphans we held."""
+        if not keep_own:
+            self.remove(self.key)
         for key in list(self.held):
             self.release(key)
         (self.folder / f"{self.key}.lock").unlink(missing_ok=True)
@@ -416,24 +429,38 @@ class EditorSession:
                 self._recovery.release(recovery.key)
 
     # ------------------------------------------------------------------ clipboard
-    def fragment(self, node_ids: Iterable[str]) -> Patch:
-        """A new patch holding these nodes and the links among them."""
+    def fragment(self, node_ids: Iterable[str], source: Patch | None = None) -> Patch:
+        """A new patch holding these nodes of `source` (the document, or one of its bodies) and
+        the links among them."""
+        source = self.patch if source is None else source
         piece = Patch()
         piece.folder = self.patch.folder  # relative file names keep their meaning
         wanted = set(node_ids)
-        for inst in self.patch.nodes.values():
+        used = [str(source.nodes[n].values["definition"]) for n in wanted
+                if n in source.nodes and source.nodes[n].type_id == "subpatch"]  # fmt: skip
+        for name in definitions_needed(source.document, used):  # what the instances follow
+            piece.add_definition(name, source.definition(name).copy())
+        for inst in source.nodes.values():
             if inst.id in wanted:
                 piece.add_node(inst.type_id, dict(inst.values), inst.pos, node_id=inst.id)
-        for link in self.patch.links:
+        for link in source.links:
             if link.src in wanted and link.dst in wanted:
                 piece.connect(*link)
         return piece
 
-    def copy(self, node_ids: Iterable[str]) -> str:
+    def definitions_to_add(self, piece: Patch) -> list[tuple[str, Patch]]:
+        """The definitions of `piece` (a fragment, a paste) the document lacks, each needed one
+        before those using it, as (name, copy of the body); same-named ones the document has
+        are used as they are."""
+        document = self.patch
+        names = definitions_needed(piece, list(piece.definitions))
+        return [(n, piece.definition(n).copy()) for n in names if n not in document.definitions]
+
+    def copy(self, node_ids: Iterable[str], source: Patch | None = None) -> str:
         """Keep these nodes as the session's clipboard; returns the text for the system
         clipboard: the fragment as a patch document, or "" when it holds large arrays (they need
         a sidecar file: such a copy pastes in this editor only)."""
-        self._clipboard = self.fragment(node_ids)
+        self._clipboard = self.fragment(node_ids, source)
         try:
             return json.dumps(patch_to_dict(self._clipboard), sort_keys=True)
         except ValueError:
@@ -448,10 +475,13 @@ class EditorSession:
             return self._clipboard
         return patch_from_text(clipboard_text, "clipboard")
 
-    def placed_copy(self, piece: Patch) -> tuple[list[NodePlacement], list[Link]]:
-        """The nodes and links of `piece` with fresh ids in the document, offset so that the
-        copy does not hide its original."""
-        new_ids = {old: self.patch.new_id(inst.type_id) for old, inst in piece.nodes.items()}
+    def placed_copy(
+        self, piece: Patch, target: Patch | None = None
+    ) -> tuple[list[NodePlacement], list[Link]]:
+        """The nodes and links of `piece` with fresh ids in `target` (the document, or one of its
+        bodies), offset so that the copy does not hide its original."""
+        target = self.patch if target is None else target
+        new_ids = {old: target.new_id(inst.type_id) for old, inst in piece.nodes.items()}
         nodes = [
             (
                 new_ids[inst.id],
@@ -468,9 +498,38 @@ class EditorSession:
         return nodes, links
 
     # ------------------------------------------------------------------ closing
-    def close(self) -> None:
-        """A clean end: let a running autosave finish, then remove this editor's recovery."""
+    def close(self, *, keep_unsaved: bool = False) -> None:
+        """A clean end: let a running autosave finish, then remove this editor's recovery.
+        With `keep_unsaved` (ended by a signal: nobody was asked) unsaved work is autosaved now
+        and its recovery kept, so the next editor offers it back."""
         self._unsubscribe()
+        keep = keep_unsaved and self.modified
+        if keep:
+            self.wait_for_autosave()
+            if self._edits != self._autosaved_edits:
+                self.autosave()
+                self.wait_for_autosave()  # a write that fails leaves the last one standing
         self._writer.shutdown(wait=True)
         self._writing = None
-        self._recovery.close()
+        self._recovery.close(keep_own=keep)
+
+
+def definitions_needed(document: Patch, names: Iterable[str]) -> list[str]:
+    """The definitions `names` and those their bodies use, at any depth, each after the ones
+    it uses."""
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order or name not in document.definitions:
+            return
+        order.append(name)  # first: a cycle (refused by the Patch anyway) cannot recurse
+        body = document.definition(name)
+        for inst in body.nodes.values():
+            if inst.type_id == "subpatch":
+                visit(str(inst.values["definition"]))
+        order.remove(name)
+        order.append(name)
+
+    for name in names:
+        visit(name)
+    return order

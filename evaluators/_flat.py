@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
@@ -52,7 +52,7 @@ from evaluators._observer import FrameObserver, unreported_status
 from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
-from nodes import Deferred, Patch, PatchEvent
+from nodes import Deferred, NodeInstance, Patch, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
@@ -298,15 +298,22 @@ class FlatProgram:
             if key in self.ctx.feedback:
                 self.slots[slot] = self.ctx.feedback[key]
 
-    def export_context(self, live: Container[str]) -> None:
+    def export_context(self, live: Mapping[str, NodeInstance]) -> None:
         """Write last good outputs and feedback values of the nodes still in the patch (`live`)
-        back to the context, before the program is swapped out."""
-        outputs, ids, slots = self.ctx.outputs, self.ir.ids, self.slots
+        back to the context, before the program is swapped out. A node whose id now holds
+        another kind of node (the expanded view reuses an instance's id when its outlets
+        change) is not still there: its outputs would not fit."""
+        outputs, ids, slots, nodes = self.ctx.outputs, self.ir.ids, self.slots, self.ir.nodes
+
+        def kept(i: int) -> bool:
+            now = live.get(ids[i])
+            return now is not None and (now.spec is nodes[i].spec or now.spec == nodes[i].spec)
+
         for i, outs in self.node_slots.items():
-            if ids[i] in live:
+            if kept(i):
                 outputs[ids[i]] = tuple(slots[s] for s in (outs if len(outs) == 1 else outs[:-1]))
         for (i, pin), slot in self.feedback_slot.items():
-            if ids[i] in live:
+            if kept(i):
                 self.ctx.feedback[(ids[i], pin)] = slots[slot]
 
     def _store(self, i: int, outputs: tuple[Any, ...]) -> None:

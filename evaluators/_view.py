@@ -20,10 +20,11 @@ HOT / USER / CONST is then decided per instance by the same rule as everywhere (
 time is HOT, one fed by constants CONST), and the lazy walker and the flat compiler need nothing
 of their own for subpatches.
 
-Keeping in step: value edits of a body node are applied to that node in every instance (one
-event per instance); any structural edit of a body re-expands the instances of that definition
-and applies only the difference (nodes kept keep their state; one event per change), so the
-whole edit reaches the evaluators as one burst of events between two frames.
+Keeping in step: value edits are applied at once (a body node's in every instance, one event per
+instance). Structural edits of instances and of bodies mark the instances concerned, and
+`flush()` (at the start of every frame) re-expands each of them once and applies only the
+difference (nodes kept keep their state; one event per change), so an edit of many steps reaches
+the evaluators as one burst of events between two frames.
 """
 
 from __future__ import annotations
@@ -101,9 +102,9 @@ class _Expansion:
 class ExpandedPatch(Patch):
     """The document with every instance inlined; read by evaluators, kept in step by events.
 
-    Edits of the document's own nodes apply at once; edits inside definitions are collected and
-    applied by `flush()`, which evaluators call at the start of every frame (and `node()` calls
-    when something is pending), so a burst of edits costs one re-expansion."""
+    Edits of plain nodes and values apply at once; structural edits of instances and definitions
+    are collected and applied by `flush()`, which evaluators call at the start of every frame (and
+    `node()` calls when something is pending), so a burst of edits costs one re-expansion."""
 
     def __init__(self, document: Patch) -> None:
         super().__init__()
@@ -116,6 +117,7 @@ class ExpandedPatch(Patch):
         self._by_definition: dict[str, list[str]] | None = None
         self._collectors: dict[int, tuple[tuple[OutputSpec, ...], NodeSpec]] = {}
         self._pending: set[str] = set()  # definitions whose instances must be re-expanded
+        self._pending_instances: set[str] = set()  # view ids of instances to re-expand
         built = _Expansion()
         for node in document.nodes.values():
             if is_instance(node):
@@ -128,7 +130,8 @@ class ExpandedPatch(Patch):
                 built.links.append(mapped)
         self._apply(built, (), emit=False)
         self._follow_revisions()
-        self._unsubscribe = document.subscribe(self._on_event)
+        # First: whoever handles an event may ask an evaluator, which reads this view.
+        self._unsubscribe = document.subscribe(self._on_event, first=True)
 
     @property
     def folder(self) -> Path | None:
@@ -143,20 +146,23 @@ class ExpandedPatch(Patch):
         self._unsubscribe()
 
     def node(self, node_id: str) -> NodeInstance:
-        if self._pending:
+        if self._pending or self._pending_instances:
             self.flush()
         return super().node(node_id)
 
     def flush(self) -> None:
-        """Apply the edits made inside definitions since the last flush."""
-        while self._pending:
+        """Apply the edits of instances and definitions since the last flush: each instance is
+        re-expanded once, however many edits touched it."""
+        while self._pending or self._pending_instances:
             names, self._pending = self._pending, set()
-            self._reexpand([v for name in sorted(names) for v in self.instances_of(name)])
+            view_ids, self._pending_instances = self._pending_instances, set()
+            view_ids.update(v for name in names for v in self.instances_of(name))
+            self._reexpand(sorted(view_ids))
         self._follow_revisions()
 
     def _follow_revisions(self) -> None:
         """The view's revisions are the document's once the view shows all of its edits."""
-        if not self._pending:
+        if not self._pending and not self._pending_instances:
             self.revision = self.source.revision
             self.value_revision = self.source.value_revision
 
@@ -393,12 +399,12 @@ class ExpandedPatch(Patch):
                 self._set_inlet_value(node_id, self.source, node, event.pin)
             else:
                 self._instances.setdefault(node_id, (self.source, node))
-                self._reexpand([node_id])
+                self._pending_instances.add(node_id)
         elif op == "add_node" and node is not None:
             self.nodes[node_id] = node
             self._emit(event)
         elif op == "remove_node" and node_id in self._instances:
-            self._reexpand([node_id])
+            self._pending_instances.add(node_id)
         elif op == "remove_node":
             self._apply(_Expansion(), [node_id])
         elif op in ("connect", "disconnect") and event.link is not None:
@@ -410,7 +416,7 @@ class ExpandedPatch(Patch):
         assert event.link is not None
         if event.link.dst in self._instances:
             # The inlet's stamp says whether the pin is fed: re-expand that instance.
-            self._reexpand([event.link.dst])
+            self._pending_instances.add(event.link.dst)
             return
         mapped = self._map_top_link(event.link)
         if mapped is None:
@@ -432,7 +438,7 @@ class ExpandedPatch(Patch):
         if inlet_id is None or current is None or body is None:
             return
         fresh = self._inlet(current.id, holder, instance, body.nodes[inlet_id])
-        if fresh.stamp != current.stamp or fresh.values != current.values:
+        if fresh.stamp != current.stamp or fresh.values["in"] is not current.values["in"]:
             self._update(current, fresh)
             self._emit(PatchEvent("value", "set_value", current.id, "in", value=fresh.values["in"]))
 
@@ -472,7 +478,8 @@ def inlined(document: Patch) -> Patch:
     """A plain patch with the document's instances inlined at their paths (`blob1/lfo3`), no
     definitions left: what freezing starts from. An inlet becomes a `value.any` (fed as the
     instance's pin was, or holding its value); what feeds an instance's outlets feeds its
-    consumers directly, so no node of the result is a subpatch node."""
+    consumers directly (an outlet nothing feeds becomes a `value.any` holding its value), so no
+    node of the result is a subpatch node."""
     view = ExpandedPatch(document)
     try:
         flat = Patch()
@@ -499,8 +506,14 @@ def inlined(document: Patch) -> Patch:
                 if fed is None:
                     break
                 src, src_pin = fed.src, fed.src_pin
-            if src in collectors:
-                continue  # an outlet nothing feeds: its consumers keep their own values
+            if src in collectors and view.nodes[src].spec.id == OUTLET:
+                # An outlet nothing feeds gives its own value, as it does in the view.
+                if src not in flat.nodes:
+                    held = view.nodes[src]
+                    flat.add_node("value.any", {"value": held.values["in"]}, held.pos, node_id=src)
+                src_pin = "out"
+            elif src in collectors:
+                continue  # an instance whose outlet is not there: its consumers keep their values
             dst_pin = "value" if view.nodes[link.dst].spec is _INLET_SPEC else link.dst_pin
             flat.connect(src, src_pin, link.dst, dst_pin, check_cycles=False)
     finally:

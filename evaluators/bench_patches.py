@@ -124,3 +124,47 @@ def grid_chain(size: int) -> Patch:
     sink = patch.add_node("output.value", pos=pos(size - 1), node_id=f"n{size - 1}")
     patch.connect(previous, "out", sink, "in")
     return patch
+
+
+def subpatch_chains(instances: int, body_size: int) -> Patch:
+    """time.seconds -> `instances` instances of definition "chain" -> one sink each (`s<k>`).
+    The body is `body_size` nodes: inlet `x`, a chain of math nodes (add / mul / sin, ending in
+    a mul, `c<index>`), outlet `y`. Everything is HOT."""
+    length = _chain_length(body_size)
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "x", "default": 0.0}, node_id="inx")
+    last = _chain(body, "inx", length, "c")
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    body.connect(last, "out", "outy", "in")
+    patch = Patch()
+    patch.add_definition("chain", body)
+    patch.add_node("time.seconds", node_id="time")
+    for k in range(instances):
+        patch.add_node("subpatch", {"definition": "chain"}, node_id=f"i{k}")
+        patch.connect("time", "out", f"i{k}", "x")
+        patch.add_node("output.value", node_id=f"s{k}")
+        patch.connect(f"i{k}", "y", f"s{k}", "in")
+    return patch
+
+
+def subpatch_chains_inlined(instances: int, body_size: int) -> Patch:
+    """`subpatch_chains` written out by hand: each instance's chain as plain nodes at its path
+    (`i<k>/c<index>`), fed by time.seconds, feeding its sink."""
+    length = _chain_length(body_size)
+    patch = Patch()
+    patch.allow_path_ids = True
+    patch.add_node("time.seconds", node_id="time")
+    for k in range(instances):
+        last = _chain(patch, "time", length, f"i{k}/c")
+        patch.add_node("output.value", node_id=f"s{k}")
+        patch.connect(last, "out", f"s{k}", "in")
+    return patch
+
+
+def _chain_length(body_size: int) -> int:
+    """Math nodes in a body of `body_size` nodes (inlet and outlet), rounded down to end in a
+    mul (every third node from the second)."""
+    length = max(2, body_size - 2)
+    while length % len(CHAIN_TYPES) != 2:
+        length -= 1
+    return length

@@ -11,7 +11,8 @@ Rules checked here, before an edit changes anything:
 - no definition contains an instance of itself, directly or through others (`CycleError` naming
   the chain, e.g. `a -> b -> a`);
 - the document expanded (every instance replaced by its body, at every depth) stays within the
-  limit `nodes`, so a small file cannot describe an exponential patch.
+  limit `nodes`, so a small file cannot describe an exponential patch;
+- definitions nest at most MAX_NESTING deep.
 
 Plain functions over Patches, no state of their own: nodes._patch calls them.
 """
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from nodes._patch import NodeInstance, Patch
 
 SUBPATCH, INLET, OUTLET = "subpatch", "subpatch.inlet", "subpatch.outlet"
+MAX_NESTING = 64
+"""The most definitions inside one another: an edit of the innermost body re-derives the
+instances of every level in turn, one Python call chain deep (200 levels overflowed it)."""
 PORT_TYPES = (INLET, OUTLET)
 
 
@@ -140,6 +144,8 @@ def check_instance_allowed(container: Patch, name: str, replacing: str | None = 
     document = container.document
     if name not in document.definitions:
         raise PatchValueError(f"no definition {name!r} in the document")
+    if document.checks_deferred:
+        return
     counts = contained(document)
     if container.name is not None:
         chain = _chain(counts, name, container.name)
@@ -151,7 +157,9 @@ def check_instance_allowed(container: Patch, name: str, replacing: str | None = 
     target[name] = target.get(name, 0) + 1
     if replacing is not None and target.get(replacing):
         target[replacing] -= 1
-    check_expanded_size(document, counts, top)
+    added = replacing is None  # a new node: the instance itself counts too
+    grown = container.name if added else None
+    check_expanded_size(document, counts, top, grown, new_nodes=int(added and grown is None))
 
 
 def _chain(counts: Mapping[str, Mapping[str, int]], start: str, goal: str) -> list[str] | None:
@@ -190,32 +198,43 @@ def expanded_sizes(
 ) -> dict[str, int]:
     """Per definition, the nodes one of its instances expands to, with one more node in `grown`
     when given. Iterative, innermost definitions first; CycleError if definitions contain each
-    other."""
+    other, PatchValueError if they nest deeper than MAX_NESTING."""
     counts = contained(document) if counts is None else counts
     sizes: dict[str, int] = {}
+    depths: dict[str, int] = {}  # 1: a body without instances
+    known = document.definitions
     for root in counts:
         if root in sizes:
             continue
-        path = [root]  # definitions being sized, each holding an instance of the next
+        # Definitions being sized, each holding an instance of the next, with an iterator over
+        # the definitions its body holds (each looked at once: linear, however deep or wide).
+        path = [(root, iter(counts.get(root, {})))]
+        on_path = {root}
         while path:
-            name = path[-1]
-            missing = next(
-                (i for i in counts.get(name, {}) if i in document.definitions and i not in sizes),
-                None,
-            )
+            name, holds = path[-1]
+            missing = next((i for i in holds if i in known and i not in sizes), None)
             if missing is None:
                 inner = counts.get(name, {})
                 sizes[name] = (
-                    len(document.definitions[name].nodes)
+                    len(known[name].nodes)
                     + (name == grown)
-                    + sum(n * sizes[i] for i, n in inner.items() if i in document.definitions)
+                    + sum(n * sizes[i] for i, n in inner.items() if i in known)
                 )
+                depths[name] = 1 + max((depths[i] for i in inner if i in known), default=0)
+                if depths[name] > MAX_NESTING:
+                    raise PatchValueError(
+                        f"definition {name!r} nests {depths[name]} definitions deep, "
+                        f"above the most, {MAX_NESTING}"
+                    )
                 path.pop()
-            elif missing in path:
-                cycle = [*path[path.index(missing) :], missing]
+                on_path.discard(name)
+            elif missing in on_path:
+                names = [entry[0] for entry in path]
+                cycle = [*names[names.index(missing) :], missing]
                 raise CycleError("a definition cannot contain itself: " + " -> ".join(cycle), cycle)
             else:
-                path.append(missing)
+                path.append((missing, iter(counts.get(missing, {}))))
+                on_path.add(missing)
     return sizes
 
 
@@ -224,21 +243,29 @@ def check_expanded_size(
     counts: Mapping[str, Mapping[str, int]] | None = None,
     top: Mapping[str, int] | None = None,
     grown: str | None = None,
+    new_nodes: int = 0,
 ) -> None:
     """PatchValueError when the document expanded would exceed the limit `nodes` (with one more
-    node in the body of definition `grown`, when given)."""
+    node in the body of definition `grown`, when given, and `new_nodes` more in the document).
+    Nothing while the document defers its checks (`Patch.checks_deferred`)."""
+    if document.checks_deferred:
+        return
     limits = active_limits()
     counts = contained(document) if counts is None else counts
     sizes = expanded_sizes(document, counts, grown)
     top = document.instance_counts if top is None else top
-    total = len(document.nodes) + sum(count * sizes.get(name, 0) for name, count in top.items())
+    total = (
+        len(document.nodes)
+        + new_nodes
+        + sum(count * sizes.get(name, 0) for name, count in top.items())
+    )
     for name, body_size in sizes.items():
         if body_size > limits.nodes:
             raise PatchValueError(
-                f"definition {name!r} expands to {limits.exceeded('nodes', body_size)}"
+                f"definition {name!r} expanded: {limits.exceeded('nodes', body_size)}"
             )
     if total > limits.nodes:
-        raise PatchValueError(f"the patch expands to {limits.exceeded('nodes', total)} nodes")
+        raise PatchValueError(f"the patch expanded: {limits.exceeded('nodes', total)}")
 
 
 def instances_of(document: Patch, name: str) -> list[tuple[Patch, str]]:
@@ -407,10 +434,9 @@ def ungroup(container: Patch, instance_id: str) -> list[str]:
     offset = (instance.pos[0] - centre[0], instance.pos[1] - centre[1])
     records = [(node.id, node.type_id, node.values, node.pos) for node in plain]
     inlet_names = {port.id: str(port.values["name"]) for port in ports(body, INLET)}
-    outlet_sources = {}
-    for port in ports(body, OUTLET):
-        link = body.link_into(port.id, "in")
-        outlet_sources[str(port.values["name"])] = link
+    outlet_feeds = {port.id: body.link_into(port.id, "in") for port in ports(body, OUTLET)}
+    outlet_sources = {str(body.nodes[port].values["name"]): link
+                      for port, link in outlet_feeds.items()}  # fmt: skip
     body_links = body.links
 
     container.remove_node(instance_id)
@@ -422,7 +448,13 @@ def ungroup(container: Patch, instance_id: str) -> list[str]:
         )
 
     def outside(src: str, src_pin: str) -> tuple[str, str] | None:
-        """Where a body output comes from once inlined (None: an inlet nothing feeds)."""
+        """Where a body output comes from once inlined (None: an inlet nothing feeds, or an
+        outlet nothing feeds; an outlet passes on what feeds it)."""
+        while src in outlet_feeds:
+            inner = outlet_feeds[src]
+            if inner is None:
+                return None
+            src, src_pin = inner.src, inner.src_pin
         if src in inlet_names:
             return fed.get(inlet_names[src])
         return new_id[src], src_pin

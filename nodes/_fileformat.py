@@ -67,6 +67,7 @@ import jsonschema
 import numpy as np
 
 from nodes._errors import (
+    CycleError,
     PatchError,
     PatchFileError,
     PatchValueError,
@@ -74,7 +75,7 @@ from nodes._errors import (
     one_line,
     shown,
 )
-from nodes._limits import Limits, active_limits
+from nodes._limits import MAX_POSITION, Limits, active_limits
 from nodes._patch import Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 
@@ -339,6 +340,7 @@ def _patch_from_document(
     patch.meta.update(document.get("meta", {}))
     patch.allow_path_ids = patch.frozen  # inlined instances keep their paths as ids
     definitions = document.get("definitions", {})
+    patch.checks_deferred = True
     for name in definitions:
         try:
             patch.add_definition(name, Patch())
@@ -352,6 +354,11 @@ def _patch_from_document(
 
         _fill(patch.definition(name), entry["nodes"], entry["links"], sidecars, limits, fail_inside)
     _fill(patch, document["nodes"], document["links"], sidecars, limits, fail)
+    try:
+        patch.end_deferred_checks()
+    except PatchError as problem:
+        inside = isinstance(problem, CycleError) or str(problem).startswith("definition ")
+        raise fail("definitions" if inside else "nodes", str(problem)) from None
     for body in patch.definitions.values():
         body.revision = body.value_revision = 0
     patch.revision = 0
@@ -374,25 +381,29 @@ def _innermost_first(definitions: Mapping[str, Any], fail: Any) -> list[str]:
     order: list[str] = []
     done: set[str] = set()
     for start in definitions:
-        path = [start]
+        if start in done:
+            continue
+        # Each entry: a definition and an iterator over the ones it uses (each looked at once).
+        path = [(start, iter(uses[start]))]
+        on_path = {start}
         while path:
-            name = path[-1]
-            if name in done:
-                path.pop()
-                continue
-            missing = next((inner for inner in uses[name] if inner not in done), None)
+            name, inners = path[-1]
+            missing = next((inner for inner in inners if inner not in done), None)
             if missing is None:
                 done.add(name)
                 order.append(name)
                 path.pop()
-            elif missing in path:
-                cycle = [*path[path.index(missing) :], missing]
+                on_path.discard(name)
+            elif missing in on_path:
+                names = [entry[0] for entry in path]
+                cycle = [*names[names.index(missing) :], missing]
                 raise fail(
                     f"definitions.{missing}",
                     "a definition cannot contain itself: " + " -> ".join(cycle),
                 )
             else:
-                path.append(missing)
+                path.append((missing, iter(uses[missing])))
+                on_path.add(missing)
     return order
 
 
@@ -415,6 +426,9 @@ def _fill(
         except ValueError as problem:
             raise fail(f"{place}.values", str(problem)) from None
         pos = entry.get("pos")
+        unplaceable = _position_problem(pos) if pos else None
+        if unplaceable is not None:
+            raise fail(f"{place}.pos", f"node {shown(entry['id'])}: {unplaceable}")
         try:
             patch.add_node(entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"])
         except PatchError as problem:
@@ -703,6 +717,18 @@ def _bounded_int(limits: Limits) -> Any:
     return parse_int
 
 
+def _position_problem(pos: list[float]) -> str | None:
+    """Why a node's position cannot be shown on the canvas (not finite, or beyond
+    MAX_POSITION), or None."""
+    for axis, value in zip("xy", pos, strict=True):
+        number = float(value)  # an integer within int_digits: at most 1e100, finite
+        if not math.isfinite(number):
+            return f"position {axis} = {number} is not a finite number"
+        if abs(number) > MAX_POSITION:
+            return f"position {axis} = {number:g} is beyond ±{MAX_POSITION:g} (MAX_POSITION)"
+    return None
+
+
 def _bounded_float(text: str) -> float:
     if len(text) > 400:
         raise _TooLong(f"a number written with {len(text)} characters (at most 400)")
@@ -829,6 +855,15 @@ def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
         return _refused_at_save(document, place, message)
 
     _check_sizes(document, limits, refuse)
+    bodies = [("", document["nodes"])] + [
+        (f"definitions.{one_line(name, 40)}.", body["nodes"])
+        for name, body in document.get("definitions", {}).items()
+    ]
+    for prefix, nodes in bodies:
+        for index, node in enumerate(nodes):
+            problem = _position_problem(node["pos"])
+            if problem is not None:
+                raise refuse(f"{prefix}nodes[{index}].pos", problem)
     settings = document["settings"]
     if isinstance(settings, dict) and settings.get("resolution") is not None:
         resolution = _check_resolution(settings["resolution"], limits, refuse)

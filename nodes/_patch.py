@@ -138,6 +138,11 @@ class Patch:
         self.ports: dict[str, None] = {}  # ids of inlet and outlet nodes, in order
         self.instance_spec_cache: tuple[Any, Any] | None = None
         self.port_names: dict[str, str] = {}  # port id -> name, as instances last saw them
+        # While a file is loaded (innermost definitions first, so no instance of a body exists
+        # while it is filled): the checks that look at every definition (recursion, expanded
+        # size, re-deriving instances) wait for `end_deferred_checks`, once, instead of once per
+        # node, which made a file of many nested definitions take minutes.
+        self.checks_deferred = False
 
     # ----------------------------------------------------------------- queries
     @property
@@ -216,12 +221,17 @@ class Patch:
         return twin
 
     # ----------------------------------------------------------------- events
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call `listener(event)` after every edit; returns a function that unsubscribes."""
+    def subscribe(self, listener: Listener, *, first: bool = False) -> Callable[[], None]:
+        """Call `listener(event)` after every edit; returns a function that unsubscribes.
+        `first`: before the listeners there are (a view others read while they handle events)."""
         # The unsubscribe function holds a key, not the listener: an evaluator that keeps it is
         # then no reference cycle through its own bound method once it has unsubscribed.
         key = object()
+        others = dict(self._listeners) if first else {}
+        if first:
+            self._listeners.clear()  # the same dict: unsubscribe functions hold it
         self._listeners[key] = listener
+        self._listeners.update(others)
         listeners = self._listeners
         return lambda: listeners.pop(key, None) and None
 
@@ -247,6 +257,9 @@ class Patch:
             )
         document._adopt(name, body)
         try:
+            if document.checks_deferred:
+                body.port_names = _port_names(body)
+                return
             defs.check_expanded_size(document)
             cycle = defs.definition_cycle(document)
             if cycle is not None:
@@ -310,7 +323,8 @@ class Patch:
         return defs.instances_of(self.document, name)
 
     def _relay(self, body: Patch, event: PatchEvent) -> None:
-        """A body's edit is an edit of the document; its instances' pins follow its ports."""
+        """A body's edit is an edit of the document; its instances' pins follow its ports (and
+        the pins of the nodes linked to them: a port's type follows them)."""
         self._emit(event._replace(definition=body.name))
         if event.kind == "ui":
             return
@@ -319,11 +333,22 @@ class Patch:
             event.node_id in ports
             or event.node_id in body.port_names
             or (link is not None and (link.src in ports or link.dst in ports))
+            or (event.op == "pins" and _linked_to_port(body, event.node_id or ""))
         ):
             self._rederive_instances(body)
 
+    def end_deferred_checks(self) -> None:
+        """Check, once, what `checks_deferred` left unchecked (PatchValueError or CycleError),
+        and let instances follow their definitions' ports from now on."""
+        self.checks_deferred = False
+        defs.check_expanded_size(self)  # CycleError, too, for definitions that contain each other
+        for body in self._definitions.values():
+            body.port_names = _port_names(body)
+
     def _rederive_instances(self, body: Patch) -> None:
         assert body.name is not None
+        if self.checks_deferred:
+            return
         before = body.port_names
         spec = defs.instance_spec(body)
         body.port_names = after = _port_names(body)
@@ -398,6 +423,9 @@ class Patch:
         if not defs.is_instance(instance):
             raise PatchValueError(f"{instance_id!r} is not an instance of a definition")
         body = self.definition(defs.definition_name(instance)).copy()
+        # Its own instance spec, not the original's: the switch below then re-derives the
+        # instance's pins (a `pins` event) as it does on a copy of the document built from events.
+        body.instance_spec_cache = None
         self.add_definition(new_name, body)
         self.set_value(instance_id, "definition", new_name)
         return new_name
@@ -707,6 +735,11 @@ def _path_id(node_id: str, allowed: bool) -> bool:
 
 def _port_names(body: Patch) -> dict[str, str]:
     return {port: str(body.nodes[port].values["name"]) for port in body.ports}
+
+
+def _linked_to_port(body: Patch, node_id: str) -> bool:
+    links = [*body.links_into(node_id).values(), *body.links_out_of(node_id)]
+    return any(link.src in body.ports or link.dst in body.ports for link in links)
 
 
 def _place_of(container: Patch, node_id: str) -> str:

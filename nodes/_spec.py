@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,6 +70,27 @@ class Determinism(enum.Enum):
     USER_INPUT = "user_input"  # a value the person sets live: reruns when it changes
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            type(a) is type(b)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        )
+    return bool(a == b)
+
+
+def _same_fields(a: Any, b: Any) -> bool:
+    """Dataclass equality that holds for array values too (numpy's `==` is elementwise, and its
+    truth value undefined), so pins with array defaults compare like any others."""
+    return type(a) is type(b) and all(
+        _same_value(getattr(a, f.name), getattr(b, f.name)) for f in fields(a)
+    )
+
+
 @dataclass(frozen=True)
 class PinSpec:
     """An input pin: its type, its default value and how the evaluator feeds it."""
@@ -83,6 +104,9 @@ class PinSpec:
     minimum: float | None = None
     maximum: float | None = None
 
+    def __eq__(self, other: object) -> bool:
+        return _same_fields(self, other)
+
 
 @dataclass(frozen=True)
 class OutputSpec:
@@ -91,6 +115,9 @@ class OutputSpec:
     name: str
     type: str
     default: Any = None
+
+    def __eq__(self, other: object) -> bool:
+        return _same_fields(self, other)
 
 
 @dataclass(frozen=True)

@@ -197,6 +197,16 @@ def nodes_of(*entries: dict[str, Any], links: list[Any] | None = None):
     return lambda folder: write(folder, document(list(entries), links))
 
 
+def _placed(pos: list[float], node_id: str = "a") -> dict[str, Any]:
+    return {"id": node_id, "type": "math.add", "pos": pos}
+
+
+def overflowing_position(folder: Path) -> Path:
+    """A position written as 1e400, which JSON reads as infinity."""
+    text = json.dumps(document([_placed([0, 0]), _placed([0, 0], "b")]))
+    return write(folder, text.replace('"pos": [0, 0]}]', '"pos": [1e400, 0]}]'))
+
+
 def big_int_text(folder: Path) -> Path:
     node = '{"id": "r", "type": "array.range", "values": {"count": ' + "7" * 5000 + "}}"
     return write(
@@ -278,6 +288,42 @@ def texture_from_huge_array(folder: Path) -> Path:
     )
 
 
+def nested_definitions(levels: int, width: int, count: int = 1) -> Callable[[Path], Path]:
+    """Definitions d0..d{levels}, each holding `width` instances of the one before (a few
+    kilobytes that expand to width**levels nodes), in `count` separate chains."""
+
+    def make(folder: Path) -> Path:
+        definitions: dict[str, Any] = {}
+        for chain in range(count):
+            definitions[f"c{chain}d0"] = {"nodes": [{"id": "n", "type": "math.add"}], "links": []}
+            for level in range(1, levels + 1):
+                inner = {"definition": f"c{chain}d{level - 1}"}
+                nodes = [{"id": f"i{k}", "type": "subpatch", "values": inner} for k in range(width)]
+                definitions[f"c{chain}d{level}"] = {"nodes": nodes, "links": []}
+        top = [
+            {
+                "id": f"top{chain}",
+                "type": "subpatch",
+                "values": {"definition": f"c{chain}d{levels}"},
+            }
+            for chain in range(count)
+        ]
+        return write(folder, document(top, version=2, definitions=definitions))
+
+    return make
+
+
+def definitions_in_a_cycle(folder: Path) -> Path:
+    definitions = {
+        name: {
+            "nodes": [{"id": "s", "type": "subpatch", "values": {"definition": inner}}],
+            "links": [],
+        }
+        for name, inner in (("a", "b"), ("b", "c"), ("c", "a"))
+    }
+    return write(folder, document([], version=2, definitions=definitions))
+
+
 def good_patch(folder: Path) -> Path:
     (folder / "shaders").mkdir()
     (folder / "shaders" / "tint.glsl").write_text(
@@ -353,6 +399,11 @@ CASES: tuple[HostileCase, ...] = (
         "many_nodes_limited", many_nodes, says="nodes = 100", extra=("--limit", "nodes=100")
     ),
     HostileCase("many_nodes_trusted", many_nodes, exit_code=0, extra=("--trust",)),
+    HostileCase("definitions_10_of_10_deep", nested_definitions(10, 10), says="limit nodes"),
+    HostileCase("definitions_10_of_10_deep_run", nested_definitions(10, 10), RUN, 2, "limit nodes"),
+    HostileCase("definitions_3000_deep", nested_definitions(3000, 1), says="definitions deep"),
+    HostileCase("definitions_5000_chains", nested_definitions(49, 1, 100), exit_code=0),
+    HostileCase("definitions_in_a_cycle", definitions_in_a_cycle, says="contain itself"),
     # Tracebacks
     HostileCase("array_as_list", array_value(["dtype", "float64"]), says="must be an object"),
     HostileCase(
@@ -414,6 +465,25 @@ CASES: tuple[HostileCase, ...] = (
             ],
         ),
         says="cycle",
+    ),
+    # Positions no canvas can show (NaN hides a node, 1e308 leaves an empty-looking view)
+    HostileCase("pos_1e308", nodes_of(_placed([0, 1e308])), says="position y = 1e+308 is beyond"),
+    HostileCase("pos_nan", nodes_of(_placed([float("nan"), 0])), says="x = nan is not a finite"),
+    HostileCase("pos_inf", nodes_of(_placed([0, float("-inf")])), says="y = -inf is not a finite"),
+    HostileCase("pos_1e400", overflowing_position, says="node 'b': position x = inf"),
+    HostileCase("pos_beyond_limit", nodes_of(_placed([0, -2e6])), says="MAX_POSITION"),
+    HostileCase("pos_at_limit", nodes_of(_placed([1e6, -1e6])), exit_code=0),
+    HostileCase(
+        "pos_nan_in_definition",
+        lambda folder: write(
+            folder,
+            {
+                **document([]),
+                "version": 2,
+                "definitions": {"blob": {"nodes": [_placed([float("nan"), 0])], "links": []}},
+            },
+        ),
+        says="definitions.blob.nodes[0].pos: node 'a': position x = nan",
     ),
     # Reads outside the folder
     HostileCase("shader_file_absolute_run", shader_named("/etc/passwd"), RUN, 0),

@@ -1,5 +1,6 @@
 """The central property: lazy, flat and dual evaluation give the same sink values every frame,
-on random patches, under random value and structural edits between frames."""
+on random patches, under random value and structural edits between frames; with definitions
+and instances, edits inside definitions included."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluators import DualEvaluator, FlatEvaluator
+from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+from evaluators._view import inlined
 from nodes import Patch
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 from tests.patch_strategies import random_edit, random_patch, same
@@ -24,12 +26,29 @@ def sink_values(evaluator: Any, patch: Patch) -> dict[str, Any]:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
-    patch = random_patch(data)
+    play_random(data, subpatches=False)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_lazy_flat_dual_agree_every_frame_with_subpatches(data: st.DataObject) -> None:
+    """Random definitions, nested instances and edits inside definitions; until the first edit,
+    the patch inlined by hand (instances' nodes at their paths) plays the same too."""
+    play_random(data, subpatches=True)
+
+
+def play_random(data: st.DataObject, subpatches: bool) -> None:
+    """Run a random patch in every evaluator side by side, with random edits between frames;
+    the sinks must agree every frame, and every flat program must be valid. With `subpatches`,
+    a lazy evaluator of `inlined(patch)` made at the start must agree until the first edit."""
+    patch = random_patch(data, subpatches)
     evaluators = [
         *(evaluator_for_tests(kind, patch) for kind in EVALUATOR_KINDS),
         FlatEvaluator(patch, caching=False),
         DualEvaluator(patch, debounce=0.0, background=False),
     ]
+    inlined_reference = LazyEvaluator(inlined(patch)) if subpatches else None
     try:
         frames = data.draw(st.integers(1, 12))
         for frame in range(frames):
@@ -39,18 +58,29 @@ def test_lazy_flat_dual_agree_every_frame(data: st.DataObject) -> None:
                 if program is not None:
                     program.validate()
             reference = sink_values(evaluators[0], patch)
-            for evaluator in evaluators[1:]:
+            others = list(evaluators[1:])
+            if inlined_reference is not None:
+                inlined_reference.run_frame(frame / 60.0, frame)
+                others.append(inlined_reference)
+            for evaluator in others:
                 values = sink_values(evaluator, patch)
                 for node_id, expected in reference.items():
+                    name = "inlined" if evaluator is inlined_reference else type(evaluator).__name__
                     assert same(values[node_id], expected), (
-                        f"frame {frame}: {type(evaluator).__name__} {node_id} = "
-                        f"{values[node_id]!r}, lazy says {expected!r}"
+                        f"frame {frame}: {name} {node_id} = {values[node_id]!r}, "
+                        f"lazy says {expected!r}"
                     )
-            for _ in range(data.draw(st.integers(0, 2))):
-                random_edit(data, patch)
+            edits = data.draw(st.integers(0, 2))
+            if edits and inlined_reference is not None:
+                inlined_reference.close()
+                inlined_reference = None
+            for _ in range(edits):
+                random_edit(data, patch, subpatches)
     finally:
         for evaluator in evaluators:
             evaluator.close()
+        if inlined_reference is not None:
+            inlined_reference.close()
 
 
 def play_three_ways(

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from evaluators import DualEvaluator, Evaluator, LazyEvaluator, NodePath, freeze
+from evaluators._view import inlined
 from nodes import Patch, patch_from_dict, patch_to_dict
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
@@ -284,3 +286,99 @@ def test_a_structural_edit_inside_goes_lazy_then_swaps_every_instance_at_once() 
         assert not any(node_id.endswith("/gain") for node_id in dual.program.ir.ids)
     finally:
         dual.close()
+
+
+@pytest.mark.parametrize("kind", EVALUATOR_KINDS)
+def test_an_outlet_added_while_running_gives_the_instance_a_second_output(kind: Any) -> None:
+    """The instance's node in the view changes shape (one output, then two) under the same id:
+    outputs kept from the old shape must not be given to the new one."""
+    patch = three_instances()
+    evaluator = evaluator_for_tests(kind, patch)
+    try:
+        for frame in range(2):
+            evaluator.run_frame(frame / 60, frame)
+        body = patch.definition("blob")
+        body.add_node("subpatch.outlet", {"name": "count"}, node_id="outcount")
+        body.connect("inc", "out", "outcount", "in")
+        patch.add_node("output.value", node_id="o4")
+        patch.connect("b1", "count", "o4", "in")
+        for frame in range(2, 4):
+            evaluator.run_frame(frame / 60, frame)
+        assert sinks(evaluator) == (2.0 + 4, 4.0 + 4, 6.0 + 4)
+        assert evaluator.output("o4") == 4.0
+    finally:
+        evaluator.close()
+
+
+@pytest.mark.parametrize("kind", EVALUATOR_KINDS)
+def test_arrays_set_on_an_instance_pin_reach_its_inlet(kind: Any) -> None:
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "x"}, node_id="inx")
+    body.add_node("array.sum", node_id="total")
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    body.connect("inx", "out", "total", "x")
+    body.connect("total", "out", "outy", "in")
+    patch = Patch()
+    patch.add_definition("summed", body)
+    patch.add_node("subpatch", {"definition": "summed", "x": np.ones(3)}, node_id="s1")
+    patch.add_node("output.value", node_id="o1")
+    patch.connect("s1", "y", "o1", "in")
+    evaluator = evaluator_for_tests(kind, patch)
+    try:
+        evaluator.run_frame(0.0, 0)
+        assert evaluator.output("o1") == 3.0
+        patch.set_value("s1", "x", np.full(3, 2.0))
+        evaluator.run_frame(1 / 60, 1)
+        assert evaluator.output("o1") == 6.0
+        patch.set_value("s1", "x", np.full(3, 2.0))  # an equal array: the same cache key
+        evaluator.run_frame(2 / 60, 2)
+        assert evaluator.output("o1") == 6.0
+    finally:
+        evaluator.close()
+
+
+@pytest.mark.parametrize("kind", EVALUATOR_KINDS)
+def test_removing_an_outlet_moves_the_others_and_their_consumers_follow(kind: Any) -> None:
+    """`y` goes: `z`, read by the sink, becomes the instance's first output."""
+    body = Patch()
+    body.add_node("value.float", {"value": 1.0}, node_id="one")
+    body.add_node("value.float", {"value": 2.0}, node_id="two")
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    body.add_node("subpatch.outlet", {"name": "z"}, node_id="outz")
+    body.connect("one", "out", "outy", "in")
+    body.connect("two", "out", "outz", "in")
+    patch = Patch()
+    patch.add_definition("pair", body)
+    patch.add_node("subpatch", {"definition": "pair"}, node_id="p1")
+    patch.add_node("output.value", node_id="o1")
+    patch.connect("p1", "z", "o1", "in")
+    evaluator = evaluator_for_tests(kind, patch)
+    try:
+        evaluator.run_frame(0.0, 0)
+        assert evaluator.output("o1") == 2.0
+        patch.definition("pair").remove_node("outy")
+        evaluator.run_frame(1 / 60, 1)
+        assert evaluator.output("o1") == 2.0
+        assert evaluator.output("p1", "z") == 2.0
+    finally:
+        evaluator.close()
+
+
+def test_an_outlet_nothing_feeds_gives_the_same_when_inlined() -> None:
+    """Unfed, the outlet `y` gives its own value (None) to the sink: in the inlined patch too."""
+    body = Patch()
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    patch = Patch()
+    patch.add_definition("empty", body)
+    patch.add_node("subpatch", {"definition": "empty"}, node_id="e1")
+    patch.add_node("output.value", {"in": 5.0}, node_id="o1")
+    patch.connect("e1", "y", "o1", "in")
+    editable, played = LazyEvaluator(patch), LazyEvaluator(inlined(patch))
+    try:
+        editable.run_frame(0.0, 0)
+        played.run_frame(0.0, 0)
+        assert editable.output("o1") is None
+        assert played.output("o1") is None
+    finally:
+        editable.close()
+        played.close()

@@ -105,6 +105,76 @@ def test_resave_is_byte_identical(tmp_path: Path) -> None:
     assert first.read_bytes() == second.read_bytes()
 
 
+def definitions_patch() -> Patch:
+    """Two definitions, one nested in the other (made first), a large array inside a body,
+    instances with their own values and links, and a renamed port."""
+    patch = Patch()
+    patch.add_definition("outer", Patch())
+    inner = Patch()
+    x = inner.add_node("subpatch.inlet", {"name": "x", "default": 0.5}, pos=(-200, 0))
+    table = inner.add_node("value.array", {"value": np.linspace(0.0, 1.0, 10_000)})
+    mul = inner.add_node("math.mul", {"b": 2.0}, pos=(10.25, 3))
+    y = inner.add_node("subpatch.outlet", {"name": "y"}, pos=(200, 0))
+    inner.connect(x, "out", mul, "a")
+    inner.connect(mul, "out", y, "in")
+    inner.connect(table, "out", inner.add_node("output.value"), "in")
+    patch.add_definition("inner", inner)
+    outer = patch.definition("outer")
+    held = outer.add_node("subpatch", {"definition": "inner", "x": 3.0})
+    out = outer.add_node("subpatch.outlet", {"name": "result"})
+    outer.connect(held, "y", out, "in")
+    first = patch.add_node("subpatch", {"definition": "inner", "x": 7.0}, pos=(5, 5))
+    second = patch.add_node("subpatch", {"definition": "outer"})
+    sink = patch.add_node("output.value")
+    patch.connect(first, "y", sink, "in")
+    inner.set_value(y, "name", "scaled")  # renamed after the links were made
+    assert patch.link_into(sink, "in") is not None and second
+    return patch
+
+
+def test_definitions_round_trip_byte_identically(tmp_path: Path) -> None:
+    patch = definitions_patch()
+    path = tmp_path / "defs.patchbay"
+    sidecar = save_patch(patch, path)
+    assert sidecar is not None  # the body's large array
+    first = path.read_bytes()
+    document = json.loads(first)
+    assert document["version"] == 2 and list(document["definitions"]) == ["inner", "outer"]
+    loaded = load_patch(path)
+    assert list(loaded.definitions) == ["inner", "outer"]  # keys are sorted in the file
+    for name, body in patch.definitions.items():
+        assert_same_patch(body, loaded.definition(name))
+    assert_same_patch(patch, loaded)
+    assert loaded.revision == 0 and loaded.value_revision == 0
+    assert [pin.name for pin in loaded.node("subpatch1").spec.outputs] == ["scaled"]
+    save_patch(loaded, path)
+    assert path.read_bytes() == first
+    save_patch(load_patch(path), path)
+    assert path.read_bytes() == first
+
+
+def test_a_patch_without_definitions_is_still_version_1(tmp_path: Path) -> None:
+    patch = definitions_patch()
+    path = tmp_path / "plain.patchbay"
+    for node_id in list(patch.nodes):
+        patch.remove_node(node_id)
+    for name in ("outer", "inner"):
+        patch.remove_definition(name)
+    patch.add_node("math.add")
+    save_patch(patch, path)
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["version"] == 1 and "definitions" not in document
+
+
+def test_version_1_files_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "old.patchbay"
+    path.write_text(json.dumps(good_document()), encoding="utf-8")
+    patch = load_patch(path)
+    assert list(patch.nodes) == ["v1", "add1", "out1"] and not patch.definitions
+    save_patch(patch, path)
+    assert json.loads(path.read_text(encoding="utf-8"))["version"] == 1
+
+
 def test_round_trip_of_every_plain_value_kind(tmp_path: Path) -> None:
     patch = Patch()
     node = patch.add_node("math.clamp", {"x": -0.0, "low": 1e-300, "high": 1.7976931348623157e308})
@@ -303,6 +373,25 @@ def set_in(document: dict[str, Any], path: list[Any], value: Any) -> None:
     document[path[-1]] = value
 
 
+def instance_of(definition: str, node_id: str = "inst") -> dict[str, Any]:
+    return {"id": node_id, "type": "subpatch", "values": {"definition": definition}}
+
+
+def body_of(*nodes: dict[str, Any], links: list[Any] | None = None) -> dict[str, Any]:
+    return {"nodes": list(nodes), "links": links or []}
+
+
+def with_definitions(
+    definitions: Any, nodes: list[Any] | None = None, links: list[Any] | None = None
+) -> str:
+    document = good_document()
+    document["version"] = 2
+    document["definitions"] = definitions
+    document["nodes"] += nodes or []
+    document["links"] += links or []
+    return json.dumps(document)
+
+
 BAD_FILES: dict[str, tuple[str, str]] = {
     "truncated": (json.dumps(good_document())[:57], r"line 1 column \d+: invalid JSON"),
     "empty": ("", "invalid JSON"),
@@ -403,6 +492,65 @@ BAD_FILES: dict[str, tuple[str, str]] = {
     "duplicate ids": (
         with_changes(lambda d: set_in(d, ["nodes", 1, "id"], "v1")),
         r"nodes\[1\]\.id: node id 'v1' is already used",
+    ),
+    "definitions holding each other": (
+        with_definitions(
+            {
+                "a": body_of(instance_of("b")),
+                "b": body_of(instance_of("c")),
+                "c": body_of(instance_of("a")),
+            }
+        ),
+        r"definitions\.a: a definition cannot contain itself: a -> b -> c -> a",
+    ),
+    "definition holding itself": (
+        with_definitions({"a": body_of(), "b": body_of(instance_of("b"))}),
+        r"definitions\.b: a definition cannot contain itself: b -> b",
+    ),
+    "definition name with a slash": (
+        with_definitions({"a/b": body_of()}),
+        r"definitions: 'a/b' does not match",
+    ),
+    "empty definition name": (with_definitions({"": body_of()}), r"definitions: '' should be"),
+    "blank definition name": (
+        with_definitions({"  ": body_of()}),
+        r"definitions\.  : bad definition name '  '",
+    ),
+    "definitions not an object": (with_definitions([]), r"definitions: \[\] is not of type"),
+    "definition without links": (
+        with_definitions({"a": {"nodes": []}}),
+        r"definitions\.a: 'links' is a required property",
+    ),
+    "definition holding a missing definition": (
+        with_definitions({"a": body_of(instance_of("ghost"))}),
+        r"definitions\.a\.nodes\[0\]\.values: no definition 'ghost' in the document",
+    ),
+    "instance of a missing definition": (
+        with_changes(lambda d: d["nodes"].append(instance_of("ghost"))),
+        r"nodes\[3\]\.values: no definition 'ghost' in the document",
+    ),
+    "bad node in a definition": (
+        with_definitions({"a": body_of({"id": "n", "type": "math.nope"})}),
+        r"definitions\.a\.nodes\[0\]\.type: unknown node type 'math.nope'",
+    ),
+    "cycle in a definition": (
+        with_definitions(
+            {
+                "a": body_of(
+                    {"id": "n", "type": "math.add"},
+                    links=[{"from": ["n", "out"], "to": ["n", "a"]}],
+                )
+            }
+        ),
+        r"definitions\.a\.links\[0\]: .*cycle n -> n",
+    ),
+    "link to a pin the definition does not have": (
+        with_definitions(
+            {"a": body_of()},
+            nodes=[instance_of("a", "t")],
+            links=[{"from": ["t", "y"], "to": ["out1", "in"]}],
+        ),
+        r"links\[2\]: node 't' \(subpatch\) has no output 'y'",
     ),
     "bad position": (
         with_changes(lambda d: set_in(d, ["nodes", 0, "pos"], ["x", 0])),

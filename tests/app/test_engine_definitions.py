@@ -1,0 +1,163 @@
+"""The engine's copy of a patch follows an editor's document of definitions: every edit of the
+document (definitions added, renamed and removed, edits inside bodies, port renames that carry
+links along, group, ungroup, make_unique) is replayed as `edits` ops onto a copy made from the
+`patch` message, and the copy stays equal to the document with the same revisions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from app.engine_protocol import EditBatch, apply_edits, patch_from_message, patch_message
+from nodes import Patch, patch_to_dict
+
+
+def without_positions(patch: Patch) -> dict[str, Any]:
+    """patch_to_dict without node positions (UI-only: edits never carry them)."""
+    document = patch_to_dict(patch)
+    bodies = [document, *document.get("definitions", {}).values()]
+    for body in bodies:
+        for node in body["nodes"]:
+            node.pop("pos")
+    return document
+
+
+def scale_body() -> Patch:
+    body = Patch()
+    inlet = body.add_node("subpatch.inlet", {"name": "x", "default": 1.5}, node_id="x_in")
+    mul = body.add_node("math.mul", {"b": 2.0}, node_id="mul")
+    outlet = body.add_node("subpatch.outlet", {"name": "y"}, node_id="y_out")
+    body.connect(inlet, "out", mul, "a")
+    body.connect(mul, "out", outlet, "in")
+    return body
+
+
+def starting_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("time.frame", node_id="frame")
+    patch.add_node("math.add", {"b": 1.0}, node_id="add")
+    patch.add_node("math.mul", {"b": 3.0}, node_id="mul")
+    patch.add_node("util.frame_delay", node_id="delay")
+    patch.add_node("output.value", node_id="out")
+    patch.add_node("output.value", node_id="out2")
+    patch.connect("frame", "out", "add", "a")
+    patch.connect("add", "out", "mul", "a")
+    patch.connect("mul", "out", "delay", "in")
+    patch.connect("delay", "out", "add", "b")
+    patch.connect("mul", "out", "out", "in")
+    patch.connect("add", "out", "out2", "in")
+    return patch
+
+
+def add_scale(patch: Patch) -> None:
+    patch.add_definition("scale", scale_body())
+
+
+def use_scale(patch: Patch) -> None:
+    first = patch.add_node("subpatch", {"definition": "scale", "x": 4.0}, node_id="s1")
+    patch.add_node("subpatch", {"definition": "scale"}, node_id="s2")
+    patch.connect("frame", "out", first, "x")
+    patch.add_node("output.value", node_id="out3")
+    patch.connect("s2", "y", "out3", "in")
+
+
+def edit_body(patch: Patch) -> None:
+    body = patch.definition("scale")
+    body.set_value("mul", "b", 5.0)
+    extra = body.add_node("math.add", {"b": 0.5}, node_id="bias")
+    body.disconnect("mul", "out", "y_out", "in")
+    body.connect("mul", "out", extra, "a")
+    body.connect(extra, "out", "y_out", "in")
+
+
+def rename_ports(patch: Patch) -> None:
+    body = patch.definition("scale")
+    body.set_value("x_in", "name", "gain")
+    body.set_value("y_out", "name", "result")
+    body.add_node("subpatch.inlet", {"name": "offset", "default": 1.0}, node_id="off_in")
+    body.connect("off_in", "out", "bias", "b")
+
+
+def nest(patch: Patch) -> None:
+    patch.add_definition("outer", Patch())
+    outer = patch.definition("outer")
+    inner = outer.add_node("subpatch", {"definition": "scale"}, node_id="inner")
+    inlet = outer.add_node("subpatch.inlet", {"name": "x"})
+    outlet = outer.add_node("subpatch.outlet", {"name": "y"})
+    outer.connect(inlet, "out", inner, "gain")
+    outer.connect(inner, "result", outlet, "in")
+    patch.add_node("subpatch", {"definition": "outer"}, node_id="o1")
+    patch.definition("scale").remove_node("off_in")  # re-derives the instance inside outer
+
+
+def group(patch: Patch) -> None:
+    patch.group(["add", "mul", "delay"], "loop")
+
+
+def group_in_body(patch: Patch) -> None:
+    patch.definition("loop").group(["mul"], "just_mul")
+
+
+def make_unique(patch: Patch) -> None:
+    patch.make_unique("s2", "scale_copy")
+    patch.definition("scale_copy").set_value("mul", "b", 7.0)
+
+
+def ungroup(patch: Patch) -> None:
+    instance = next(n for n in patch.nodes if patch.nodes[n].values.get("definition") == "loop")
+    patch.ungroup(instance)
+
+
+def rename_definition(patch: Patch) -> None:
+    patch.rename_definition("scale", "scaled")
+    patch.definition("outer").set_value("inner", "gain", 2.0)
+
+
+def remove_definition(patch: Patch) -> None:
+    patch.remove_node("s2")
+    patch.remove_definition("scale_copy")
+    patch.remove_node("o1")
+    patch.remove_definition("outer")
+
+
+STEPS: list[Callable[[Patch], None]] = [
+    add_scale,
+    use_scale,
+    edit_body,
+    rename_ports,
+    nest,
+    group,
+    group_in_body,
+    make_unique,
+    ungroup,
+    rename_definition,
+    remove_definition,
+]
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["step by step", "one batch"])
+def test_replayed_edits_keep_the_engine_copy_equal(batched: bool) -> None:
+    document = starting_patch()
+    message, blobs = patch_message(document)
+    copy = patch_from_message(json.loads(json.dumps(message)), blobs)
+    edits = EditBatch(document)
+    document.subscribe(edits.add)
+
+    def replay(step: str) -> None:
+        batch = edits.take()
+        assert batch is not None, step
+        sent, sent_blobs = batch
+        assert apply_edits(copy, json.loads(json.dumps(sent)), sent_blobs), step
+        assert (copy.revision, copy.value_revision) == (document.revision, document.value_revision)
+        assert without_positions(copy) == without_positions(document), step
+
+    for step in STEPS:
+        step(document)
+        if not batched:
+            replay(step.__name__)
+    if batched:
+        replay("all steps")
+    assert list(copy.definitions) == ["scaled", "just_mul"]  # loop was ungrouped, its insides kept
