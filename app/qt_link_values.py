@@ -207,12 +207,13 @@ class QtLinkValues(QObject):
         `REPORT_VALUES_CAP`."""
         return list(self._wanted)
 
-    def refresh(self) -> None:
-        """Update the labels on the links in view (at most every `REFRESH_S`)."""
-        now = time.perf_counter()
-        if now - self._refreshed < REFRESH_S:
+    def refresh(self, now: bool = False) -> None:
+        """Update the labels on the links in view (at most every `REFRESH_S`, unless `now`: a
+        frame stepped while paused)."""
+        started = time.perf_counter()
+        if started - self._refreshed < REFRESH_S and not now:
             return
-        self._refreshed = now
+        self._refreshed = started
         if self.hover_target is not None and self.hover.scene() is not None:
             self._show_hover(*self.hover_target)
         if not self.enabled:
