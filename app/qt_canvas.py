@@ -730,7 +730,7 @@ class QtPatchCanvas(QObject):
         if a is None or b is None or a.node.id not in self._ids or b.node.id not in self._ids:
             return None
         link = self._link_of(a, b)
-        return link if link in self.patch.links else None
+        return link if self.patch.link_into(link.dst, link.dst_pin) == link else None
 
     def pin_of_port(self, port: Any) -> tuple[str, str] | None:
         """(node id, pin name) of a port item of a shown node."""

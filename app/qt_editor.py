@@ -56,6 +56,13 @@ definition's body and the inspector, preview and thumbnails read the evaluator a
 the instance entered through. Edits made of many steps are `DocumentEditCommand`s (one undo step
 each); the library lists the document's definitions to add instances from.
 
+Values and feedback on the canvas live in their own modules, hooked in here: values of pins and
+links (app.qt_link_values, refreshed with the node colours; with an engine their sources go in
+the watch message's `report` list), refusals (app.qt_messages: the Messages panel and a bubble
+at the pointer), pins a dragged link fits (app.qt_pin_hints) and failure marks downstream
+(app.qt_failure_marks, from the statuses `decorate_nodes` reads). Nodes added from the library go
+in free space near the view's centre (app.placement).
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """

@@ -214,8 +214,11 @@ class QtLinkValues(QObject):
         if started - self._refreshed < REFRESH_S and not now:
             return
         self._refreshed = started
-        if self.hover_target is not None and self.hover.scene() is not None:
-            self._show_hover(*self.hover_target)
+        target = self.hover_target
+        if target is not None and target[0] not in self.canvas.patch.nodes:
+            self._hide_hover()  # its node went (an undo, another level shown)
+        elif target is not None and self.hover.scene() is not None:
+            self._show_hover(*target)
         if not self.enabled:
             return
         links = self._visible_links()
