@@ -647,24 +647,14 @@ class Patch:
 
     def _eager_path(self, start: str, goal: str) -> list[str] | None:
         """A path start -> ... -> goal along links that are not feedback inputs, or None."""
-        parent: dict[str, str | None] = {start: None}
-        stack = [start]
-        while stack:
-            current = stack.pop()
-            if current == goal:
-                path = [current]
-                while (previous := parent[path[-1]]) is not None:
-                    path.append(previous)
-                return path[::-1]
-            for link in self.links_out_of(current):
-                if link.dst in parent:
-                    continue
+
+        def eager_successors(node_id: str) -> Iterable[str]:
+            for link in self.links_out_of(node_id):
                 pin = self.nodes[link.dst].input(link.dst_pin)
-                if pin is not None and pin.feedback:
-                    continue
-                parent[link.dst] = current
-                stack.append(link.dst)
-        return None
+                if pin is None or not pin.feedback:
+                    yield link.dst
+
+        return defs.find_path(start, goal, eager_successors)
 
     def eager_cycle(self) -> list[str] | None:
         """A cycle of links that do not go through feedback inputs, as node ids `a -> ... -> a`,
