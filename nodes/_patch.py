@@ -623,6 +623,8 @@ class Patch:
         in_pin = dst_node.input(dst_pin)
         if in_pin is None:
             raise UnknownPinError(f"node {dst!r} ({dst_node.type_id}) has no input {dst_pin!r}")
+        if defs.is_instance(dst_node) and dst_pin == "definition":
+            raise PinTypeError(f"{dst}.definition is chosen, not linked: it names the definition")
         out_type = src_node.spec.outputs[out_index].type
         if not types_compatible(out_type, in_pin.type):
             raise PinTypeError(
