@@ -118,7 +118,7 @@ from app.qt_export import export_frozen_dialog
 from app.qt_failure_marks import QtFailureMarks
 from app.qt_inspector import QtInspector
 from app.qt_library import QtLibraryPanel
-from app.qt_link_values import QtLinkValues
+from app.qt_link_values import QtLinkValues, short_value
 from app.qt_messages import QtBubble, QtMessageLog
 from app.qt_output import (
     QtOutputWindow,
@@ -1194,12 +1194,18 @@ class QtEditorWindow(QMainWindow):
     def decorate_nodes(self) -> None:
         """Node colours by class and status, and the marks of failures and what they hold back."""
         failed: dict[str, str] = {}
-        for node_id in self.canvas.patch.nodes:
-            node_class, status, error = self.node_state(self.canvas.eval_id(node_id))
+        last_good: dict[str, str] = {}
+        shown = self.canvas.patch
+        for node_id in shown.nodes:
+            path = self.canvas.eval_id(node_id)
+            node_class, status, error = self.node_state(path)
             self.canvas.decorate(node_id, node_class, status, error)
             if status == NodeStatus.FAILED:
                 failed[node_id] = error or "no message"
-        self.failure_marks.update(failed)
+                outputs = shown.nodes[node_id].spec.outputs
+                if outputs and outputs[0].type != "texture":  # a texture's is its thumbnail
+                    last_good[node_id] = short_value(self._link_value(path, outputs[0].name))
+        self.failure_marks.update(failed, last_good)
 
     def show_link_values(self, shown: bool) -> None:
         """View > Show Values on Links."""

@@ -1,8 +1,9 @@
 """Failure marks on the canvas: what failed, and what its failure holds back.
 
-A failed node gets a caption under its body (`failed: ZeroDivisionError: …`, the full message in
-its tooltip); every node downstream of a failed one (along the shown level's links) gets a dashed
-red outline and an "upstream failed" caption, since it keeps showing the outputs it showed last.
+A failed node gets a caption under its body (`failed: ZeroDivisionError: … · last good: 0.5`,
+the full message in its tooltip; the last good value is what its outputs still carry); every
+node downstream of a failed one (along the shown level's links) gets a dashed red outline and an
+"upstream failed" caption, since it keeps showing the outputs it showed last.
 Both are computed from the statuses the editor already reads for node colours (`update`, called
 at that same throttled rate) and are child items of the node items, so they move with their
 nodes and go with them when the level is rebuilt; an item is only touched when what it says
@@ -40,9 +41,12 @@ def downstream_of(patch: Patch, failed: Iterable[str]) -> set[str]:
     return seen
 
 
-def caption_of(error: str) -> str:
+def caption_of(error: str, last_good: str | None) -> str:
+    """`failed: ERROR · last good: VALUE`, the error shortened to fit `CAPTION_CHARS`."""
     text = f"failed: {error}"
-    return text if len(text) <= CAPTION_CHARS else text[: CAPTION_CHARS - 1] + "…"
+    if len(text) > CAPTION_CHARS:
+        text = text[: CAPTION_CHARS - 1] + "…"
+    return text if last_good is None else f"{text} · last good: {last_good}"
 
 
 class QtFailureMarks:
@@ -52,11 +56,15 @@ class QtFailureMarks:
         self.canvas = canvas
         self.marked: dict[str, str] = {}  # node id -> what its mark says
 
-    def update(self, errors: Mapping[str, str]) -> None:
-        """Mark the shown nodes: `errors` maps the failed ones to their error."""
+    def update(self, errors: Mapping[str, str], last_good: Mapping[str, str] | None = None) -> None:
+        """Mark the shown nodes: `errors` maps the failed ones to their error, `last_good` to
+        the short text of the value their first output still carries (when there is one)."""
         canvas = self.canvas
         patch = canvas.patch
-        wanted = {node_id: caption_of(error) for node_id, error in errors.items()}
+        good = last_good or {}
+        wanted = {
+            node_id: caption_of(error, good.get(node_id)) for node_id, error in errors.items()
+        }
         for node_id in downstream_of(patch, errors):
             wanted[node_id] = UPSTREAM_FAILED
         for node_id in list(self.marked):

@@ -176,6 +176,7 @@ def test_a_failed_node_shows_its_error_and_last_good_value_and_marks_downstream(
     qtbot.waitUntil(lambda: editor.failure_marks.mark_of("plus") == UPSTREAM_FAILED)
     marks = editor.failure_marks
     assert marks.mark_of("ratio").startswith("failed: ZeroDivisionError")
+    assert marks.mark_of("ratio").endswith(" · last good: 0.5")
     assert marks.mark_of("shown") == UPSTREAM_FAILED
     assert marks.mark_of("other") is None and marks.mark_of("den") is None
     item = editor.canvas.view_node("plus").view
