@@ -44,27 +44,42 @@ Assumptions and known costs:
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
+import numpy as np
 from NodeGraphQt import BaseNode, NodeGraph
-from NodeGraphQt.constants import PortTypeEnum
+from NodeGraphQt.constants import Z_VAL_NODE, PortTypeEnum
 from NodeGraphQt.qgraphics.node_base import NodeItem
 from NodeGraphQt.qgraphics.pipe import PipeItem
+from NodeGraphQt.qgraphics.port import PortItem
 from NodeGraphQt.widgets.viewer import NodeViewer
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QUndoStack
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QContextMenuEvent,
+    QFontMetricsF,
+    QHelpEvent,
+    QImage,
+    QPainter,
+    QPen,
+    QPixmap,
+    QUndoStack,
+)
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsPixmapItem,
     QGraphicsSimpleTextItem,
     QProgressBar,
     QStyleOptionGraphicsItem,
+    QToolTip,
 )
 
+from app.qt_backdrops import BackdropLayer
 from app.qt_commands import (
     AddNodesCommand,
     DocumentEditCommand,
@@ -109,6 +124,8 @@ IDLE_OPACITY = 0.4
 # minimum width (160) is then under 40 px wide on screen, too small for its text to be read.
 SIMPLE_BELOW_ZOOM = 0.25
 SELECTED_OUTLINE = (254, 207, 42)
+PIPE_Z = Z_VAL_NODE + 2  # links over node bodies (a selected node is at Z_VAL_NODE + 1)
+READABLE_TITLE_PX = 11.0  # the least height of a title line on screen when a patch is framed
 THUMBNAIL_GAP = 4.0  # scene units between a node's body and its thumbnail
 
 
@@ -203,6 +220,11 @@ class _PatchPipeItem(PipeItem):
     def __init__(self) -> None:
         super().__init__()
         self.simple = False
+        # Above node bodies (NodeGraphQt draws links below them), so that a link passing
+        # behind a node never reads as a link to that node. Not selectable: a press on a node
+        # under a link then reaches the node (and `_PatchViewer._items_near` puts links last).
+        self.setZValue(PIPE_Z)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, False)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: Any) -> None:
         simple = _zoom(painter, option) < SIMPLE_BELOW_ZOOM
@@ -224,7 +246,14 @@ class _PatchPipeItem(PipeItem):
 
 
 class _PatchViewer(NodeViewer):
-    """NodeGraphQt's viewer making `_PatchPipeItem` links."""
+    """NodeGraphQt's viewer making `_PatchPipeItem` links, and taking a node or pin under the
+    pointer before a link drawn over it."""
+
+    def _items_near(
+        self, pos: Any, item_type: Any = None, width: int = 20, height: int = 20
+    ) -> list:
+        items = super()._items_near(pos, item_type, width, height)
+        return sorted(items, key=lambda item: isinstance(item, PipeItem))  # stable: z order kept
 
     def establish_connection(self, start_port: Any, end_port: Any) -> None:
         # NodeViewer.establish_connection with our pipe class.
@@ -323,6 +352,12 @@ class _InputFilter(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in self.PRESSES:
             self._canvas.finish_loading()
+        viewer = self._canvas.viewer()
+        if event.type() == QEvent.Type.ContextMenu and watched is viewer.viewport():
+            assert isinstance(event, QContextMenuEvent)
+            self._canvas.menu_scene_pos = viewer.mapToScene(event.pos())
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            return self._canvas._show_pin_tooltip(event)
         if event.type() != QEvent.Type.KeyPress:
             return False
         key, plain = event.key(), event.modifiers() == Qt.KeyboardModifier.NoModifier
@@ -352,8 +387,13 @@ class QtPatchCanvas(QObject):
         self.graph.set_acyclic(False)
         self.graph.register_nodes(list(NODE_CLASSES.values()))
         viewer = self.graph.viewer()
+        graph_menu = viewer.context_menus()["graph"]
         for action in (viewer.qaction_for_undo(), viewer.qaction_for_redo()):
             action.setShortcuts([])  # Ctrl+Z belongs to the app's stack
+            graph_menu.removeAction(action)  # and so do the menu's Undo / Redo
+        for action in graph_menu.actions():
+            if action.isSeparator():
+                graph_menu.removeAction(action)
         self._input_filter = _InputFilter(self)
         viewer.installEventFilter(self._input_filter)
         viewer.viewport().installEventFilter(self._input_filter)
@@ -378,7 +418,12 @@ class QtPatchCanvas(QObject):
         self._progress.resize(260, 22)
         self._progress.move(12, 12)
         self._progress.hide()
-        self._frame_request: list[str] | None = None  # a frame() asked for while loading
+        # A frame() asked for while loading: (node ids, readable).
+        self._frame_request: tuple[list[str], bool] | None = None
+        # (evaluator id, output pin) -> its current value, for pin tooltips; set by the editor.
+        self.output_of: Callable[[str, str], Any] | None = None
+        self.backdrops = BackdropLayer(self)
+        self.menu_scene_pos: QPointF | None = None  # where the canvas menu was last asked for
 
     @property
     def widget(self) -> Any:
@@ -414,6 +459,7 @@ class QtPatchCanvas(QObject):
             self._thumbnails.clear()  # items gone with the session
             self._badges.clear()
             self.patch = patch
+            self.backdrops.show(patch.backdrops.values())
         finally:
             self._applying -= 1
         self.graph.undo_stack().clear()
@@ -472,8 +518,8 @@ class QtPatchCanvas(QObject):
         self._progress.hide()
         self.viewer().setUpdatesEnabled(True)
         if self._frame_request is not None:
-            node_ids, self._frame_request = self._frame_request, None
-            self.frame(node_ids)
+            (node_ids, readable), self._frame_request = self._frame_request, None
+            self.frame(node_ids, readable=readable)
 
     def view_node(self, node_id: str) -> BaseNode:
         self.finish_loading()
@@ -517,7 +563,7 @@ class QtPatchCanvas(QObject):
         self.finish_loading()
         self.trail.append(instance_id)
         self._show(body)
-        self.frame(None)
+        self.frame(None, readable=True)
         self.level_changed.emit()
         return True
 
@@ -540,7 +586,7 @@ class QtPatchCanvas(QObject):
             container = _body_of(container, instance_id)
         assert container is not None
         self._show(container)
-        self.frame(None)
+        self.frame(None, readable=True)
         if left in container.nodes:
             self.select([left])
         self.level_changed.emit()
@@ -571,14 +617,11 @@ class QtPatchCanvas(QObject):
 
     # ------------------------------------------------------------------ titles and badges
     def _retitle(self, node_id: str) -> None:
-        """The node's title: its id; an inlet or outlet shows the pin name it gives."""
+        """Show the node's title (see `title_of`)."""
         view = self._views.get(node_id)
         if view is None:
             return
-        inst = self.patch.nodes[node_id]
-        title = node_id
-        if inst.type_id in (INLET, OUTLET):
-            title = f"{'in' if inst.type_id == INLET else 'out'}: {inst.values.get('name')}"
+        title = title_of(self.patch.nodes[node_id])
         if view.view.name != title:
             view.view.name = title
             view.view.draw_node()
@@ -642,6 +685,8 @@ class QtPatchCanvas(QObject):
                 self._unlink_view(event.link)
             elif event.op == "pins":
                 self._sync_ports(event.node_id)
+            elif event.op == "backdrop":
+                self.backdrops.follow(event.value)
             elif event.op == "move":
                 pos = self.patch.nodes[event.node_id].pos
                 view = self._views[event.node_id]
@@ -654,7 +699,7 @@ class QtPatchCanvas(QObject):
         inst = self.patch.nodes[node_id]
         view = self.graph.create_node(
             NODE_CLASSES[inst.type_id].type_,
-            name=node_id,
+            name=title_of(inst),
             pos=inst.pos,
             selected=False,
             push_undo=False,
@@ -664,8 +709,6 @@ class QtPatchCanvas(QObject):
         if len(inst.inputs) != len(inst.spec.inputs) or inst.type_id == SUBPATCH:
             self._sync_ports(node_id)
         view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.doc}".strip())
-        if inst.type_id in (INLET, OUTLET):
-            self._retitle(node_id)
         self._badge(node_id)
         if node_id in self._decor:
             self._show_decor(node_id)
@@ -798,7 +841,12 @@ class QtPatchCanvas(QObject):
         definitions); the choice arrives in create_node or create_instance."""
         self.finish_loading()
         viewer = self.viewer()
-        names = dict(self.graph.node_factory.names)
+        # Our node types only: NodeGraphQt registers its own (Backdrop) too.
+        names = {
+            name: types
+            for name, types in self.graph.node_factory.names.items()
+            if all(t.startswith("patchbay.") for t in types)
+        }
         for name in self.document.definitions if self.document is not None else ():
             names[f"{name} - definition"] = [DEFINITION_TYPE + name]
         viewer.tab_search_set_nodes(names)
@@ -818,10 +866,12 @@ class QtPatchCanvas(QObject):
             self._views[node_id].set_selected(True)
         self._on_selection()
 
-    def frame(self, node_ids: Iterable[str] | None = None) -> None:
-        """Fit the view to the given nodes (all when None or empty); while loading, once built."""
+    def frame(self, node_ids: Iterable[str] | None = None, *, readable: bool = False) -> None:
+        """Fit the view to the given nodes (all when None or empty); while loading, once built.
+        `readable` (a patch or level opened): not below `readable_zoom`, so that titles can be
+        read; the view then shows the middle of the nodes."""
         if self.loading:
-            self._frame_request = list(node_ids or ())
+            self._frame_request = (list(node_ids or ()), readable)
             return
         views = [self._views[n] for n in (node_ids or ()) if n in self._views]
         views = views or list(self._views.values())
@@ -832,9 +882,23 @@ class QtPatchCanvas(QObject):
             rect = rect.united(view.view.sceneBoundingRect())
         rect.adjust(-60, -60, 60, 60)
         viewer = self.viewer()
+        least = self.readable_zoom()
+        port = viewer.viewport().rect()
+        if readable and min(port.width() / rect.width(), port.height() / rect.height()) < least:
+            center = rect.center()
+            rect = QRectF(0.0, 0.0, port.width() / least, port.height() / least)
+            rect.moveCenter(center)
         viewer.set_scene_rect([rect.x(), rect.y(), rect.width(), rect.height()])
         viewer.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
         viewer._update_scene()
+
+    def readable_zoom(self) -> float:
+        """The least zoom at which a node title is `READABLE_TITLE_PX` tall on screen."""
+        font = QFontMetricsF(self.graph.widget.font())
+        for view in self._views.values():
+            font = QFontMetricsF(view.view._text_item.font())
+            break
+        return READABLE_TITLE_PX / font.height()
 
     def view_center(self) -> tuple[float, float]:
         self.finish_loading()  # a pending frame() moves the view
@@ -878,6 +942,53 @@ class QtPatchCanvas(QObject):
         item.setToolTip(tip)
         item.update()
 
+    # ------------------------------------------------------------------ pin tooltips
+    def pin_at(self, viewport_pos: QPoint) -> tuple[str, str, bool] | None:
+        """(node id, pin name, is output) of the pin under a viewport position, if any."""
+        viewer = self.viewer()
+        for item in viewer.items(viewport_pos):
+            if isinstance(item, PortItem) and item.node is not None and item.node.id in self._ids:
+                output = item.port_type == PortTypeEnum.OUT.value
+                return self._ids[item.node.id], item.name, output
+        return None
+
+    def pin_tooltip(self, node_id: str, pin: str, output: bool) -> str:
+        """What hovering a pin says: its name and type, its current value, and the node's doc
+        line (pins have no docs of their own)."""
+        inst = self.patch.nodes[node_id]
+        specs = inst.spec.outputs if output else inst.inputs
+        pin_type = next((p.type for p in specs if p.name == pin), "?")
+        if output:
+            value = self._output(node_id, pin)
+            source = ""
+        else:
+            link = self.patch.link_into(node_id, pin)
+            value = self._output(link.src, link.src_pin) if link else inst.values.get(pin)
+            source = f" (from {link.src}.{link.src_pin})" if link else ""
+        doc = (inst.spec.doc or "").strip().splitlines()
+        lines = [
+            f"{'output' if output else 'input'} {pin}: {pin_type}",
+            f"value{source}: {describe_value(value)}",
+        ]
+        if doc:
+            lines.append(f"{inst.type_id}: {doc[0]}")
+        return "\n".join(lines)
+
+    def _output(self, node_id: str, pin: str) -> Any:
+        if self.output_of is None:
+            return None
+        try:
+            return self.output_of(self.eval_id(node_id), pin)
+        except (KeyError, LookupError):  # not evaluated yet
+            return None
+
+    def _show_pin_tooltip(self, event: QHelpEvent) -> bool:
+        found = self.pin_at(event.pos())
+        if found is None:
+            return False
+        QToolTip.showText(event.globalPos(), self.pin_tooltip(*found), self.viewer().viewport())
+        return True
+
     # ------------------------------------------------------------------ thumbnails
     def thumbnail_candidates(self, node_ids: Iterable[str]) -> list[str]:
         """Those of `node_ids` whose body is in the viewport; none while loading or while nodes
@@ -918,6 +1029,37 @@ class QtPatchCanvas(QObject):
     def thumbnail_item(self, node_id: str) -> QGraphicsPixmapItem | None:
         """The item showing the node's thumbnail, if it has one."""
         return self._thumbnails.get(node_id)
+
+
+def describe_value(value: Any) -> str:
+    """A value in a few words: numbers, short text, an array's shape, a texture's size."""
+    if value is None:
+        return "none yet"
+    if isinstance(value, np.ndarray):
+        return f"array {value.shape} {value.dtype}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"{value:.6g}"
+    if isinstance(value, tuple) and all(isinstance(v, (int, float)) for v in value):
+        return "(" + ", ".join(f"{v:.4g}" for v in value) + ")"
+    texture = getattr(value, "texture", value)
+    size = getattr(texture, "size", None)
+    if hasattr(texture, "glo") and size is not None:
+        return f"texture {size[0]}×{size[1]}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def title_of(inst: NodeInstance) -> str:
+    """A node's title on the canvas: its id, with its type when the id is the default one made
+    from the type (`lfo3 · time.lfo`); an inlet or outlet shows the pin name it gives."""
+    if inst.type_id in (INLET, OUTLET):
+        return f"{'in' if inst.type_id == INLET else 'out'}: {inst.values.get('name')}"
+    base = inst.type_id.rsplit(".", 1)[-1]
+    if re.fullmatch(re.escape(base) + r"\d+", inst.id):
+        return f"{inst.id} · {inst.type_id}"
+    return inst.id
 
 
 def _body_of(container: Patch | None, instance_id: str) -> Patch | None:

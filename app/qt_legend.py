@@ -1,0 +1,108 @@
+"""The canvas legend: what the node colours and the evaluation words mean, in plain language.
+
+A small panel floating over the canvas's bottom-left corner (hidden and shown from the View menu,
+or its own close button), built from the colours the canvas really uses (app.qt_canvas), so the
+two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QToolButton, QWidget
+
+from app.qt_canvas import (
+    CLASS_COLORS,
+    DEFERRED_BORDER,
+    FAILED_COLOR,
+    IDLE_OPACITY,
+)
+from evaluators import NodeClass
+
+# (swatch style, word, explanation)
+ENTRIES: list[tuple[str, str, str]] = [
+    (
+        f"background: rgb{CLASS_COLORS[NodeClass.CONST]};",
+        "CONST",
+        "deterministic all the way up: runs once, then its result is reused until you edit it",
+    ),
+    (
+        f"background: rgb{CLASS_COLORS[NodeClass.USER]};",
+        "USER",
+        "depends on a value you set live (user_input): runs again only when you change it",
+    ),
+    (
+        f"background: rgb{CLASS_COLORS[NodeClass.HOT]};",
+        "HOT",
+        "nondeterministic itself or upstream (time, noise): runs every frame",
+    ),
+    (f"background: rgb{FAILED_COLOR};", "failed", "raised an error: hover it to read why"),
+    (
+        f"background: rgba(46, 72, 110, {int(IDLE_OPACITY * 255)}); ",
+        "dimmed",
+        "idle: nothing that is shown or output needs its result, so it does not run",
+    ),
+    (
+        f"background: #2e486e; border: 2px solid rgb{DEFERRED_BORDER};",
+        "outlined",
+        "deferred: working in the background; its previous result stands meanwhile",
+    ),
+    (
+        "",
+        "cached",
+        "reused its result this frame, not recomputed (hover a node for its status)",
+    ),
+    ("", "deterministic", "a node type whose result depends on its inputs only"),
+    ("", "nondeterministic", "a node type that may give a new result each frame (time, noise)"),
+    ("", "user_input", "a node type whose value you set live (a control)"),
+]
+
+
+class QtLegend(QFrame):
+    """The legend panel; `closed` is emitted when its own close button hides it."""
+
+    closed = Signal()
+
+    def __init__(self, canvas_widget: QWidget) -> None:
+        super().__init__(canvas_widget)
+        self.setObjectName("legend")
+        self.setStyleSheet(
+            "#legend { background: rgba(20, 22, 26, 225); border: 1px solid #555;"
+            " border-radius: 6px; } QLabel { color: #ddd; background: transparent; }"
+        )
+        layout = QGridLayout(self)
+        layout.setContentsMargins(10, 6, 10, 8)
+        layout.setHorizontalSpacing(8)
+        layout.setVerticalSpacing(3)
+        title = QLabel("<b>Legend</b>: node colours and words")
+        layout.addWidget(title, 0, 0, 1, 2)
+        close = QToolButton()
+        close.setText("×")
+        close.setToolTip("Hide the legend (View ▸ Legend shows it again)")
+        close.setAutoRaise(True)
+        close.clicked.connect(self._close)
+        layout.addWidget(close, 0, 2, Qt.AlignmentFlag.AlignRight)
+        for row, (style, word, meaning) in enumerate(ENTRIES, start=1):
+            if style:
+                swatch = QLabel()
+                swatch.setFixedSize(22, 14)
+                swatch.setStyleSheet(style + " border-radius: 3px;")
+                layout.addWidget(swatch, row, 0)
+            layout.addWidget(QLabel(f"<b>{word}</b>: {meaning}"), row, 1, 1, 2)
+        self.texts = [f"{word}: {meaning}" for _, word, meaning in ENTRIES]
+        canvas_widget.installEventFilter(self)
+        self._place()
+
+    def _close(self) -> None:
+        self.hide()
+        self.closed.emit()
+
+    def _place(self) -> None:
+        self.adjustSize()
+        parent = self.parentWidget()
+        if parent is not None:
+            self.move(10, max(0, parent.height() - self.height() - 10))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self._place()
+        return False
