@@ -44,7 +44,6 @@ Assumptions and known costs:
 
 from __future__ import annotations
 
-import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -869,7 +868,7 @@ class QtPatchCanvas(QObject):
     def frame(self, node_ids: Iterable[str] | None = None, *, readable: bool = False) -> None:
         """Fit the view to the given nodes (all when None or empty); while loading, once built.
         `readable` (a patch or level opened): not below `readable_zoom`, so that titles can be
-        read; the view then shows the middle of the nodes."""
+        read; the view then shows the start of the patch (left, top)."""
         if self.loading:
             self._frame_request = (list(node_ids or ()), readable)
             return
@@ -885,9 +884,14 @@ class QtPatchCanvas(QObject):
         least = self.readable_zoom()
         port = viewer.viewport().rect()
         if readable and min(port.width() / rect.width(), port.height() / rect.height()) < least:
-            center = rect.center()
-            rect = QRectF(0.0, 0.0, port.width() / least, port.height() / least)
-            rect.moveCenter(center)
+            # Along a side that does not fit, the start of the patch (its sources, on the left).
+            shown = QRectF(0.0, 0.0, port.width() / least, port.height() / least)
+            shown.moveCenter(rect.center())
+            if shown.width() < rect.width():
+                shown.moveLeft(rect.left())
+            if shown.height() < rect.height():
+                shown.moveTop(rect.top())
+            rect = shown
         viewer.set_scene_rect([rect.x(), rect.y(), rect.width(), rect.height()])
         viewer.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
         viewer._update_scene()
@@ -1052,14 +1056,14 @@ def describe_value(value: Any) -> str:
 
 
 def title_of(inst: NodeInstance) -> str:
-    """A node's title on the canvas: its id, with its type when the id is the default one made
-    from the type (`lfo3 · time.lfo`); an inlet or outlet shows the pin name it gives."""
+    """A node's title on the canvas: its id and its type (`lfo3 · time.lfo`, `wave · math.sin`;
+    an instance's type is its definition's badge); an inlet or outlet shows the pin name it
+    gives."""
     if inst.type_id in (INLET, OUTLET):
         return f"{'in' if inst.type_id == INLET else 'out'}: {inst.values.get('name')}"
-    base = inst.type_id.rsplit(".", 1)[-1]
-    if re.fullmatch(re.escape(base) + r"\d+", inst.id):
-        return f"{inst.id} · {inst.type_id}"
-    return inst.id
+    if inst.type_id == SUBPATCH:
+        return inst.id
+    return f"{inst.id} · {inst.type_id}"
 
 
 def _body_of(container: Patch | None, instance_id: str) -> Patch | None:
