@@ -885,7 +885,8 @@ class QtPatchCanvas(QObject):
         port = viewer.viewport().rect()
         if readable and min(port.width() / rect.width(), port.height() / rect.height()) < least:
             # Along a side that does not fit, the start of the patch (its sources, on the left).
-            shown = QRectF(0.0, 0.0, port.width() / least, port.height() / least)
+            # (fitInView keeps a 2 px margin on each side.)
+            shown = QRectF(0.0, 0.0, (port.width() - 4) / least, (port.height() - 4) / least)
             shown.moveCenter(rect.center())
             if shown.width() < rect.width():
                 shown.moveLeft(rect.left())
@@ -974,8 +975,7 @@ class QtPatchCanvas(QObject):
             f"{'output' if output else 'input'} {pin}: {pin_type}",
             f"value{source}: {describe_value(value)}",
         ]
-        if doc:
-            lines.append(f"{inst.type_id}: {doc[0]}")
+        lines.append(f"{inst.type_id}: {doc[0]}" if doc else f"pin of a {inst.type_id} node")
         return "\n".join(lines)
 
     def _output(self, node_id: str, pin: str) -> Any:
