@@ -8,7 +8,7 @@ cannot drift apart.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QToolButton, QWidget
 
 from app.qt_canvas import (
