@@ -7,13 +7,16 @@ that engine (never a second engine beside it). Only when none is running does it
 Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared, no vsync
 wait in the editor's own windows). It offers to restore a recovery file left by a session
 that did not close cleanly (not when attaching: the engine's patch is newer), and runs the event
-loop.
+loop. SIGINT and SIGTERM (Ctrl+C in its terminal) close the window without asking: unsaved work
+is kept in its recovery file for the next start, and the engine goes as on any close
+(app.qt_signals).
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +29,7 @@ from app.exit_codes import EXIT_BAD_INPUT
 from app.qt_editor import QtEditorWindow
 from app.qt_gc import collect_on_gui_thread
 from app.qt_output import configure_qt_gl
+from app.qt_signals import on_signals
 from nodes import load_patch, remove_stale_temporary_files
 
 DEMO_PATCH = "demo.patchbay"
@@ -126,18 +130,37 @@ def run_editor(
     app.setApplicationName("patchbay")
     app.setOrganizationName("patchbay")
     collect_on_gui_thread(app)
+    windows: list[QtEditorWindow] = []
+    signalled: list[int] = []
+
+    def end(number: int) -> None:  # SIGINT, SIGTERM: see app.qt_signals
+        print(f"patchbay: quitting ({signal.Signals(number).name})", file=sys.stderr, flush=True)
+        signalled.append(number)
+        for window in windows:
+            window.end()
+        app.quit()
+
+    restore_signals = on_signals(end)
     try:  # the window is held here: it lives as long as the event loop
-        window = launch_editor(
-            path,
-            attach=attach,
-            output=output,
-            screen=screen,
-            fullscreen=fullscreen,
-            engine_args=engine_args,
+        windows.append(
+            launch_editor(
+                path,
+                attach=attach,
+                output=output,
+                screen=screen,
+                fullscreen=fullscreen,
+                engine_args=engine_args,
+            )
         )
+        if signalled:  # it came while the editor started (a dialog ran the loop)
+            windows[0].end()
+            code = 0
+        else:
+            code = app.exec()
     except RuntimeError as error:
         print(f"patchbay: cannot start the engine: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    code = app.exec()
-    window.deleteLater()
+    finally:
+        restore_signals()
+    windows[0].deleteLater()
     return code

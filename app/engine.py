@@ -298,6 +298,8 @@ class Engine:
         self._clock_start = time.perf_counter()
         self._paused_at = 0.0
         self._paused_total = 0.0
+        self._frame_origin = 0  # `frame` when the clock was last reset: nodes count from there
+        self._step_once = False  # run the next frame although paused (a step, a time reset)
         self._watched: list[str] = []
         self._level = ""  # the instance path the editor's canvas shows ("": the top level)
         self._thumbnail_nodes: list[str] = []
@@ -332,17 +334,33 @@ class Engine:
             self._paused_total += now - self._paused_at
         self.paused = paused
 
+    def step_paused(self, seconds: float) -> None:
+        """While paused: move patch time on by `seconds` and run one frame at the next `step()`."""
+        if self.paused:
+            self._paused_total -= seconds
+            self._step_once = True
+
+    def reset_clock(self) -> None:
+        """Patch time and the frame count the nodes see back to 0; paused, the frame at time 0
+        runs at the next `step()`."""
+        now = time.perf_counter()
+        self._clock_start, self._paused_total, self._paused_at = now, 0.0, now
+        self._frame_origin = self.frame
+        self._step_once = self.paused
+
     def step(self, t: float | None = None, then: Callable[[], None] | None = None) -> None:
         """Apply what editors sent, run one frame (at clock `t`, default the engine's clock)
-        unless paused, call `then()` while the frame's GL work is current (a headless player
-        reads its output there), and report when one is due."""
+        unless paused (or stepping), call `then()` while the frame's GL work is current (a
+        headless player reads its output there), and report when one is due."""
         self.drain()
         images: list[tuple[dict[str, Any], bytes]] = []
-        if not self.paused:
+        if not self.paused or self._step_once:
+            self._step_once = False
             self.frame_started = time.monotonic()
             gpu_frame = self.gpu.frame() if self.gpu is not None else contextlib.nullcontext()
             with gpu_frame:
-                self.evaluator.run_frame(self.clock() if t is None else t, self.frame)
+                t = self.clock() if t is None else t
+                self.evaluator.run_frame(t, self.frame - self._frame_origin)
                 if then is not None:
                     then()
                 if self.editor is not None and self.gpu is not None:
@@ -448,6 +466,13 @@ class Engine:
                 self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
+        elif kind == "step":
+            seconds = float(message.get("seconds", 0.0))
+            if not 0.0 <= seconds <= 1.0:  # NaN too
+                raise ValueError(f"seconds must be within 0 and 1, not {seconds}")
+            self.step_paused(seconds)
+        elif kind == "reset_time":
+            self.reset_clock()
         elif kind == "quit":
             if message.get("unless_showing") and self.output_open:
                 return  # perform mode: the show goes on without its editor

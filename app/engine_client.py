@@ -44,12 +44,13 @@ import numpy as np
 
 from app.engine import WATCHDOG_S
 from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
-from app.exit_codes import EXIT_BAD_INPUT, EXIT_HUNG
+from app.exit_codes import EXIT_BAD_INPUT, EXIT_HUNG, EXIT_INTERRUPTED
 from evaluators import EvaluatorMode, NodeClass, NodeStatus
 
 START_TIMEOUT_S = 30.0
 LOG_KEEP_BYTES = 1 << 20
 HANG_GRACE_S = 3.0
+STOP_TIMEOUT_S = 10.0
 
 
 def default_state_dir() -> Path:
@@ -261,8 +262,9 @@ def supervise(
     not retried, nor an engine that stops `MAX_RESTARTS` times within `RESTART_WINDOW_S`. Editors
     attached to it leave restarts to this loop (the engine says `supervised` in its hello).
     `patchbay run FILE` runs this loop itself; an editor starts it in a process of its own
-    (`python -m app.engine_client`), so that a show survives its engine even with no editor."""
-    restarts: list[float] = []
+    (`python -m app.engine_client`), so that a show survives its engine even with no editor.
+    SIGINT or SIGTERM to this process end the show: the engine gets SIGTERM and quits cleanly,
+    and this returns 0 (killed if it has not quit after `STOP_TIMEOUT_S`: EXIT_INTERRUPTED)."""
     if engine.running_pid() is not None:
         print(
             f"{name}: an engine is already playing (pid {engine.running_pid()}); "
@@ -270,6 +272,35 @@ def supervise(
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _supervise(engine, watchdog_s, name)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the engine ends the show cleanly
+        return _stop_engine(engine)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(number: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(number).name)
+
+
+def _stop_engine(engine: EngineProcess) -> int:
+    """SIGTERM to a running engine, which quits cleanly (0); killed after `STOP_TIMEOUT_S`."""
+    process = engine.process
+    if process is None or process.poll() is not None:
+        return 0
+    process.terminate()
+    try:
+        code = process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        engine.kill()
+        return EXIT_INTERRUPTED
+    return 0 if code in (0, -signal.SIGTERM) else code
+
+
+def _supervise(engine: EngineProcess, watchdog_s: float, name: str) -> int:
+    restarts: list[float] = []
     arguments = [*engine.extra_args, "--supervised"]
     engine.extra_args = arguments
     while True:
@@ -283,11 +314,7 @@ def supervise(
             return 1
         engine.extra_args = [*arguments, "--resume"]  # from now on: restarts
         assert engine.process is not None
-        try:
-            code = _wait_while_beating(engine, watchdog_s + HANG_GRACE_S)
-        except KeyboardInterrupt:
-            engine.process.send_signal(signal.SIGINT)
-            return engine.process.wait()
+        code = _wait_while_beating(engine, watchdog_s + HANG_GRACE_S)
         if code in (0, EXIT_BAD_INPUT, -signal.SIGTERM, -signal.SIGINT):
             return code if code >= 0 else 128 - code
         node = engine.take_hang()

@@ -20,6 +20,9 @@ Editor -> engine
     images    {thumbnails: [node ids], previews: [[node, pin], ...]}: textures to send back small
     output    {open, screen, fullscreen}: the output window
     pause     {paused}
+    step      {seconds}: while paused, move patch time on by `seconds` and run one frame
+    reset_time {}: patch time and the frame count the nodes see back to 0 (paused: one frame
+              at time 0 runs)
     retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
     quit      {unless_showing}: stop the engine (the editor closed on purpose); with
               `unless_showing`, only if its output window is closed (perform mode)

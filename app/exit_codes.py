@@ -9,6 +9,9 @@ EXIT_BAD_INPUT = 2
 """A file, an option or what the command needs (a display, a screen, OpenGL) is wrong or missing."""
 EXIT_NO_GL = 3
 """`run --headless --out` needs OpenGL and the machine has none."""
+EXIT_NODE_FAILED = 4
+"""`run --headless --print`: a printed node failed in at least one frame (printed as
+`node.pin=<failed: ERROR>` in those frames); the frames all ran."""
 EXIT_HUNG = 70
 """An engine whose watchdog stopped it (a frame ran past the limit); its supervisor restarts it."""
 EXIT_INTERRUPTED = 130

@@ -11,6 +11,8 @@ folder or frame file that cannot be written is reported in one line (exit status
 Without `--headless` the patch plays in the engine process (app.qt_engine) with its output window
 open and no editor, on a real-time clock, supervised from this process: an engine that dies or
 hangs is restarted (a hung node bypassed). An editor can attach to it (`patchbay edit --attach`).
+q, Ctrl+Q, or Esc outside fullscreen, in the window end the show, and so do SIGINT (Ctrl+C in the
+terminal) and SIGTERM to this process: the engine quits cleanly and the player exits 0.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from app.engine import Engine, FrameLog
-from app.exit_codes import EXIT_BAD_INPUT, EXIT_NO_GL
+from app.exit_codes import EXIT_BAD_INPUT, EXIT_NO_GL, EXIT_NODE_FAILED
 from app.limit_options import limit_flags
 from app.patch_info import output_node, parse_size, uses_gpu
-from evaluators import DualEvaluator, ExpandedPatch
+from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
 from nodes import Patch, PatchError, load_patch
 
 
@@ -36,6 +38,19 @@ def _format(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return np.array2string(value, precision=6, separator=",", threshold=16).replace("\n", "")
     return str(value)
+
+
+def failed_marker(error: str | None) -> str:
+    """What `--print` shows instead of the value of a node that failed this frame (its last good
+    value stands in the patch, but a script must not mistake it for a result)."""
+    return f"<failed: {error or 'unknown error'}>"
+
+
+def _printed(evaluator: DualEvaluator, node_id: str, pin: str) -> tuple[str, bool]:
+    """`node.pin=value` for one `--print` target this frame, and whether the node failed."""
+    if evaluator.status(node_id) == NodeStatus.FAILED:
+        return f"{node_id}.{pin}={failed_marker(evaluator.error(node_id))}", True
+    return f"{node_id}.{pin}={_format(evaluator.output(node_id, pin))}", False
 
 
 def _parse_prints(patch: Patch, prints: list[str]) -> list[tuple[str, str]]:
@@ -66,9 +81,12 @@ def play_headless(
     out=None,
     gpu: Any = None,
     out_dir: str | Path | None = None,
+    failed: set[str] | None = None,
 ) -> DualEvaluator:
     """Play `frames` frames at a fixed clock and print the requested values, one line a frame:
     the engine (app.engine) with no editor, stepped by a fixed clock instead of real time.
+    A printed node that failed in a frame is printed as `node.pin=<failed: ERROR>` in that
+    frame (see `failed_marker`) and added to `failed` when given.
 
     With `gpu` (a GLService) GPU nodes render; with `out_dir` too, the `gpu.output` texture of
     every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing);
@@ -97,10 +115,12 @@ def play_headless(
         for frame in range(frames):
             engine.step(frame / fps, write_frame)
             if targets:
-                values = " ".join(
-                    f"{node_id}.{pin}={_format(evaluator.output(node_id, pin))}"
-                    for node_id, pin in targets
-                )
+                printed = [_printed(evaluator, node_id, pin) for node_id, pin in targets]
+                if failed is not None:
+                    failed.update(
+                        n for (n, _), (_, bad) in zip(targets, printed, strict=True) if bad
+                    )
+                values = " ".join(text for text, _ in printed)
                 print(f"{frame} {values}", file=out or sys.stdout)
     finally:
         if writer is not None:
@@ -134,7 +154,7 @@ def run_command(options: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from app.engine_client import EngineProcess, default_state_dir, supervise
 
-    arguments = ["--file", str(options.file), "--output", "--fps", str(options.fps)]
+    arguments = ["--file", str(options.file), "--output", "--player", "--fps", str(options.fps)]
     arguments += limit_flags(options)
     if options.frames is not None:
         arguments += ["--frames", str(options.frames)]
@@ -165,9 +185,10 @@ def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
 
         write_errors = (FrameWriteError,)
     evaluator = None
+    failed: set[str] = set()
     try:
         evaluator = play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
-                                  out_dir=options.out)  # fmt: skip
+                                  out_dir=options.out, failed=failed)  # fmt: skip
     except write_errors as error:  # --out cannot be written: one line, no traceback
         print(f"patchbay run: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -177,4 +198,8 @@ def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
             evaluator.ctx.release_all()  # node states, and the worker pool of file reads
         if gl is not None:
             gl.close()
+    if failed:
+        names = ", ".join(sorted(failed))
+        print(f"patchbay run: printed node(s) failed: {names}", file=sys.stderr)
+        return EXIT_NODE_FAILED
     return 0

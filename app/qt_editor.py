@@ -208,6 +208,7 @@ class QtEditorWindow(QMainWindow):
         self._fps = 0.0
         self._thumbnail_queue: deque[str] = deque()  # nodes left in this round
         self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
+        self._ending = False  # closing on a signal: nobody is asked anything
         self.refresh_steps = RefreshSteps("patchbay editor")
         self.failed_thumbnails = FailedPictures()
 
@@ -391,6 +392,11 @@ class QtEditorWindow(QMainWindow):
         view.addAction(frame_action)
         self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
         self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
+        self.step_action = self._action(view, "S&tep one frame", self.step_frame, ".")
+        self.reset_time_action = self._action(view, "&Reset time", self.reset_time, "Ctrl+Home")
+        transport = self.addToolBar("Transport")
+        transport.setObjectName("Transport")
+        transport.addActions([self.pause_action, self.step_action, self.reset_time_action])
         view.addSeparator()
         self.output_action = self._action(
             view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
@@ -1066,7 +1072,32 @@ class QtEditorWindow(QMainWindow):
             self.send_edits()
             self.engine.send({"type": "pause", "paused": not self.paused})
         self.session.clock.toggle()
+        self._fps_frames, self._fps_since = 0, time.perf_counter()  # paused time is no frame
         self._update_status()
+
+    def step_frame(self) -> None:
+        """Pause (when playing) and run one frame of patch time, FRAME_INTERVAL_MS on."""
+        if not self.paused:
+            self.toggle_pause()
+        seconds = FRAME_INTERVAL_MS / 1000
+        self.session.clock.advance(seconds)
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "step", "seconds": seconds})
+        else:
+            self._run_frame(show_all=True)
+
+    def reset_time(self) -> None:
+        """Patch time and the frame count back to 0, so time nodes start over; paused, the
+        frame at time 0 shows."""
+        self.session.clock.reset()
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send({"type": "reset_time"})
+            return
+        self._frame = 0
+        if self.paused:
+            self._run_frame(show_all=True)
 
     @property
     def paused(self) -> bool:
@@ -1087,6 +1118,12 @@ class QtEditorWindow(QMainWindow):
                 with self.gl.frame():
                     step("thumbnails", self.refresh_thumbnails)
             return
+        self._run_frame()
+
+    def _run_frame(self, *, show_all: bool = False) -> None:
+        """One frame of the local evaluator, and what shows its results (every view of them
+        with `show_all`, as after a step; else those due)."""
+        step = self.refresh_steps.run
         if self.gl is None:
             step("frame", self.evaluator.run_frame, self.clock(), self._frame)
         else:
@@ -1097,10 +1134,10 @@ class QtEditorWindow(QMainWindow):
                 step("output window", self.output_window.update)
         self._frame += 1
         self._fps_frames += 1
-        if self._frame % DECORATE_EVERY == 0:
+        if show_all or self._frame % DECORATE_EVERY == 0:
             step("node colours", self.decorate_nodes)
             step("node state", self._show_node_state)
-        if self._frame % TEXTURES_EVERY == 0:
+        if show_all or self._frame % TEXTURES_EVERY == 0:
             step("texture previews", self.refresh_textures)
         now = time.perf_counter()
         if now - self._fps_since >= STATUS_EVERY_S:
@@ -1233,7 +1270,7 @@ class QtEditorWindow(QMainWindow):
         if isinstance(ev, RemoteEvaluator) and ev.problem is not None:
             mode = "engine restarting"
         labels["mode"].setText(f"{mode}{' · paused' if self.paused else ''}")
-        labels["fps"].setText(f"{self._fps:.0f} fps")
+        labels["fps"].setText("paused" if self.paused else f"{self._fps:.0f} fps")
         labels["frame"].setText(f"frame {ev.last_frame_seconds * 1000:.2f} ms")
         build = ev.last_build_seconds
         labels["build"].setText(f"build {build * 1000:.1f} ms" if build else "build —")
@@ -1327,8 +1364,15 @@ class QtEditorWindow(QMainWindow):
         return super().eventFilter(watched, event)
 
     # ------------------------------------------------------------------ closing
+    def end(self) -> None:
+        """Close without asking (SIGINT, SIGTERM): unsaved work stays in this editor's recovery
+        file, which the next editor offers back; the engine goes as on a normal close."""
+        self._ending = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.maybe_save_changes():
+        ending = self._ending
+        if not ending and not self.maybe_save_changes():
             event.ignore()
             return
         app = QApplication.instance()
@@ -1339,7 +1383,7 @@ class QtEditorWindow(QMainWindow):
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()
             self.engine.close(stop_engine=True, unless_showing=True)
-            self.session.close()
+            self.session.close(keep_unsaved=ending)
             event.accept()
             return
         self.close_output_window()
@@ -1350,7 +1394,7 @@ class QtEditorWindow(QMainWindow):
         self.context.release_all()
         if self.gl is not None:
             self.gl.close()
-        self.session.close()
+        self.session.close(keep_unsaved=ending)
         event.accept()
 
 

@@ -15,7 +15,8 @@ without it, one per frame run.
 Once it listens, the engine writes `engine.json` (pid, address, and the supervisor's pid when it
 has one) in its run folder so that editors find it; it removes it when it quits. SIGTERM and
 SIGINT quit cleanly. With `--resume` (a restart by its supervisor) it plays what the engine before
-it kept when its editor left (`playing.show`, see app.engine), output window included.
+it kept when its editor left (`playing.show`, see app.engine), output window included. With
+`--player` (`patchbay run`) q, Ctrl+Q, and Esc outside fullscreen, in the output window quit it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from app.qt_output import (
     qt_gl_available,
     screen_choices,
 )
+from app.qt_signals import on_signals
 from nodes import Patch, PatchError, load_patch
 
 NO_WINDOW_PLATFORMS = ("offscreen", "minimal")
@@ -73,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--resume", action="store_true", help="play what the engine before played, if it kept it"
     )
+    parser.add_argument(
+        "--player", action="store_true", help="q, Ctrl+Q, Esc in its output window quit it"
+    )
     add_limit_arguments(parser)
     return parser
 
@@ -85,6 +90,7 @@ class QtEngineHost:
         self.engine = engine
         self.window: QtOutputWindow | None = None
         self.frames_limit: int | None = None
+        self.player = False  # `patchbay run`: the output window's quit keys end the engine
         self._output_node: tuple[int, str | None] = (-1, None)
         engine.on_output_request = self.on_output_request
         engine.on_quit = lambda: self.quit("its editor closed it")
@@ -148,6 +154,8 @@ class QtEngineHost:
             return False
         if self.window is None:
             self.window = QtOutputWindow(self.output_texture)
+            if self.player:
+                self.window.on_quit = lambda: self.quit("quit from the output window")
             log = self.engine.frame_log
             if log is not None:
                 self.window.frameSwapped.connect(lambda: log.presented(self.engine.frame - 1))
@@ -240,14 +248,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine.document_path = path if isinstance(path, str) else None
     host = QtEngineHost(app, engine, options.fps)
     host.frames_limit = options.frames
+    host.player = options.player
     server = EngineServer(engine_address(run_dir), engine_key(run_dir), engine.inbox)
     info_path = run_dir / "engine.json"
     info = {"pid": os.getpid(), "address": server.address}
     if options.supervised:
         info["supervisor"] = os.getppid()
     info_path.write_text(json.dumps(info), "utf-8")
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda n, _: host.quit(f"signal {signal.Signals(n).name}"))
+    restore_signals = on_signals(lambda n: host.quit(f"signal {signal.Signals(n).name}"))
     engine.start_watchdog(options.watchdog, run_dir / "hang.json", run_dir / "heartbeat")
     if resumed is not None and resumed.get("output"):  # where the show was
         screen = resumed.get("screen")
@@ -258,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app.exec()
     finally:
+        restore_signals()
         gc.unfreeze()  # Qt's wrappers are torn down in order, not left frozen to the exit
         host.timer.stop()
         server.close()

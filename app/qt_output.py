@@ -11,6 +11,7 @@ Pieces:
 - `QtOutputWindow`: a top-level `QOpenGLWindow` that shows the `gpu.output` texture, letterboxed.
   Fullscreen on a chosen screen (`show_fullscreen(screen)`), movable between screens at runtime,
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
+  With `on_quit` set (the player's window) q, Ctrl+Q, and Esc when not fullscreen, call it.
 - `open_output_window()` opens one on a running patch; the process that runs the frames (the
   engine, or an editor running its patch itself) repaints it after each frame.
 
@@ -237,6 +238,7 @@ class QtOutputWindow(QOpenGLWindow):
         self.view: QtTextureView | None = None
         self.ctx: moderngl.Context | None = None
         self.paint_hooks: list[Callable[[QtOutputWindow], None]] = []
+        self.on_quit: Callable[[], None] | None = None  # the player's: its quit keys call it
         self.setTitle("patchbay output")
         self.resize(960, 540)
 
@@ -311,7 +313,11 @@ class QtOutputWindow(QOpenGLWindow):
         return menu
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() == Qt.Key.Key_Escape:
+        fullscreen = self.visibility() == QWindow.Visibility.FullScreen
+        quits = event.key() == Qt.Key.Key_Q or (event.key() == Qt.Key.Key_Escape and not fullscreen)
+        if quits and self.on_quit is not None:  # q, Ctrl+Q; Esc leaves fullscreen first
+            self.on_quit()
+        elif event.key() == Qt.Key.Key_Escape:
             self.leave_fullscreen()
         elif event.key() in (Qt.Key.Key_F, Qt.Key.Key_F11):
             if self.visibility() == QWindow.Visibility.FullScreen:

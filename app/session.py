@@ -95,6 +95,17 @@ class PatchClock:
         now = self._paused_at if self._paused_at is not None else self._now()
         return now - self._start - self._paused_for
 
+    def advance(self, seconds: float) -> None:
+        """Move patch time on by `seconds` (a frame step while paused)."""
+        self._paused_for -= seconds
+
+    def reset(self) -> None:
+        """Patch time back to 0, paused or not."""
+        self._start = self._now()
+        self._paused_for = 0.0
+        if self._paused_at is not None:
+            self._paused_at = self._start
+
 
 @dataclass(frozen=True)
 class Recovery:
@@ -194,9 +205,11 @@ class _RecoveryFolder:
         if handle is not None:
             handle.close()
 
-    def close(self) -> None:
-        """Remove our recovery and lock; let go of the orphans we held."""
-        self.remove(self.key)
+    def close(self, *, keep_own: bool = False) -> None:
+        """Remove our recovery (unless `keep_own`: it is then an orphan for the next editor)
+        and lock; let go of the orphans we held."""
+        if not keep_own:
+            self.remove(self.key)
         for key in list(self.held):
             self.release(key)
         (self.folder / f"{self.key}.lock").unlink(missing_ok=True)
@@ -485,12 +498,20 @@ class EditorSession:
         return nodes, links
 
     # ------------------------------------------------------------------ closing
-    def close(self) -> None:
-        """A clean end: let a running autosave finish, then remove this editor's recovery."""
+    def close(self, *, keep_unsaved: bool = False) -> None:
+        """A clean end: let a running autosave finish, then remove this editor's recovery.
+        With `keep_unsaved` (ended by a signal: nobody was asked) unsaved work is autosaved now
+        and its recovery kept, so the next editor offers it back."""
         self._unsubscribe()
+        keep = keep_unsaved and self.modified
+        if keep:
+            self.wait_for_autosave()
+            if self._edits != self._autosaved_edits:
+                self.autosave()
+                self.wait_for_autosave()  # a write that fails leaves the last one standing
         self._writer.shutdown(wait=True)
         self._writing = None
-        self._recovery.close()
+        self._recovery.close(keep_own=keep)
 
 
 def definitions_needed(document: Patch, names: Iterable[str]) -> list[str]:

@@ -18,6 +18,9 @@ from evaluators._flat import FlatEvaluator, FlatProgram
 from evaluators._freeze import Progress, freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._observer import FrameObserver
+from evaluators._patch_graph import PatchGraph
+from evaluators._path import NodePath
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
 from evaluators._view import ExpandedPatch, inlined
@@ -35,10 +38,13 @@ __all__ = [
     "ExpandedPatch",
     "FlatEvaluator",
     "FlatProgram",
+    "FrameObserver",
     "GraphIR",
     "LazyEvaluator",
     "NodeClass",
+    "NodePath",
     "NodeStatus",
+    "PatchGraph",
     "PatchSnapshot",
     "Progress",
     "bind_compute",

@@ -15,18 +15,21 @@ elsewhere keeps a subgraph's cached results, and a value edit changes exactly th
 edited node's downstream cone. (Keys never repeat after an edit, even one an undo reverts: what a
 stateful node did in between is part of its result.)
 
-`LiveAnalysis` answers for a live Patch, memoizing per node and forgetting only the downstream cone
-of what an edit touched; `analyze` computes everything at once for a snapshot (flat programs).
+`node_info` is the rule for one node, and the only place it is written: `LiveAnalysis` answers
+for a live patch graph (what the lazy walker reads), memoizing per node and forgetting only the
+downstream cone of what an edit touched; `analyze` computes everything at once for a snapshot
+(flat programs). Both call `node_info`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from evaluators._context import CLASS_RANK, CONST, HOT, USER
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR
+from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import NodeClass
-from nodes import Determinism, Patch, PatchEvent
+from nodes import Determinism, PatchEvent
 
 OWN_CLASS = {
     Determinism.DETERMINISTIC: CONST,
@@ -53,31 +56,49 @@ def analyze(
     return classes, keys
 
 
+def node_info(
+    type_id: str,
+    determinism: Determinism,
+    stamp: int,
+    sources: Iterable[tuple[NodeClass, int, str] | None],
+) -> tuple[NodeClass, int]:
+    """The rule, for every evaluator: class and cache key of a node from its type, determinism and
+    stamp and, per input pin in order, `(class, key, src_pin)` of what its non-feedback link comes
+    from, or None (no link, or a feedback one)."""
+    rank = CLASS_RANK[OWN_CLASS[determinism]]
+    inputs: list[tuple[int, str] | None] = []
+    for source in sources:
+        if source is None:
+            inputs.append(None)
+        else:
+            src_class, src_key, src_pin = source
+            src_rank = CLASS_RANK[src_class]
+            if src_rank > rank:
+                rank = src_rank
+            inputs.append((src_key, src_pin))
+    cls = _BY_RANK[rank]
+    return cls, (0 if cls == HOT else node_key(type_id, stamp, tuple(inputs)))
+
+
 def ir_node_info(
     ir: GraphIR, i: int, classes: list[NodeClass], keys: list[int], stamp: int | None = None
 ) -> tuple[NodeClass, int]:
     """Class and key of node `i` from those of its sources (and its stamp, by default the one
     in the snapshot)."""
     node = ir.nodes[i]
-    rank = CLASS_RANK[OWN_CLASS[node.spec.determinism]]
     by_pin = {e.dst_pin: e for e in ir.in_edges[i] if e.kind != FEEDBACK}
-    inputs: list[tuple[int, str] | None] = []
-    for pin in node.inputs:
-        edge = by_pin.get(pin.name)
-        if edge is None:
-            inputs.append(None)
-        else:
-            rank = max(rank, CLASS_RANK[classes[edge.src]])
-            inputs.append((keys[edge.src], edge.src_pin))
-    cls = _BY_RANK[rank]
+    sources = [
+        None if edge is None else (classes[edge.src], keys[edge.src], edge.src_pin)
+        for edge in map(by_pin.get, [pin.name for pin in node.inputs])
+    ]
     stamp = node.stamp if stamp is None else stamp
-    return cls, (0 if cls == HOT else node_key(node.spec.id, stamp, tuple(inputs)))
+    return node_info(node.spec.id, node.spec.determinism, stamp, sources)
 
 
 class LiveAnalysis:
     """Class and key per node of a live patch, kept up to date through its change events."""
 
-    def __init__(self, patch: Patch) -> None:
+    def __init__(self, patch: PatchGraph) -> None:
         self.patch = patch
         # Invariant: if a node is memoized, so are all of its ancestors.
         self.memo: dict[str, tuple[NodeClass, int]] = {}
@@ -105,19 +126,14 @@ class LiveAnalysis:
             if missing:
                 stack.extend(missing)
                 continue
-            rank = CLASS_RANK[OWN_CLASS[instance.spec.determinism]]
-            inputs: list[tuple[int, str] | None] = []
-            for pin in instance.inputs:
-                link = None if pin.feedback else links.get(pin.name)
-                if link is None:
-                    inputs.append(None)
-                else:
-                    src_class, src_key = memo[link.src]
-                    rank = max(rank, CLASS_RANK[src_class])
-                    inputs.append((src_key, link.src_pin))
-            cls = _BY_RANK[rank]
-            key = 0 if cls == HOT else node_key(instance.type_id, instance.stamp, tuple(inputs))
-            memo[current] = (cls, key)
+            sources = [
+                None
+                if pin.feedback or (link := links.get(pin.name)) is None
+                else (*memo[link.src], link.src_pin)
+                for pin in instance.inputs
+            ]
+            spec = instance.spec
+            memo[current] = node_info(spec.id, spec.determinism, instance.stamp, sources)
             stack.pop()
         return memo[node_id]
 
@@ -143,4 +159,4 @@ class LiveAnalysis:
             self.memo.pop(event.node_id, None)
 
 
-__all__ = ["EAGER", "FEEDBACK", "LAZY", "LiveAnalysis", "analyze", "node_key"]
+__all__ = ["EAGER", "FEEDBACK", "LAZY", "LiveAnalysis", "analyze", "node_info", "node_key"]

@@ -3,7 +3,8 @@
 One context is shared by every evaluator that runs the same patch (the dual evaluator hands the
 same context to its lazy and its flat half), which is what makes swaps invisible:
 
-- `states`: per node path, the private state of stateful nodes (LFO phase, gate memory).
+- `states`: per node path (`NodePath`), the private state of stateful nodes (LFO phase, gate
+  memory).
 - `cache`: per node id, the cache key and outputs of CONST/USER nodes; a node whose key is unchanged
   is not run again, whatever evaluator looks. `shared`: the same entries by key, for nodes without
   state: a node meeting a key another node computed (the same node in two identical instances of a
@@ -46,6 +47,7 @@ from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
+from evaluators._path import NodePath
 from evaluators._protocol import NodeClass
 from nodes import NodeInstance, NodeSpec, PatchEvent
 from nodes._errors import one_line
@@ -102,7 +104,7 @@ class ExecutionContext:
         self.frame = 0
         self.dt = 0.0
         self.gpu = gpu
-        self.states: dict[str, Any] = {}
+        self.states: dict[NodePath, Any] = {}
         self.cache: dict[str, CacheEntry] = {}
         self.shared: dict[int, CacheEntry] = {}
         self.outputs: dict[str, tuple[Any, ...]] = {}
@@ -178,7 +180,7 @@ class ExecutionContext:
         self.frame = frame
         self.frames_run += 1
 
-    def state_for(self, path: str, spec: NodeSpec) -> Any:
+    def state_for(self, path: NodePath, spec: NodeSpec) -> Any:
         state = self.states.get(path)
         if state is None:
             assert spec.init_state is not None
@@ -204,7 +206,7 @@ class ExecutionContext:
         self.outputs.pop(node_id, None)
         for key in [key for key in self.feedback if key[0] == node_id]:
             del self.feedback[key]
-        _close_state(self.states.pop(node_path(node_id), None))
+        _close_state(self.states.pop(NodePath.of(node_id), None))
 
     def release_all(self) -> None:
         """Close every node state and shut the worker pool down (when the context is discarded
@@ -220,7 +222,7 @@ class ExecutionContext:
         """Release everything kept for nodes not in `live` (e.g. states a background build made
         for nodes removed meanwhile)."""
         gone = {key for key in (*self.cache, *self.outputs) if key not in live}
-        gone.update(path[1:] for path in self.states if path[1:] not in live)
+        gone.update(path.node_id for path in self.states if path.node_id not in live)
         gone.update(node_id for node_id, _ in self.feedback if node_id not in live)
         for node_id in gone:
             self.release_node(node_id)
@@ -254,11 +256,6 @@ def last_output(ctx: ExecutionContext, instance: NodeInstance, pin: str) -> Any:
     return outputs[index]
 
 
-def node_path(node_id: str) -> str:
-    """The execution path of a top-level node; state is keyed by it."""
-    return "/" + node_id
-
-
 def bind_compute(
     spec: NodeSpec, ctx: ExecutionContext, node_id: str, input_names: tuple[str, ...]
 ) -> Callable[..., Any]:
@@ -269,7 +266,7 @@ def bind_compute(
     if spec.uses_context:
         leading.append(ctx)
     if spec.stateful:
-        leading.append(ctx.state_for(node_path(node_id), spec))
+        leading.append(ctx.state_for(NodePath.of(node_id), spec))
     bound = functools.partial(fn, *leading) if leading else fn
     if spec.dynamic_inputs is None:
         return bound
@@ -289,7 +286,7 @@ def bind_capture(spec: NodeSpec, ctx: ExecutionContext, node_id: str) -> Callabl
     spec's `capture` (e.g. a copy of a texture its source will draw over)."""
     if spec.capture is None:
         return _as_is
-    state = ctx.state_for(node_path(node_id), spec) if spec.stateful else None
+    state = ctx.state_for(NodePath.of(node_id), spec) if spec.stateful else None
     return functools.partial(spec.capture, ctx, state)
 
 

@@ -34,6 +34,7 @@ from evaluators._context import ExecutionContext
 from evaluators._flat import FlatProgram, program_output
 from evaluators._graph import PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._observer import FrameObserver
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Patch, PatchEvent
@@ -163,7 +164,9 @@ class DualEvaluator:
         self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
         patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
-        self.lazy = LazyEvaluator(patch, self.ctx)
+        # One observer for the lazy half and every program swapped in: statuses, errors, runs.
+        self.observer = FrameObserver()
+        self.lazy = LazyEvaluator(patch, self.ctx, observer=self.observer)
         self.program: FlatProgram | None = None
         self.debounce = debounce
         self.background = background
@@ -176,7 +179,6 @@ class DualEvaluator:
         self._token = 0  # changes whenever a built program would no longer fit
         self._building: int | None = None
         self._failed_token = -1
-        self._retired_runs = 0
         self._last_structural = time.monotonic() - debounce
         self._edited: set[str] = set()
         self._built: BuildResult | None = None  # a result compiled on this thread
@@ -201,7 +203,6 @@ class DualEvaluator:
         if program is None:
             return
         program.export_context(self.patch.nodes)
-        self._retired_runs += program.nodes_run
         self.program = None
         self._retire(program)
 
@@ -269,6 +270,7 @@ class DualEvaluator:
             # Nodes removed while it was compiling may have had a state made for them.
             self.ctx.keep_only(self.patch.nodes)
             return
+        program.report_to(self.observer)
         program.adopt_live_values()  # frames ran while it was being built
         program.adopt_context()
         if self._edited:
@@ -330,8 +332,7 @@ class DualEvaluator:
     @property
     def nodes_run(self) -> int:
         """Compute calls so far, over both halves (for tests and benchmarks)."""
-        active = self.program.nodes_run if self.program is not None else 0
-        return self.lazy.nodes_run + self._retired_runs + active
+        return self.observer.nodes_run
 
     def close(self) -> None:
         """Stop the builder and release the program; the evaluator can then be collected."""

@@ -48,6 +48,8 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
+from evaluators._observer import FrameObserver, unreported_status
+from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, NodeInstance, Patch, PatchEvent
@@ -94,8 +96,11 @@ class FlatProgram:
         ctx: ExecutionContext,
         watched: Iterable[str] = (),
         yield_point: Callable[[], None] | None = None,
+        observer: FrameObserver | None = None,
     ) -> None:
         pause = yield_point or (lambda: None)
+        # Statuses, errors and run counts go to the observer (`report_to` hands them over).
+        self.observer = observer if observer is not None else FrameObserver()
         self.revision = snapshot.revision
         self.value_revision = snapshot.value_revision
         self.ctx = ctx
@@ -145,9 +150,6 @@ class FlatProgram:
         self.dirty_main: set[int] = set()  # CONST/USER nodes of the main program to run
         self.ran = [0] * len(ir)
         self.serial = 0
-        self.frame_status: dict[int, NodeStatus] = {}
-        self.errors: dict[int, str] = {}
-        self.nodes_run = 0
         self.caching = True
         self.timing = False  # time the next frame's HOT steps one by one
         self.adopt_context(pause)
@@ -266,7 +268,7 @@ class FlatProgram:
                 self._store(i, entry.outputs)
                 self.clean[i] = True
                 if entry.error:
-                    self.errors[i] = entry.error
+                    self.observer.errors[ids[i]] = entry.error
             else:
                 self._mark_dirty(i)
 
@@ -327,7 +329,7 @@ class FlatProgram:
         outs = self.node_slots[i]
         return (self.slots[outs[0]],) if len(outs) == 1 else self.slots[outs[-1]]
 
-    def refresh_values(self, patch: Patch, node_ids: Iterable[str]) -> None:
+    def refresh_values(self, patch: PatchGraph, node_ids: Iterable[str]) -> None:
         """Take the current values of edited nodes from the patch; dirties their cones."""
         touched = []
         for node_id in node_ids:
@@ -359,7 +361,7 @@ class FlatProgram:
     def run(self) -> None:
         """One frame at the context's clock."""
         self.serial += 1
-        self.frame_status = {}
+        self.observer.begin_frame()
         self.tainted: set[int] = set()
         if self.cache_epoch != self.ctx.cache_epoch:
             self.adopt_context()  # the context dropped its cache (e.g. a new resolution)
@@ -367,7 +369,7 @@ class FlatProgram:
             self._assemble_lists()  # a node was bypassed or retried
         if not self.caching:
             self._run_main(self.all_steps, self.all_index)
-            self.nodes_run += len(self.main)
+            self.observer.nodes_run += len(self.main)
         else:
             if self.dirty_main:
                 dirty, self.dirty_main = self.dirty_main, set()
@@ -376,7 +378,7 @@ class FlatProgram:
                     if not self.clean[i]:
                         self.dirty_main.add(i)  # unsettled (deferred input): again next frame
             self._run_main(self.hot_steps, self.hot_index)
-            self.nodes_run += self.hot_count
+            self.observer.nodes_run += self.hot_count
         if self.feedback:
             self._capture_feedback()
 
@@ -418,8 +420,9 @@ class FlatProgram:
                 self._bypass(self.owner[out], took)
 
     def _bypass(self, i: int, seconds: float) -> None:
-        self.frame_status[i] = FAILED
-        self.errors[i] = self.ctx.bypass(self.ir.ids[i], seconds)
+        node_id = self.ir.ids[i]
+        self.observer.status[node_id] = FAILED
+        self.observer.errors[node_id] = self.ctx.bypass(node_id, seconds)
 
     def _run_steps_timed(self, i: int) -> Exception | None:
         """Run one node's steps (a cold or pulled node), timed; returns its failure, if any."""
@@ -440,34 +443,36 @@ class FlatProgram:
     def retry(self, node_id: str) -> None:
         """Run a bypassed node again from the next frame (the context forgets the bypass)."""
         self.ctx.unbypass(node_id)
+        self.observer.errors.pop(node_id, None)
         i = self.ir.index.get(node_id)
         if i is not None:
-            self.errors.pop(i, None)
             self._mark_dirty(i)
 
     def _record_failure(self, i: int, problem: Exception) -> None:
+        node_id = self.ir.ids[i]
         if isinstance(problem, Deferred):
-            self.frame_status[i] = DEFERRED
+            self.observer.status[node_id] = DEFERRED
             self.tainted.add(i)
         else:
-            self.frame_status[i] = FAILED
-            self.errors[i] = error_text(problem)
+            self.observer.status[node_id] = FAILED
+            self.observer.errors[node_id] = error_text(problem)
 
     def _run_cold(self, i: int) -> None:
         """Run a CONST/USER node and cache its result, unless something it read is unsettled."""
-        if self.ir.ids[i] in self.ctx.bypassed:
-            self.frame_status[i] = FAILED
+        node_id, observer = self.ir.ids[i], self.observer
+        if node_id in self.ctx.bypassed:
+            observer.status[node_id] = FAILED
             return  # stays dirty: it runs once it is retried
-        shared = self.ctx.recall(self.ir.ids[i], self.keys[i])  # an identical node ran already
+        shared = self.ctx.recall(node_id, self.keys[i])  # an identical node ran already
         if shared is not None:
             self._store(i, shared.outputs)
             self.clean[i] = True
-            self.frame_status[i] = CACHED
+            observer.status[node_id] = CACHED
             return
-        self.nodes_run += 1
+        observer.nodes_run += 1
         self.ran[i] = self.serial
-        self.frame_status[i] = OK
-        self.errors.pop(i, None)
+        observer.status[node_id] = OK
+        observer.errors.pop(node_id, None)
         failed = self._run_steps_timed(i)
         if any(
             e.src in self.tainted and (e.kind == EAGER or self.ran[e.src] == self.serial)
@@ -476,9 +481,9 @@ class FlatProgram:
             self.tainted.add(i)
         if i in self.tainted:
             return
-        error = self.errors.get(i) if failed is not None else None
+        error = observer.errors.get(node_id) if failed is not None else None
         entry = CacheEntry(self.keys[i], self._outputs_of(i), error)
-        self.ctx.remember(self.ir.ids[i], entry, not self.ir.nodes[i].spec.stateful)
+        self.ctx.remember(node_id, entry, not self.ir.nodes[i].spec.stateful)
         self.clean[i] = True
 
     def pull(self, source: int) -> None:
@@ -497,9 +502,9 @@ class FlatProgram:
                 continue
             self.ran[i] = serial
             if self.ir.ids[i] in self.ctx.bypassed:
-                self.frame_status[i] = FAILED
+                self.observer.status[self.ir.ids[i]] = FAILED
                 continue
-            self.nodes_run += 1
+            self.observer.nodes_run += 1
             self._run_steps_timed(i)
 
     def _capture_feedback(self) -> None:
@@ -573,34 +578,30 @@ class FlatProgram:
     def output(self, node_id: str, pin: str) -> Any:
         return self.slots[self.out_slot[(self.ir.index[node_id], pin)]]
 
+    def report_to(self, observer: FrameObserver) -> None:
+        """Write statuses, errors and run counts to `observer` from now on; it forgets what it
+        held and takes this program's errors (a program built in the background, swapped in)."""
+        observer.forget()
+        observer.errors.update(self.observer.errors)
+        observer.nodes_run += self.observer.nodes_run
+        self.observer = observer
+
     def status(self, node_id: str) -> NodeStatus:
         i = self.ir.index[node_id]
         if i not in self.node_slots:
             return IDLE
-        if node_id in self.ctx.bypassed:
-            return FAILED
-        found = self.frame_status.get(i)
+        found = self.observer.reported(node_id, self.ctx.bypassed)
         if found is not None:
             return found
-        cold = self.classes[i] != HOT
-        if i in self.main:
-            if cold:
-                return FAILED if i in self.errors else CACHED
-            return OK
-        if self.ran[i] != self.serial:
-            return IDLE
-        if cold:
-            return FAILED if i in self.errors else CACHED
-        return OK
+        needed = i in self.main or self.ran[i] == self.serial
+        return unreported_status(needed, self.classes[i] != HOT, node_id in self.observer.errors)
 
     def error(self, node_id: str) -> str | None:
-        if self.status(node_id) != FAILED:
-            return None
-        return self.ctx.bypassed.get(node_id) or self.errors.get(self.ir.index[node_id])
+        return self.observer.error(node_id, self.status(node_id), self.ctx.bypassed, None)
 
 
 def program_output(
-    patch: Patch, ctx: ExecutionContext, program: FlatProgram | None, node_id: str, pin: str
+    patch: PatchGraph, ctx: ExecutionContext, program: FlatProgram | None, node_id: str, pin: str
 ) -> Any:
     """An output as the program holds it, or, for nodes it does not run, from the context."""
     instance = patch.node(node_id)
@@ -632,7 +633,7 @@ class FlatEvaluator:
         self.last_frame_seconds = 0.0  # including a rebuild the frame needed
         self._watched: tuple[str, ...] = ()
         self._edited: set[str] = set()
-        self._retired_runs = 0  # nodes_run of programs replaced by a rebuild
+        self.observer = FrameObserver()  # shared by every program it builds
         self._unsubscribe = patch.subscribe(self._on_event)
 
     def _on_event(self, event: PatchEvent) -> None:
@@ -650,14 +651,15 @@ class FlatEvaluator:
         program, self.program = self.program, None
         if program is not None:
             program.export_context(self.patch.nodes)
-            self._retired_runs += program.nodes_run
             program.release()
 
     def build(self) -> FlatProgram:
         """Compile the patch as it is now."""
         started = time.perf_counter()
         self._drop_program()
-        program = FlatProgram(PatchSnapshot.of(self.patch), self.ctx, self._watched)
+        self.observer.forget()
+        snapshot = PatchSnapshot.of(self.patch)
+        program = FlatProgram(snapshot, self.ctx, self._watched, observer=self.observer)
         program.caching = self.caching
         self.program = program
         self._edited.clear()
@@ -711,8 +713,7 @@ class FlatEvaluator:
     @property
     def nodes_run(self) -> int:
         """Compute calls so far, over every program built (for tests and benchmarks)."""
-        active = self.program.nodes_run if self.program is not None else 0
-        return self._retired_runs + active
+        return self.observer.nodes_run
 
     def close(self) -> None:
         self._unsubscribe()

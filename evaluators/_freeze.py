@@ -45,6 +45,7 @@ from evaluators._context import HOT, ExecutionContext
 from evaluators._flat import FlatProgram
 from evaluators._graph import EAGER, FEEDBACK, LAZY, Edge, GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._patch_graph import PatchGraph
 from evaluators._view import inlined
 from nodes import Determinism, Patch, patch_to_dict
 from nodes._types import types_compatible
@@ -96,7 +97,7 @@ def _stored_bytes(value: Any) -> int:
 class _FixedValues:
     """Evaluates the fixed part of a patch on demand, in a private copy with its own context."""
 
-    def __init__(self, patch: Patch, members: list[str]) -> None:
+    def __init__(self, patch: PatchGraph, members: list[str]) -> None:
         self.patch = Patch()
         self.patch.allow_path_ids = True
         self.patch.settings = json.loads(json.dumps(patch.settings))
@@ -138,7 +139,7 @@ class _Plan:
 
 
 class _Freezer:
-    def __init__(self, patch: Patch, threshold_bytes: int, progress: Progress) -> None:
+    def __init__(self, patch: PatchGraph, threshold_bytes: int, progress: Progress) -> None:
         self.patch = patch
         self.threshold = threshold_bytes
         self.progress = progress

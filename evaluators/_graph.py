@@ -1,9 +1,10 @@
 """The graph IR: an immutable, index-based picture of a patch that evaluators compile from.
 
-A `PatchSnapshot` copies what evaluation needs out of the live Patch (taken on the thread that
-edits, cheap: shallow copies), so a background thread can build a program while the person keeps
-editing. `GraphIR` numbers the snapshot's nodes 0..n-1 and keeps edges as integer adjacency lists,
-with the queries of a graph library (in/out degree, predecessors, successors, sources, sinks).
+A `PatchSnapshot` copies what evaluation needs out of the live patch, a `PatchGraph` (taken on the
+thread that edits, cheap: shallow copies), so a background thread can build a program while the
+person keeps editing. `GraphIR` numbers the snapshot's nodes 0..n-1 and keeps edges as integer
+adjacency lists, with the queries of a graph library (in/out degree, predecessors, successors,
+sources, sinks).
 
 Edges have a kind: `EAGER` (evaluated before the node), `LAZY` (pulled by the node on demand) and
 `FEEDBACK` (read from the previous frame). Feedback edges are the only ones allowed in cycles, so
@@ -22,7 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from nodes import Link, NodeSpec, Patch, PinSpec
+from evaluators._patch_graph import PatchGraph
+from nodes import Link, NodeSpec, PinSpec
 
 EAGER, LAZY, FEEDBACK = 0, 1, 2
 
@@ -49,7 +51,7 @@ class PatchSnapshot:
     links: tuple[Link, ...]
 
     @classmethod
-    def of(cls, patch: Patch) -> PatchSnapshot:
+    def of(cls, patch: PatchGraph) -> PatchSnapshot:
         # No copies: the Patch replaces a node's values dict on every edit, never changes it.
         nodes = tuple(
             NodeSnapshot(n.id, n.spec, n.values, n.inputs, n.stamp) for n in patch.nodes.values()

@@ -11,7 +11,7 @@ After the roots, feedback inputs of nodes that ran capture their source's value 
 Every compute call is timed: a node over `ctx.time_budget` in one frame is bypassed (failed, its
 outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
 
-This is what the dual evaluator runs right after a structural edit: it reads the live Patch
+This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
 """
 
@@ -34,11 +34,12 @@ from evaluators._context import (
     error_text,
     last_output,
 )
+from evaluators._observer import FrameObserver, unreported_status
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
 
-IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
+OK, CACHED = NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
 
 
@@ -99,12 +100,18 @@ class _Plan:
 
 
 class LazyEvaluator:
-    """Evaluates a live Patch by recursion from its sinks; see the module note."""
+    """Evaluates a live patch graph by recursion from its sinks; see the module note."""
 
     mode = EvaluatorMode.LAZY
     last_build_seconds = 0.0  # nothing to build
 
-    def __init__(self, patch: Patch, context: ExecutionContext | None = None, gpu: Any = None):
+    def __init__(
+        self,
+        patch: Patch,
+        context: ExecutionContext | None = None,
+        gpu: Any = None,
+        observer: FrameObserver | None = None,
+    ):
         self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
         patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
@@ -119,11 +126,10 @@ class LazyEvaluator:
         self._keepers: dict[Link, Callable[[Any], Any]] = {}  # per feedback link: bind_capture
         self._serial = 0
         self._visited: dict[str, int] = {}
-        self._status: dict[str, NodeStatus] = {}  # this frame's status of every node visited
-        self._derived_status: dict[str, NodeStatus] = {}  # of nodes not visited, once asked
-        self._errors: dict[str, str] = {}
+        self.observer = observer if observer is not None else FrameObserver()
+        self._status = self.observer.status  # this frame's status of every node visited
+        self._errors = self.observer.errors
         self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
-        self.nodes_run = 0  # count of compute calls, for tests and benchmarks
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -143,8 +149,7 @@ class LazyEvaluator:
         """Evaluate the roots at the context's current clock (the dual evaluator advances it)."""
         self.patch.flush()
         self._serial += 1
-        self._status = {}
-        self._derived_status = {}
+        self.observer.begin_frame()
         self._unsettled = set()
         for root in self._root_ids():
             self._evaluate(root)
@@ -153,11 +158,14 @@ class LazyEvaluator:
     def output(self, node_id: str, pin: str = "out") -> Any:
         return self._value_of(node_id, pin)
 
+    @property
+    def nodes_run(self) -> int:
+        """Compute calls so far (for tests and benchmarks)."""
+        return self.observer.nodes_run
+
     def status(self, node_id: str) -> NodeStatus:
         self.patch.node(node_id)
-        if node_id in self.ctx.bypassed:
-            return FAILED
-        found = self._status.get(node_id) or self._derived_status.get(node_id)
+        found = self.observer.reported(node_id, self.ctx.bypassed)
         if found is not None:
             return found
         # Upstream of a cached node is not visited: it is still needed if a consumer was.
@@ -165,15 +173,11 @@ class LazyEvaluator:
         entry = self.ctx.cache.get(node_id)
         if entry is None or entry.key != key:
             entry = self.ctx.shared.get(key)  # an identical node's result served its consumer
-        status = IDLE
-        if (
-            cls != HOT
-            and entry is not None
-            and entry.key == key
-            and self._consumer_visited(node_id)
-        ):
-            status = FAILED if entry.error else CACHED
-        self._derived_status[node_id] = status  # until the next frame or edit
+        cached = cls != HOT and entry is not None and entry.key == key
+        needed = cached and self._consumer_visited(node_id)
+        failed = needed and entry is not None and bool(entry.error)
+        status = unreported_status(needed, cls != HOT, failed)
+        self.observer.derived[node_id] = status  # until the next frame or edit
         return status
 
     def _consumer_visited(self, node_id: str) -> bool:
@@ -192,12 +196,10 @@ class LazyEvaluator:
         return False
 
     def error(self, node_id: str) -> str | None:
-        if self.status(node_id) != FAILED:
-            return None
-        if node_id in self.ctx.bypassed:
-            return self.ctx.bypassed[node_id]
+        status = self.status(node_id)
         entry = self.ctx.cache.get(node_id)
-        return self._errors.get(node_id) or (entry.error if entry is not None else None)
+        cached = entry.error if entry is not None else None
+        return self.observer.error(node_id, status, self.ctx.bypassed, cached)
 
     def node_class(self, node_id: str) -> NodeClass:
         return self.analysis.node_class(node_id)
@@ -207,7 +209,7 @@ class LazyEvaluator:
         self.patch.node(node_id)
         self.ctx.unbypass(node_id)
         self._errors.pop(node_id, None)
-        self._derived_status.pop(node_id, None)
+        self.observer.derived.pop(node_id, None)
 
     def close(self) -> None:
         self._unsubscribe()
@@ -218,7 +220,7 @@ class LazyEvaluator:
     def _on_event(self, event: PatchEvent) -> None:
         self.analysis.on_event(event)
         self.ctx.on_patch_event(event)
-        self._derived_status.clear()
+        self.observer.derived.clear()
         if event.kind == "structural":
             self._roots = None
             self._feedback_links = None
@@ -249,6 +251,7 @@ class LazyEvaluator:
         cache, outputs, info = self.ctx.cache, self.ctx.outputs, self.analysis.info
         status, plans, memo = self._status, self._plans, self.analysis.memo
         bypassed = self.ctx.bypassed
+        ran = 0
         stack = [root]
         while stack:
             node_id = stack[-1]
@@ -286,9 +289,11 @@ class LazyEvaluator:
                     pending = True
             if pending:
                 continue
+            ran += 1
             self._run_node(plan, cls, key)
             visited[node_id] = serial
             stack.pop()
+        self.observer.nodes_run += ran
 
     def _run_node(self, plan: _Plan, cls: str, key: int) -> None:
         node_id = plan.node_id
@@ -312,7 +317,6 @@ class LazyEvaluator:
             else:  # _FED_BACK
                 args.append(self.ctx.feedback.get(first, values[second]))
         error = None
-        self.nodes_run += 1
         started = busy_clock()
         try:
             result = plan.fn(*args)

@@ -79,7 +79,7 @@ from nodes._errors import (
     one_line,
     shown,
 )
-from nodes._limits import Limits, active_limits
+from nodes._limits import MAX_POSITION, Limits, active_limits
 from nodes._patch import Backdrop, Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 
@@ -122,7 +122,7 @@ _BACKDROPS = {
             },
             "rect": {
                 "type": "array",
-                "items": {"type": "number", "minimum": -1e6, "maximum": 1e6},
+                "items": {"type": "number", "minimum": -MAX_POSITION, "maximum": MAX_POSITION},
                 "minItems": 4,
                 "maxItems": 4,
             },
@@ -409,6 +409,8 @@ def _add_backdrops(patch: Patch, entries: list[dict[str, Any]], fail: Any) -> No
         if entry["id"] in patch.backdrops:
             raise fail(f"backdrops[{index}].id", f"backdrop id {shown(entry['id'])} is used twice")
         x, y, width, height = (float(v) for v in entry["rect"])
+        if not all(math.isfinite(v) for v in (x, y, width, height)):
+            raise fail(f"backdrops[{index}].rect", "must be finite numbers")
         if width < 0 or height < 0:
             raise fail(f"backdrops[{index}].rect", "width and height must not be negative")
         color = (int(entry["color"][0]), int(entry["color"][1]), int(entry["color"][2]))
@@ -476,6 +478,9 @@ def _fill(
         except ValueError as problem:
             raise fail(f"{place}.values", str(problem)) from None
         pos = entry.get("pos")
+        unplaceable = _position_problem(pos) if pos else None
+        if unplaceable is not None:
+            raise fail(f"{place}.pos", f"node {shown(entry['id'])}: {unplaceable}")
         try:
             patch.add_node(entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"])
         except PatchError as problem:
@@ -764,6 +769,18 @@ def _bounded_int(limits: Limits) -> Any:
     return parse_int
 
 
+def _position_problem(pos: list[float]) -> str | None:
+    """Why a node's position cannot be shown on the canvas (not finite, or beyond
+    MAX_POSITION), or None."""
+    for axis, value in zip("xy", pos, strict=True):
+        number = float(value)  # an integer within int_digits: at most 1e100, finite
+        if not math.isfinite(number):
+            return f"position {axis} = {number} is not a finite number"
+        if abs(number) > MAX_POSITION:
+            return f"position {axis} = {number:g} is beyond ±{MAX_POSITION:g} (MAX_POSITION)"
+    return None
+
+
 def _bounded_float(text: str) -> float:
     if len(text) > 400:
         raise _TooLong(f"a number written with {len(text)} characters (at most 400)")
@@ -890,6 +907,15 @@ def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
         return _refused_at_save(document, place, message)
 
     _check_sizes(document, limits, refuse)
+    bodies = [("", document["nodes"])] + [
+        (f"definitions.{one_line(name, 40)}.", body["nodes"])
+        for name, body in document.get("definitions", {}).items()
+    ]
+    for prefix, nodes in bodies:
+        for index, node in enumerate(nodes):
+            problem = _position_problem(node["pos"])
+            if problem is not None:
+                raise refuse(f"{prefix}nodes[{index}].pos", problem)
     settings = document["settings"]
     if isinstance(settings, dict) and settings.get("resolution") is not None:
         resolution = _check_resolution(settings["resolution"], limits, refuse)

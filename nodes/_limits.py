@@ -67,6 +67,11 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 
+#: Largest |x| or |y| of a node's position on the canvas. Not a resource (`--trust` does not lift
+#: it): a node far beyond it, or at NaN or infinity, cannot be shown or framed, so a file with one
+#: is refused. The widest real patch spans a few ten thousand units.
+MAX_POSITION = 1_000_000.0
+
 #: The limits of `--trust`: a file the person vouches for may use the whole machine.
 TRUSTED_LIMITS = Limits(
     **{limit.name: sys.maxsize for limit in dataclasses.fields(Limits)}

@@ -197,6 +197,16 @@ def nodes_of(*entries: dict[str, Any], links: list[Any] | None = None):
     return lambda folder: write(folder, document(list(entries), links))
 
 
+def _placed(pos: list[float], node_id: str = "a") -> dict[str, Any]:
+    return {"id": node_id, "type": "math.add", "pos": pos}
+
+
+def overflowing_position(folder: Path) -> Path:
+    """A position written as 1e400, which JSON reads as infinity."""
+    text = json.dumps(document([_placed([0, 0]), _placed([0, 0], "b")]))
+    return write(folder, text.replace('"pos": [0, 0]}]', '"pos": [1e400, 0]}]'))
+
+
 def big_int_text(folder: Path) -> Path:
     node = '{"id": "r", "type": "array.range", "values": {"count": ' + "7" * 5000 + "}}"
     return write(
@@ -455,6 +465,25 @@ CASES: tuple[HostileCase, ...] = (
             ],
         ),
         says="cycle",
+    ),
+    # Positions no canvas can show (NaN hides a node, 1e308 leaves an empty-looking view)
+    HostileCase("pos_1e308", nodes_of(_placed([0, 1e308])), says="position y = 1e+308 is beyond"),
+    HostileCase("pos_nan", nodes_of(_placed([float("nan"), 0])), says="x = nan is not a finite"),
+    HostileCase("pos_inf", nodes_of(_placed([0, float("-inf")])), says="y = -inf is not a finite"),
+    HostileCase("pos_1e400", overflowing_position, says="node 'b': position x = inf"),
+    HostileCase("pos_beyond_limit", nodes_of(_placed([0, -2e6])), says="MAX_POSITION"),
+    HostileCase("pos_at_limit", nodes_of(_placed([1e6, -1e6])), exit_code=0),
+    HostileCase(
+        "pos_nan_in_definition",
+        lambda folder: write(
+            folder,
+            {
+                **document([]),
+                "version": 2,
+                "definitions": {"blob": {"nodes": [_placed([float("nan"), 0])], "links": []}},
+            },
+        ),
+        says="definitions.blob.nodes[0].pos: node 'a': position x = nan",
     ),
     # Reads outside the folder
     HostileCase("shader_file_absolute_run", shader_named("/etc/passwd"), RUN, 0),

@@ -96,6 +96,25 @@ def test_run_headless_prints_one_line_per_frame(patch_file: Path) -> None:
         assert line == f"{frame} t.out={t!r} double.out={2 * t!r} out.out={float(frame)!r}"
 
 
+def test_run_headless_prints_a_failed_node_as_failed_and_exits_4(tmp_path: Path) -> None:
+    patch = Patch()
+    frame = patch.add_node("time.frame", node_id="f")
+    div = patch.add_node("math.div", {"a": 6.0}, node_id="ratio")
+    patch.connect(frame, "out", div, "b")  # b = 0 on frame 0 only
+    path = tmp_path / "divides.patchbay"
+    save_patch(patch, path)
+    result = run_cli("run", str(path), "--headless", "--frames", "3", "--print", "ratio", "f")
+    assert result.returncode == 4, result.stderr
+    assert result.stdout.splitlines() == [
+        "0 ratio.out=<failed: ZeroDivisionError: float division by zero> f.out=0.0",
+        "1 ratio.out=6.0 f.out=1.0",
+        "2 ratio.out=3.0 f.out=2.0",
+    ]
+    assert result.stderr.strip() == "patchbay run: printed node(s) failed: ratio"
+    healthy = run_cli("run", str(path), "--headless", "--frames", "3", "--print", "f")
+    assert healthy.returncode == 0, healthy.stderr  # only printed nodes count
+
+
 def test_run_headless_prints_arrays_on_one_line(patch_file: Path, capsys) -> None:
     code = main(["run", str(patch_file), "--headless", "--frames", "2", "--print", "space"])
     assert code == 0

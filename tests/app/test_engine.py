@@ -387,3 +387,38 @@ def test_an_editor_closing_stops_the_engine_unless_its_output_is_showing() -> No
         time.sleep(0.005)
     assert quits == [True]
     engine.close()
+
+
+def test_paused_the_engine_steps_one_frame_at_a_time_and_resets_its_time() -> None:
+    patch = Patch()
+    patch.add_node("time.frame", None, node_id="frame")
+    patch.add_node("time.seconds", None, node_id="t")
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    editor.channel.send({"type": "watch", "nodes": ["frame", "t"]})
+
+    def value(report: dict, node_id: str) -> float:
+        return (report["values"].get(node_id) or {}).get("out", -1.0)
+
+    editor.read_until("report", lambda m: value(m, "frame") >= 3)
+    editor.channel.send({"type": "pause", "paused": True})
+    editor.read_until("report", lambda m: m["paused"])
+    frame, clock = engine.frame, engine.clock()
+    for _ in range(5):
+        engine.step()  # paused: no frame
+    assert engine.frame == frame
+    editor.channel.send({"type": "step", "seconds": 0.5})
+    stepped = editor.read_until("report", lambda m: m["frame"] == frame + 1)
+    assert value(stepped, "frame") == frame  # the frame index nodes see counts from 0
+    assert value(stepped, "t") == pytest.approx(clock + 0.5)
+    assert engine.paused and engine.clock() == pytest.approx(clock + 0.5)
+    editor.channel.send({"type": "reset_time"})
+    reset = editor.read_until("report", lambda m: m["frame"] == frame + 2)
+    assert value(reset, "frame") == 0.0 and value(reset, "t") == 0.0  # time 0 shows, paused
+    editor.channel.send({"type": "step", "seconds": float("nan")})
+    error = editor.read_until("error")
+    assert "seconds must be within 0 and 1" in error["message"]
+    editor.channel.send({"type": "pause", "paused": False})
+    playing = editor.read_until("report", lambda m: value(m, "frame") >= 2)
+    assert value(playing, "frame") == playing["frame"] - frame - 2  # counting from the reset
+    engine.close()

@@ -114,5 +114,6 @@ def test_the_corpus_covers_the_cases_of_the_issue() -> None:
                    "array_as_dict_keys", "int_5000_digits", "sidecar_empty", "sidecar_truncated",
                    "sidecar_bad_crc", "sidecar_plain_npy", "shader_file_nosuchuser",
                    "shader_file_dev_zero_run", "shader_file_absolute_run",
-                   "shader_file_symlink_out_run", "escape_sequences_in_ids"):  # fmt: skip
+                   "shader_file_symlink_out_run", "escape_sequences_in_ids", "pos_1e308",
+                   "pos_nan"):  # fmt: skip
         assert needed in names

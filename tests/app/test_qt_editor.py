@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider
@@ -336,3 +337,82 @@ def test_a_node_bypassed_for_taking_too_long_can_be_retried_from_the_inspector(e
     qtbot.waitUntil(lambda: editor.evaluator.status("slow") == "ok")
     assert not editor.is_bypassed("slow")
     qtbot.waitUntil(lambda: retry.isHidden())
+
+
+def _visible_scene_rect(editor):
+    viewer = editor.canvas.viewer()
+    return viewer.mapToScene(viewer.viewport().rect()).boundingRect()
+
+
+def test_frame_all_shows_every_node_of_a_patch_spread_to_the_position_limits(
+    editor, ui, dialogs, tmp_path
+):
+    patch = Patch()
+    for node_id, pos in (("left", (-1e6, -1e6)), ("right", (1e6, 1e6)), ("mid", (0, 0))):
+        patch.add_node("math.add", None, pos, node_id=node_id)
+    save_patch(patch, tmp_path / "wide.patchbay")
+    assert editor.open_path(tmp_path / "wide.patchbay")
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    viewer.scale(50, 50)  # somewhere else entirely
+    ui.press(viewer, Qt.Key.Key_Home)
+    shown = _visible_scene_rect(editor)
+    for node_id in ("left", "right", "mid"):
+        bounds = editor.canvas.view_node(node_id).view.sceneBoundingRect()
+        assert shown.contains(bounds), node_id
+    assert not dialogs.errors
+
+
+def clock_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("time.frame", None, (0, 0), node_id="frame")
+    patch.add_node("time.seconds", None, (0, 150), node_id="t")
+    patch.add_node("output.value", None, (300, 0), node_id="out")
+    patch.add_node("output.value", None, (300, 150), node_id="out_t")
+    patch.connect("frame", "out", "out", "in")
+    patch.connect("t", "out", "out_t", "in")
+    return patch
+
+
+def test_the_fps_label_says_paused_while_the_clock_is_paused(editor, ui, qtbot):
+    ui.show_patch(editor, clock_patch())
+    fps = editor.status_labels["fps"]
+    qtbot.waitUntil(lambda: fps.text().endswith(" fps") and fps.text() != "0 fps")
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Space)
+    assert fps.text() == "paused"
+    qtbot.wait(700)  # longer than a status refresh: it must not go back to a rate
+    assert fps.text() == "paused"
+    ui.press(viewer, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: fps.text().endswith(" fps") and fps.text() != "0 fps")
+
+
+def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot):
+    from PySide6.QtWidgets import QToolBar
+
+    ui.show_patch(editor, clock_patch())
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)
+    toolbar = editor.findChild(QToolBar, "Transport")
+    assert [a.text() for a in toolbar.actions()] == [
+        "&Pause / resume", "S&tep one frame", "&Reset time"
+    ]  # fmt: skip
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Period)  # playing: a step pauses first
+    assert editor.paused
+    frame, seconds = editor.evaluator.output("frame"), editor.evaluator.output("t")
+    qtbot.wait(100)
+    assert editor.evaluator.output("frame") == frame  # paused: nothing runs by itself
+    ui.press(viewer, Qt.Key.Key_Period)
+    assert editor.evaluator.output("frame") == frame + 1
+    assert editor.evaluator.output("t") == pytest.approx(seconds + 0.016)
+    button = toolbar.widgetForAction(editor.step_action)  # the toolbar's button does the same
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert editor.evaluator.output("frame") == frame + 2
+    assert editor.evaluator.output("t") == pytest.approx(seconds + 0.032)
+    ui.press(viewer, Qt.Key.Key_Home, Qt.KeyboardModifier.ControlModifier)
+    assert editor.paused
+    assert editor.evaluator.output("frame") == 0.0 and editor.evaluator.output("t") == 0.0
+    ui.press(viewer, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)  # playing again

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evaluators import DualEvaluator, Evaluator, LazyEvaluator, freeze
+from evaluators import DualEvaluator, Evaluator, LazyEvaluator, NodePath, freeze
 from evaluators._view import inlined
 from nodes import Patch, patch_from_dict, patch_to_dict
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
@@ -256,7 +256,8 @@ def test_state_is_keyed_by_the_execution_path_at_any_depth(kind: Any) -> None:
         assert evaluator.output(deep) == 2.0
         ctx = getattr(evaluator, "ctx", None)
         if ctx is not None:
-            assert "/" + deep in ctx.states
+            path = NodePath.of(deep)
+            assert path in ctx.states and len(path.parts) == 17 and path.leaf == "delay"
     finally:
         evaluator.close()
 

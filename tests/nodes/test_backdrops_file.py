@@ -32,6 +32,8 @@ def test_round_trip_and_absent_when_none():
          "backdrops[0].color[2]: 300 is greater than the maximum of 255"),
         ([{"id": "b", "title": "t", "color": [1, 2, 3], "rect": [0, 0, -1, 1]}],
          "backdrops[0].rect: width and height must not be negative"),
+        ([{"id": "b", "title": "t", "color": [1, 2, 3], "rect": [0, float("nan"), 1, 1]}],
+         "backdrops[0].rect: must be finite numbers"),
         ([{"id": "b", "title": "t", "color": [1, 2, 3], "rect": [0, 0, 1, 1]}] * 2,
          "backdrops[1].id: backdrop id 'b' is used twice"),
     ],

@@ -274,3 +274,32 @@ def test_any_array_that_saves_loads_back_equal(array: np.ndarray) -> None:
     assert isinstance(loaded, np.ndarray)
     assert loaded.dtype == array.dtype and loaded.shape == array.shape
     assert np.array_equal(loaded, array, equal_nan=array.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("far", [2e6, float("nan"), float("inf")])
+def test_a_node_placed_where_no_canvas_can_show_it_is_refused_at_save(
+    tmp_path: Path, far: float
+) -> None:
+    patch = Patch()
+    patch.add_node("math.add", node_id="lost")
+    patch.set_position("lost", (0.0, far))
+    with pytest.raises(PatchError, match=r"^lost\.pos: position y = .* \(a file with it would not"):
+        save_patch(patch, tmp_path / "p.patchbay")
+    assert list(tmp_path.iterdir()) == []
+    patch.set_position("lost", (-1e6, 1e6))  # the edge of the range saves and loads
+    save_patch(patch, tmp_path / "p.patchbay")
+    assert load_patch(tmp_path / "p.patchbay").nodes["lost"].pos == (-1e6, 1e6)
+
+
+def test_a_definition_node_placed_where_no_canvas_can_show_it_is_refused_at_save(
+    tmp_path: Path,
+) -> None:
+    from nodes import patch_from_dict
+
+    body = {"nodes": [{"id": "a", "type": "math.add"}], "links": []}
+    document = {"format": "patchbay", "version": 2, "nodes": [], "links": [],
+                "definitions": {"blob": body}}  # fmt: skip
+    patch = patch_from_dict(document)
+    patch.definition("blob").set_position("a", (3e6, 0.0))
+    with pytest.raises(PatchError, match=r"^definitions\.blob\.nodes\[0\]\.pos: position x"):
+        save_patch(patch, tmp_path / "p.patchbay")
