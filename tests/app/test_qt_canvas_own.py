@@ -73,7 +73,9 @@ def test_canvas_menu_offers_our_actions_and_one_undo_stack(editor, ui, qtbot):
                          Qt.KeyboardModifier.NoModifier, empty)  # fmt: skip
         global_pos = viewer.viewport().mapToGlobal(empty)
         event = QContextMenuEvent(QContextMenuEvent.Reason.Mouse, empty, global_pos)
-        QApplication.sendEvent(viewer.viewport(), event)
+        QApplication.sendEvent(viewer.viewport(), event)  # the menu runs until closed
+        QTest.mouseRelease(viewer.viewport(), Qt.MouseButton.RightButton,
+                           Qt.KeyboardModifier.NoModifier, empty)  # fmt: skip
 
     texts = popup_texts(qtbot, right_click)
     ours = [t for t in texts if not t.startswith(("&Undo", "&Redo"))]
