@@ -433,7 +433,7 @@ class QtEditorWindow(QMainWindow):
                 if selected and selected <= set(canvas.backdrops.nodes_inside(backdrop)):
                     found = backdrop.id
         if found is None:
-            self._on_refused("no backdrop there: right-click on a backdrop's title bar")
+            self._on_refused("no backdrop there: right-click inside a backdrop")
         return found
 
     def add_backdrop(self) -> None:
