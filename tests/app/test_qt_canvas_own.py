@@ -338,3 +338,22 @@ def test_ctrl_z_in_a_number_field_undoes_the_document(editor, ui):
     assert editor.patch.value("b", "b") == 5.0
     ui.press(editor.inspector.pin_widget("b"), Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert editor.patch.value("b", "b") == 1.0
+
+
+def test_backdrops_belong_to_the_level_shown(editor, ui):
+    patch = small_patch()
+    body = Patch()
+    body.add_node("math.add", None, (0, 0), node_id="x")
+    patch.add_definition("blob", body)
+    patch.add_node("subpatch", {"definition": "blob"}, (0, 400), node_id="blob1")
+    ui.show_patch(editor, patch)
+    canvas = editor.canvas
+    assert canvas.enter("blob1")
+    canvas.select(["x"])
+    editor.add_backdrop()
+    assert list(body.backdrops) == ["backdrop1"] and patch.backdrops == {}
+    assert set(canvas.backdrops.items) == {"backdrop1"}
+    ui.press(canvas.viewer(), Qt.Key.Key_Backspace)  # leave (the canvas has the focus)
+    assert canvas.trail == [] and canvas.backdrops.items == {}
+    editor.undo_stack.undo()  # the body's edit, undone from the top level
+    assert body.backdrops == {}
