@@ -13,8 +13,15 @@ entered, and `eval_id` turns a shown node's id into the evaluator's path (`blob1
 what colours, previews and the inspector's state read. The canvas follows the document's events
 only for the level it shows (an event's `definition` names the body it happened in); an edit that
 removes an instance entered, or its definition, takes the canvas up to the deepest level left.
-Inlets and outlets are titled with the pin name they give (`in: freq`); an instance has a badge
-with its definition's name and how many instances share it (`blob ×3`).
+Titles show a node's id and type (`lfo3 · time.lfo`); inlets and outlets are titled with the pin
+name they give (`in: freq`); an instance has a badge with its definition's name and how many
+instances share it (`blob ×3`). A patch or level opens framed no further out than `readable_zoom`
+(titles `READABLE_TITLE_PX` tall). Links are drawn above node bodies, so that one passing behind a
+node never reads as that node's, but a press there still takes the node or pin. Hovering a pin
+shows its type, its current value (`output_of`, set by the editor) and the node's doc line.
+Backdrops of the level shown are items of `app.qt_backdrops.BackdropLayer`. The canvas menu holds
+the document's Undo / Redo only (NodeGraphQt's own are taken out) and the tab search our node
+types and definitions only.
 
 Assumptions and known costs:
     * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
@@ -351,12 +358,13 @@ class _InputFilter(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in self.PRESSES:
             self._canvas.finish_loading()
-        viewer = self._canvas.viewer()
-        if event.type() == QEvent.Type.ContextMenu and watched is viewer.viewport():
-            assert isinstance(event, QContextMenuEvent)
-            self._canvas.menu_scene_pos = viewer.mapToScene(event.pos())
-        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
-            return self._canvas._show_pin_tooltip(event)
+        if event.type() in (QEvent.Type.ContextMenu, QEvent.Type.ToolTip):
+            viewer = self._canvas.viewer()
+            on_viewport = watched is viewer.viewport()
+            if on_viewport and isinstance(event, QContextMenuEvent):
+                self._canvas.menu_scene_pos = viewer.mapToScene(event.pos())
+            elif on_viewport and isinstance(event, QHelpEvent):
+                return self._canvas._show_pin_tooltip(event)
         if event.type() != QEvent.Type.KeyPress:
             return False
         key, plain = event.key(), event.modifiers() == Qt.KeyboardModifier.NoModifier
@@ -899,11 +907,9 @@ class QtPatchCanvas(QObject):
 
     def readable_zoom(self) -> float:
         """The least zoom at which a node title is `READABLE_TITLE_PX` tall on screen."""
-        font = QFontMetricsF(self.graph.widget.font())
-        for view in self._views.values():
-            font = QFontMetricsF(view.view._text_item.font())
-            break
-        return READABLE_TITLE_PX / font.height()
+        some = next(iter(self._views.values()), None)
+        font = some.view._text_item.font() if some is not None else self.graph.widget.font()
+        return READABLE_TITLE_PX / QFontMetricsF(font).height()
 
     def view_center(self) -> tuple[float, float]:
         self.finish_loading()  # a pending frame() moves the view
@@ -983,7 +989,7 @@ class QtPatchCanvas(QObject):
             return None
         try:
             return self.output_of(self.eval_id(node_id), pin)
-        except (KeyError, LookupError):  # not evaluated yet
+        except LookupError:  # not evaluated yet
             return None
 
     def _show_pin_tooltip(self, event: QHelpEvent) -> bool:
