@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 # Window tests need an X server (Debian's xvfb) and the X libraries Qt's xcb platform loads;
 # installed only when missing.
 XVFB_PACKAGES := xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxcb-image0 \
-	libxcb-render-util0 libxcb-xkb1 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0
+	libxcb-render-util0 libxcb-xkb1 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0 libxtst6
 xvfb:
 	@dpkg -s $(XVFB_PACKAGES) >/dev/null 2>&1 || (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(XVFB_PACKAGES) >/dev/null)

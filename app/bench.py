@@ -104,11 +104,13 @@ def plain_loop(patch: Patch) -> Callable[[float, int], None]:
 def _interleaved_medians(
     runs: dict[str, Callable[[float, int], None]], frames: int, warmup: int = 3
 ) -> dict[str, float]:
-    """Median frame seconds per method, the methods taking turns frame by frame so that the
-    machine's noise falls on all of them alike."""
+    """Median frame seconds per method, the methods taking turns frame by frame (in reverse
+    order every other frame, so none always follows the same one) so that the machine's noise
+    falls on all of them alike."""
     samples: dict[str, list[float]] = {name: [] for name in runs}
+    order = list(runs.items())
     for frame in range(warmup + frames):
-        for name, run in runs.items():
+        for name, run in order if frame % 2 == 0 else order[::-1]:
             started = time.perf_counter()
             run(frame / 60.0, frame)
             if frame >= warmup:
@@ -239,7 +241,16 @@ def subpatch_section(instances: int, body_size: int, frames: int, edits: int) ->
         "inlined_lazy": LazyEvaluator(by_hand),
         "subpatch_lazy": LazyEvaluator(patch),
     }
-    medians = _interleaved_medians({name: ev.run_frame for name, ev in runs.items()}, frames)
+    # Flat frames side by side, then lazy ones: a lazy frame between two flat ones would leave
+    # the processor's caches cold for the flat frame after it. Flat frames are short: many more.
+    medians = _interleaved_medians(
+        {name: runs[name].run_frame for name in ("inlined_flat", "subpatch_flat")}, frames * 10
+    )
+    medians.update(
+        _interleaved_medians(
+            {name: runs[name].run_frame for name in ("inlined_lazy", "subpatch_lazy")}, frames
+        )
+    )
     sinks = [f"s{k}" for k in range(instances)]
     agree = all(runs["subpatch_flat"].output(s) == runs["inlined_flat"].output(s) for s in sinks)
     for evaluator in runs.values():

@@ -2,7 +2,9 @@
 
 Building a `FlatProgram` (from an immutable snapshot, on any thread):
 1. Number the nodes, sort them topologically, classify them and compute their cache keys.
-2. Give every node output, every unlinked input and every feedback input a slot in one list.
+2. Give every node output, every unlinked input and every feedback input a slot in one list. A
+   pass-through node (its spec names the input it returns unchanged, as subpatch inlets, outlets
+   and instances do) fed eagerly shares its source's slot and compiles to no step.
 3. Compile each node into steps `(call, get, out)`: `slots[out] = call(*get(slots))`, where `get`
    is an `operator.itemgetter` of the argument slots and `call` the compute function with its
    context and state bound (`functools.partial`). Several outputs: one step stores the tuple, then
@@ -124,6 +126,7 @@ class FlatProgram:
         self.slots: list[Any] = []
         self.out_slot: dict[tuple[int, str], int] = {}
         self.node_slots: dict[int, list[int]] = {}  # every output slot of a node
+        self.aliases: set[int] = set()  # pass-through nodes sharing their source's slot
         for count, i in enumerate(sorted(self.needed, key=self.position.__getitem__)):
             if count & 7 == 7:
                 pause()
@@ -200,6 +203,12 @@ class FlatProgram:
 
     def _allocate_outputs(self, i: int) -> None:
         node = self.ir.nodes[i]
+        source = self._alias_source(i)
+        if source is not None:
+            self.out_slot[(i, node.spec.outputs[0].name)] = source
+            self.node_slots[i] = [source]
+            self.aliases.add(i)
+            return
         outputs = self.ctx.outputs.get(node.id) or default_outputs(node.spec)
         slots = [self._new_slot(value) for value in outputs]
         for out, slot in zip(node.spec.outputs, slots, strict=True):
@@ -208,7 +217,21 @@ class FlatProgram:
             slots.append(self._new_slot(tuple(outputs)))  # the tuple slot comes last
         self.node_slots[i] = slots
 
+    def _alias_source(self, i: int) -> int | None:
+        """The slot a pass-through node (spec.passthrough) can share with what feeds it eagerly:
+        such a node compiles to no step at all (subpatch inlets, outlets and instances cost
+        nothing a frame)."""
+        spec = self.ir.nodes[i].spec
+        if spec.passthrough is None or len(spec.outputs) != 1:
+            return None
+        edge = next((e for e in self.ir.in_edges[i] if e.dst_pin == spec.passthrough), None)
+        if edge is None or edge.kind != EAGER:
+            return None
+        return self.out_slot.get((edge.src, edge.src_pin))
+
     def _compile_node(self, i: int) -> list[Step]:
+        if i in self.aliases:
+            return []  # shares its source's slot
         node = self.ir.nodes[i]
         linked = {edge.dst_pin: edge for edge in self.ir.in_edges[i]}
         args = []
@@ -317,6 +340,8 @@ class FlatProgram:
                 self.ctx.feedback[(ids[i], pin)] = slots[slot]
 
     def _store(self, i: int, outputs: tuple[Any, ...]) -> None:
+        if i in self.aliases:
+            return  # the slot is its source's, which stores its own outputs
         outs = self.node_slots[i]
         if len(outs) == 1:
             self.slots[outs[0]] = outputs[0]

@@ -54,6 +54,7 @@ _INLET_SPEC = NodeSpec(
     determinism=Determinism.DETERMINISTIC,
     compute=_pass_through,
     doc="An inlet of one instance: what feeds the instance's pin, or its value.",
+    passthrough="in",
 )
 
 
@@ -75,6 +76,7 @@ def _collector_spec(outputs: tuple[OutputSpec, ...]) -> NodeSpec:
         determinism=Determinism.DETERMINISTIC,
         compute=compute,
         doc="An instance: gives what its definition's outlets receive.",
+        passthrough=inputs[0].name if len(outputs) == 1 else None,
     )
 
 

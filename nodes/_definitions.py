@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nodes._errors import CycleError, PatchValueError
@@ -164,6 +164,12 @@ def check_instance_allowed(container: Patch, name: str, replacing: str | None = 
 
 def _chain(counts: Mapping[str, Mapping[str, int]], start: str, goal: str) -> list[str] | None:
     """Definitions start -> ... -> goal along "holds an instance of", or None."""
+    return find_path(start, goal, lambda name: counts.get(name, {}))
+
+
+def find_path(start: str, goal: str, following: Callable[[str], Iterable[str]]) -> list[str] | None:
+    """A path start -> ... -> goal, each step to one of `following(current)`, or None
+    (depth-first, without recursion)."""
     parent: dict[str, str | None] = {start: None}
     stack = [start]
     while stack:
@@ -173,10 +179,10 @@ def _chain(counts: Mapping[str, Mapping[str, int]], start: str, goal: str) -> li
             while (previous := parent[path[-1]]) is not None:
                 path.append(previous)
             return path[::-1]
-        for inner in counts.get(current, {}):
-            if inner not in parent:
-                parent[inner] = current
-                stack.append(inner)
+        for after in following(current):
+            if after not in parent:
+                parent[after] = current
+                stack.append(after)
     return None
 
 

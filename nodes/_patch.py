@@ -652,6 +652,8 @@ class Patch:
         in_pin = dst_node.input(dst_pin)
         if in_pin is None:
             raise UnknownPinError(f"node {dst!r} ({dst_node.type_id}) has no input {dst_pin!r}")
+        if defs.is_instance(dst_node) and dst_pin == "definition":
+            raise PinTypeError(f"{dst}.definition is chosen, not linked: it names the definition")
         out_type = src_node.spec.outputs[out_index].type
         if not types_compatible(out_type, in_pin.type):
             raise PinTypeError(
@@ -676,24 +678,14 @@ class Patch:
 
     def _eager_path(self, start: str, goal: str) -> list[str] | None:
         """A path start -> ... -> goal along links that are not feedback inputs, or None."""
-        parent: dict[str, str | None] = {start: None}
-        stack = [start]
-        while stack:
-            current = stack.pop()
-            if current == goal:
-                path = [current]
-                while (previous := parent[path[-1]]) is not None:
-                    path.append(previous)
-                return path[::-1]
-            for link in self.links_out_of(current):
-                if link.dst in parent:
-                    continue
+
+        def eager_successors(node_id: str) -> Iterable[str]:
+            for link in self.links_out_of(node_id):
                 pin = self.nodes[link.dst].input(link.dst_pin)
-                if pin is not None and pin.feedback:
-                    continue
-                parent[link.dst] = current
-                stack.append(link.dst)
-        return None
+                if pin is None or not pin.feedback:
+                    yield link.dst
+
+        return defs.find_path(start, goal, eager_successors)
 
     def eager_cycle(self) -> list[str] | None:
         """A cycle of links that do not go through feedback inputs, as node ids `a -> ... -> a`,

@@ -146,6 +146,9 @@ class NodeSpec:
     # capture(ctx, state, value) at the end of each frame the node ran, with the value its
     # feedback input's source has then; what it returns is what that input reads next frame.
     capture: Callable[[Any, Any, Any], Any] | None = None
+    # The input whose value compute returns unchanged (a pass-through, such as a subpatch's
+    # outlet): an evaluator may read what feeds that input instead of running the node.
+    passthrough: str | None = None
     _input_index: Mapping[str, PinSpec] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -214,6 +217,7 @@ def node(
     dynamic_inputs: DynamicInputs | None = None,
     dynamic_from: tuple[str, ...] = (),
     capture: Callable[[Any, Any, Any], Any] | None = None,
+    passthrough: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare and register a node type from a function; see the module note for the rules."""
 
@@ -277,6 +281,7 @@ def node(
                 dynamic_inputs=dynamic_inputs,
                 dynamic_from=dynamic_from,
                 capture=capture,
+                passthrough=passthrough,
             )
         )
         return fn

@@ -21,7 +21,7 @@ def inlet(name: str = "in", default: Any = None) -> Any:
     return default
 
 
-@node("subpatch.outlet", outputs={"out": "any"}, output_defaults={"out": None})
+@node("subpatch.outlet", outputs={"out": "any"}, output_defaults={"out": None}, passthrough="in")
 def outlet(name: str = "out", in_: Any = None) -> Any:
     """An output pin of the definition: instances show a pin of this name, giving what this
     node's input receives inside."""

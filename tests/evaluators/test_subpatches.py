@@ -382,3 +382,31 @@ def test_an_outlet_nothing_feeds_gives_the_same_when_inlined() -> None:
     finally:
         editable.close()
         played.close()
+
+
+def test_inlets_outlets_and_instances_cost_the_flat_program_no_step() -> None:
+    patch = three_instances()
+    patch.add_node("time.seconds", node_id="clock")
+    for i in (1, 2, 3):
+        patch.connect("clock", "out", f"b{i}", "x")
+    dual = DualEvaluator(patch, debounce=0.0, background=False)
+    try:
+        dual.run_frame(0.0, 0)
+        assert dual.wait_for_flat(30)
+        program = dual.program
+        assert program is not None
+        passing = {f"b{i}/{port}" for i in (1, 2, 3) for port in ("inx", "outy")}
+        passing |= {"b1", "b2", "b3"}
+        assert {program.ir.ids[i] for i in program.aliases} == passing
+        stepped = {program.ir.ids[program.owner[out]] for _, _, out in program.hot_steps}
+        assert not stepped & passing
+        program.validate()
+        for frame in range(1, 4):
+            dual.run_frame(frame / 60, frame)
+        assert dual.mode == "flat"
+        seconds = 3 / 60
+        assert sinks(dual) == tuple(2.0 * seconds + 4 for _ in (1, 2, 3))
+        assert dual.output("b2/inx") == seconds
+        assert dual.status("b2") == "ok"
+    finally:
+        dual.close()

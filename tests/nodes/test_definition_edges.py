@@ -4,8 +4,9 @@ output is used inside the body."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from nodes import OutputSpec, Patch, PinSpec
+from nodes import OutputSpec, Patch, PinSpec, PinTypeError
 
 
 def test_pins_with_array_defaults_compare_by_value() -> None:
@@ -47,3 +48,15 @@ def test_ungroup_follows_an_outlet_whose_output_feeds_the_body() -> None:
     assert sorted(added) == ["double", "three"]
     assert patch.link_into("double", "a") == ("three", "out", "double", "a")
     assert patch.link_into("sink", "in") == ("double", "out", "sink", "in")
+
+
+def test_an_instance_definition_is_chosen_not_linked() -> None:
+    patch = Patch()
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "x"}, node_id="inx")
+    patch.add_definition("d", body)
+    patch.add_node("subpatch", {"definition": "d"}, node_id="inst")
+    patch.add_node("value.any", {"value": "d"}, node_id="name")
+    with pytest.raises(PinTypeError, match=r"inst\.definition is chosen, not linked"):
+        patch.connect("name", "out", "inst", "definition")
+    assert patch.links == []
