@@ -357,3 +357,16 @@ def test_backdrops_belong_to_the_level_shown(editor, ui):
     assert canvas.trail == [] and canvas.backdrops.items == {}
     editor.undo_stack.undo()  # the body's edit, undone from the top level
     assert body.backdrops == {}
+
+
+def test_an_error_appearing_in_the_inspector_moves_no_field(editor, ui):
+    ui.show_patch(editor, small_patch())
+    editor.canvas.select(["b"])
+    inspector = editor.inspector
+    field = inspector.pin_widget("b")
+    QCoreApplication.processEvents()  # laid out
+    before = field.mapTo(inspector, field.rect().topLeft())
+    inspector.set_state("USER", "failed", "a long error message " * 8)
+    QCoreApplication.processEvents()
+    assert inspector._error.isVisible()
+    assert field.mapTo(inspector, field.rect().topLeft()) == before
