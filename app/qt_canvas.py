@@ -13,8 +13,15 @@ entered, and `eval_id` turns a shown node's id into the evaluator's path (`blob1
 what colours, previews and the inspector's state read. The canvas follows the document's events
 only for the level it shows (an event's `definition` names the body it happened in); an edit that
 removes an instance entered, or its definition, takes the canvas up to the deepest level left.
-Inlets and outlets are titled with the pin name they give (`in: freq`); an instance has a badge
-with its definition's name and how many instances share it (`blob ×3`).
+Titles show a node's id and type (`lfo3 · time.lfo`); inlets and outlets are titled with the pin
+name they give (`in: freq`); an instance has a badge with its definition's name and how many
+instances share it (`blob ×3`). A patch or level opens framed no further out than `readable_zoom`
+(titles `READABLE_TITLE_PX` tall). Links are drawn above node bodies, so that one passing behind a
+node never reads as that node's, but a press there still takes the node or pin. Hovering a pin
+shows its type, its current value (`output_of`, set by the editor) and the node's doc line.
+Backdrops of the level shown are items of `app.qt_backdrops.BackdropLayer`. The canvas menu holds
+the document's Undo / Redo only (NodeGraphQt's own are taken out) and the tab search our node
+types and definitions only.
 
 Assumptions and known costs:
     * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
@@ -50,21 +57,35 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
+import numpy as np
 from NodeGraphQt import BaseNode, NodeGraph
-from NodeGraphQt.constants import PortTypeEnum
+from NodeGraphQt.constants import Z_VAL_NODE, PortTypeEnum
 from NodeGraphQt.qgraphics.node_base import NodeItem
 from NodeGraphQt.qgraphics.pipe import PipeItem
+from NodeGraphQt.qgraphics.port import PortItem
 from NodeGraphQt.widgets.viewer import NodeViewer
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QUndoStack
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QContextMenuEvent,
+    QFontMetricsF,
+    QHelpEvent,
+    QImage,
+    QPainter,
+    QPen,
+    QPixmap,
+    QUndoStack,
+)
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsPixmapItem,
     QGraphicsSimpleTextItem,
     QProgressBar,
     QStyleOptionGraphicsItem,
+    QToolTip,
 )
 
+from app.qt_backdrops import BackdropLayer
 from app.qt_commands import (
     AddNodesCommand,
     DocumentEditCommand,
@@ -109,6 +130,8 @@ IDLE_OPACITY = 0.4
 # minimum width (160) is then under 40 px wide on screen, too small for its text to be read.
 SIMPLE_BELOW_ZOOM = 0.25
 SELECTED_OUTLINE = (254, 207, 42)
+PIPE_Z = Z_VAL_NODE + 2  # links over node bodies (a selected node is at Z_VAL_NODE + 1)
+READABLE_TITLE_PX = 11.0  # the least height of a title line on screen when a patch is framed
 THUMBNAIL_GAP = 4.0  # scene units between a node's body and its thumbnail
 
 
@@ -203,6 +226,11 @@ class _PatchPipeItem(PipeItem):
     def __init__(self) -> None:
         super().__init__()
         self.simple = False
+        # Above node bodies (NodeGraphQt draws links below them), so that a link passing
+        # behind a node never reads as a link to that node. Not selectable: a press on a node
+        # under a link then reaches the node (and `_PatchViewer._items_near` puts links last).
+        self.setZValue(PIPE_Z)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, False)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: Any) -> None:
         simple = _zoom(painter, option) < SIMPLE_BELOW_ZOOM
@@ -224,7 +252,14 @@ class _PatchPipeItem(PipeItem):
 
 
 class _PatchViewer(NodeViewer):
-    """NodeGraphQt's viewer making `_PatchPipeItem` links."""
+    """NodeGraphQt's viewer making `_PatchPipeItem` links, and taking a node or pin under the
+    pointer before a link drawn over it."""
+
+    def _items_near(
+        self, pos: Any, item_type: Any = None, width: int = 20, height: int = 20
+    ) -> list:
+        items = super()._items_near(pos, item_type, width, height)
+        return sorted(items, key=lambda item: isinstance(item, PipeItem))  # stable: z order kept
 
     def establish_connection(self, start_port: Any, end_port: Any) -> None:
         # NodeViewer.establish_connection with our pipe class.
@@ -323,6 +358,13 @@ class _InputFilter(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in self.PRESSES:
             self._canvas.finish_loading()
+        if event.type() in (QEvent.Type.ContextMenu, QEvent.Type.ToolTip):
+            viewer = self._canvas.viewer()
+            on_viewport = watched is viewer.viewport()
+            if on_viewport and isinstance(event, QContextMenuEvent):
+                self._canvas.menu_scene_pos = viewer.mapToScene(event.pos())
+            elif on_viewport and isinstance(event, QHelpEvent):
+                return self._canvas._show_pin_tooltip(event)
         if event.type() != QEvent.Type.KeyPress:
             return False
         key, plain = event.key(), event.modifiers() == Qt.KeyboardModifier.NoModifier
@@ -352,8 +394,13 @@ class QtPatchCanvas(QObject):
         self.graph.set_acyclic(False)
         self.graph.register_nodes(list(NODE_CLASSES.values()))
         viewer = self.graph.viewer()
+        graph_menu = viewer.context_menus()["graph"]
         for action in (viewer.qaction_for_undo(), viewer.qaction_for_redo()):
             action.setShortcuts([])  # Ctrl+Z belongs to the app's stack
+            graph_menu.removeAction(action)  # and so do the menu's Undo / Redo
+        for action in graph_menu.actions():
+            if action.isSeparator():
+                graph_menu.removeAction(action)
         self._input_filter = _InputFilter(self)
         viewer.installEventFilter(self._input_filter)
         viewer.viewport().installEventFilter(self._input_filter)
@@ -378,7 +425,12 @@ class QtPatchCanvas(QObject):
         self._progress.resize(260, 22)
         self._progress.move(12, 12)
         self._progress.hide()
-        self._frame_request: list[str] | None = None  # a frame() asked for while loading
+        # A frame() asked for while loading: (node ids, readable).
+        self._frame_request: tuple[list[str], bool] | None = None
+        # (evaluator id, output pin) -> its current value, for pin tooltips; set by the editor.
+        self.output_of: Callable[[str, str], Any] | None = None
+        self.backdrops = BackdropLayer(self)
+        self.menu_scene_pos: QPointF | None = None  # where the canvas menu was last asked for
 
     @property
     def widget(self) -> Any:
@@ -414,6 +466,7 @@ class QtPatchCanvas(QObject):
             self._thumbnails.clear()  # items gone with the session
             self._badges.clear()
             self.patch = patch
+            self.backdrops.show(patch.backdrops.values())
         finally:
             self._applying -= 1
         self.graph.undo_stack().clear()
@@ -472,8 +525,8 @@ class QtPatchCanvas(QObject):
         self._progress.hide()
         self.viewer().setUpdatesEnabled(True)
         if self._frame_request is not None:
-            node_ids, self._frame_request = self._frame_request, None
-            self.frame(node_ids)
+            (node_ids, readable), self._frame_request = self._frame_request, None
+            self.frame(node_ids, readable=readable)
 
     def view_node(self, node_id: str) -> BaseNode:
         self.finish_loading()
@@ -517,7 +570,7 @@ class QtPatchCanvas(QObject):
         self.finish_loading()
         self.trail.append(instance_id)
         self._show(body)
-        self.frame(None)
+        self.frame(None, readable=True)
         self.level_changed.emit()
         return True
 
@@ -540,7 +593,7 @@ class QtPatchCanvas(QObject):
             container = _body_of(container, instance_id)
         assert container is not None
         self._show(container)
-        self.frame(None)
+        self.frame(None, readable=True)
         if left in container.nodes:
             self.select([left])
         self.level_changed.emit()
@@ -571,14 +624,11 @@ class QtPatchCanvas(QObject):
 
     # ------------------------------------------------------------------ titles and badges
     def _retitle(self, node_id: str) -> None:
-        """The node's title: its id; an inlet or outlet shows the pin name it gives."""
+        """Show the node's title (see `title_of`)."""
         view = self._views.get(node_id)
         if view is None:
             return
-        inst = self.patch.nodes[node_id]
-        title = node_id
-        if inst.type_id in (INLET, OUTLET):
-            title = f"{'in' if inst.type_id == INLET else 'out'}: {inst.values.get('name')}"
+        title = title_of(self.patch.nodes[node_id])
         if view.view.name != title:
             view.view.name = title
             view.view.draw_node()
@@ -642,6 +692,8 @@ class QtPatchCanvas(QObject):
                 self._unlink_view(event.link)
             elif event.op == "pins":
                 self._sync_ports(event.node_id)
+            elif event.op == "backdrop":
+                self.backdrops.follow(event.value)
             elif event.op == "move":
                 pos = self.patch.nodes[event.node_id].pos
                 view = self._views[event.node_id]
@@ -654,7 +706,7 @@ class QtPatchCanvas(QObject):
         inst = self.patch.nodes[node_id]
         view = self.graph.create_node(
             NODE_CLASSES[inst.type_id].type_,
-            name=node_id,
+            name=title_of(inst),
             pos=inst.pos,
             selected=False,
             push_undo=False,
@@ -664,8 +716,6 @@ class QtPatchCanvas(QObject):
         if len(inst.inputs) != len(inst.spec.inputs) or inst.type_id == SUBPATCH:
             self._sync_ports(node_id)
         view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.doc}".strip())
-        if inst.type_id in (INLET, OUTLET):
-            self._retitle(node_id)
         self._badge(node_id)
         if node_id in self._decor:
             self._show_decor(node_id)
@@ -830,7 +880,12 @@ class QtPatchCanvas(QObject):
         definitions); the choice arrives in create_node or create_instance."""
         self.finish_loading()
         viewer = self.viewer()
-        names = dict(self.graph.node_factory.names)
+        # Our node types only: NodeGraphQt registers its own (Backdrop) too.
+        names = {
+            name: types
+            for name, types in self.graph.node_factory.names.items()
+            if all(t.startswith("patchbay.") for t in types)
+        }
         for name in self.document.definitions if self.document is not None else ():
             names[f"{name} - definition"] = [DEFINITION_TYPE + name]
         viewer.tab_search_set_nodes(names)
@@ -850,10 +905,12 @@ class QtPatchCanvas(QObject):
             self._views[node_id].set_selected(True)
         self._on_selection()
 
-    def frame(self, node_ids: Iterable[str] | None = None) -> None:
-        """Fit the view to the given nodes (all when None or empty); while loading, once built."""
+    def frame(self, node_ids: Iterable[str] | None = None, *, readable: bool = False) -> None:
+        """Fit the view to the given nodes (all when None or empty); while loading, once built.
+        `readable` (a patch or level opened): not below `readable_zoom`, so that titles can be
+        read; the view then shows the start of the patch (left, top)."""
         if self.loading:
-            self._frame_request = list(node_ids or ())
+            self._frame_request = (list(node_ids or ()), readable)
             return
         views = [self._views[n] for n in (node_ids or ()) if n in self._views]
         views = views or list(self._views.values())
@@ -864,9 +921,27 @@ class QtPatchCanvas(QObject):
             rect = rect.united(view.view.sceneBoundingRect())
         rect.adjust(-60, -60, 60, 60)
         viewer = self.viewer()
+        least = self.readable_zoom()
+        port = viewer.viewport().rect()
+        if readable and min(port.width() / rect.width(), port.height() / rect.height()) < least:
+            # Along a side that does not fit, the start of the patch (its sources, on the left).
+            # (fitInView keeps a 2 px margin on each side.)
+            shown = QRectF(0.0, 0.0, (port.width() - 4) / least, (port.height() - 4) / least)
+            shown.moveCenter(rect.center())
+            if shown.width() < rect.width():
+                shown.moveLeft(rect.left())
+            if shown.height() < rect.height():
+                shown.moveTop(rect.top())
+            rect = shown
         viewer.set_scene_rect([rect.x(), rect.y(), rect.width(), rect.height()])
         viewer.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
         viewer._update_scene()
+
+    def readable_zoom(self) -> float:
+        """The least zoom at which a node title is `READABLE_TITLE_PX` tall on screen."""
+        some = next(iter(self._views.values()), None)
+        font = some.view._text_item.font() if some is not None else self.graph.widget.font()
+        return READABLE_TITLE_PX / QFontMetricsF(font).height()
 
     def view_center(self) -> tuple[float, float]:
         self.finish_loading()  # a pending frame() moves the view
@@ -922,6 +997,52 @@ class QtPatchCanvas(QObject):
         item.setToolTip(tip)
         item.update()
 
+    # ------------------------------------------------------------------ pin tooltips
+    def pin_at(self, viewport_pos: QPoint) -> tuple[str, str, bool] | None:
+        """(node id, pin name, is output) of the pin under a viewport position, if any."""
+        viewer = self.viewer()
+        for item in viewer.items(viewport_pos):
+            if isinstance(item, PortItem) and item.node is not None and item.node.id in self._ids:
+                output = item.port_type == PortTypeEnum.OUT.value
+                return self._ids[item.node.id], item.name, output
+        return None
+
+    def pin_tooltip(self, node_id: str, pin: str, output: bool) -> str:
+        """What hovering a pin says: its name and type, its current value, and the node's doc
+        line (pins have no docs of their own)."""
+        inst = self.patch.nodes[node_id]
+        specs = inst.spec.outputs if output else inst.inputs
+        pin_type = next((p.type for p in specs if p.name == pin), "?")
+        if output:
+            value = self._output(node_id, pin)
+            source = ""
+        else:
+            link = self.patch.link_into(node_id, pin)
+            value = self._output(link.src, link.src_pin) if link else inst.values.get(pin)
+            source = f" (from {link.src}.{link.src_pin})" if link else ""
+        doc = (inst.spec.doc or "").strip().splitlines()
+        lines = [
+            f"{'output' if output else 'input'} {pin}: {pin_type}",
+            f"value{source}: {describe_value(value)}",
+        ]
+        lines.append(f"{inst.type_id}: {doc[0]}" if doc else f"pin of a {inst.type_id} node")
+        return "\n".join(lines)
+
+    def _output(self, node_id: str, pin: str) -> Any:
+        if self.output_of is None:
+            return None
+        try:
+            return self.output_of(self.eval_id(node_id), pin)
+        except LookupError:  # not evaluated yet
+            return None
+
+    def _show_pin_tooltip(self, event: QHelpEvent) -> bool:
+        found = self.pin_at(event.pos())
+        if found is None:
+            return False
+        QToolTip.showText(event.globalPos(), self.pin_tooltip(*found), self.viewer().viewport())
+        return True
+
     # ------------------------------------------------------------------ thumbnails
     def thumbnail_candidates(self, node_ids: Iterable[str]) -> list[str]:
         """Those of `node_ids` whose body is in the viewport; none while loading or while nodes
@@ -962,6 +1083,37 @@ class QtPatchCanvas(QObject):
     def thumbnail_item(self, node_id: str) -> QGraphicsPixmapItem | None:
         """The item showing the node's thumbnail, if it has one."""
         return self._thumbnails.get(node_id)
+
+
+def describe_value(value: Any) -> str:
+    """A value in a few words: numbers, short text, an array's shape, a texture's size."""
+    if value is None:
+        return "none yet"
+    if isinstance(value, np.ndarray):
+        return f"array {value.shape} {value.dtype}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"{value:.6g}"
+    if isinstance(value, tuple) and all(isinstance(v, (int, float)) for v in value):
+        return "(" + ", ".join(f"{v:.4g}" for v in value) + ")"
+    texture = getattr(value, "texture", value)
+    size = getattr(texture, "size", None)
+    if hasattr(texture, "glo") and size is not None:
+        return f"texture {size[0]}×{size[1]}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def title_of(inst: NodeInstance) -> str:
+    """A node's title on the canvas: its id and its type (`lfo3 · time.lfo`, `wave · math.sin`;
+    an instance's type is its definition's badge); an inlet or outlet shows the pin name it
+    gives."""
+    if inst.type_id in (INLET, OUTLET):
+        return f"{'in' if inst.type_id == INLET else 'out'}: {inst.values.get('name')}"
+    if inst.type_id == SUBPATCH:
+        return inst.id
+    return f"{inst.id} · {inst.type_id}"
 
 
 def _body_of(container: Patch | None, instance_id: str) -> Patch | None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from PySide6.QtGui import QUndoCommand
 
-from nodes import Link, Patch, PatchError
+from nodes import Backdrop, Link, Patch, PatchError
 
 
 @dataclass(frozen=True)
@@ -242,7 +242,8 @@ def document_state(document: Patch) -> DocumentState:
     )
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """True if two pin values are equal (values that compare element-wise: never)."""
     if a is b:
         return True
     try:
@@ -273,7 +274,9 @@ def _sync(patch: Patch, content: _Content) -> None:
             first = [pin for pin in inst.spec.dynamic_from if pin in values]
             for pin in [*first, *(pin for pin in values if pin not in first)]:
                 current = patch.nodes[node_id]
-                if current.input(pin) is not None and not _same(current.values[pin], values[pin]):
+                if current.input(pin) is not None and not same_value(
+                    current.values[pin], values[pin]
+                ):
                     patch.set_value(node_id, pin, values[pin])
         if inst.pos != pos:
             patch.set_position(node_id, pos)
@@ -364,3 +367,31 @@ class RenameDefinitionCommand(_AppliedFirst):
 
     def undo(self) -> None:
         self._document.rename_definition(self._new, self._old)
+
+
+class LayoutCommand(QUndoCommand):
+    """Change backdrops and node positions together (a backdrop made, renamed, recoloured,
+    removed, resized, or dragged with the nodes on it). `backdrops` maps a backdrop id to (before,
+    after), None meaning absent; `moves` maps node id -> (old position, new position)."""
+
+    def __init__(
+        self,
+        patch: Patch,
+        text: str,
+        backdrops: Mapping[str, tuple[Backdrop | None, Backdrop | None]],
+        moves: Mapping[str, tuple[tuple[float, float], tuple[float, float]]] | None = None,
+    ) -> None:
+        super().__init__(text)
+        self._patch, self._backdrops, self._moves = patch, dict(backdrops), dict(moves or {})
+
+    def redo(self) -> None:
+        for backdrop_id, (_old, new) in self._backdrops.items():
+            self._patch.set_backdrop(backdrop_id, new)
+        for node_id, (_old_pos, new_pos) in self._moves.items():
+            self._patch.set_position(node_id, new_pos)
+
+    def undo(self) -> None:
+        for backdrop_id, (old, _new) in self._backdrops.items():
+            self._patch.set_backdrop(backdrop_id, old)
+        for node_id, (old_pos, _new_pos) in self._moves.items():
+            self._patch.set_position(node_id, old_pos)

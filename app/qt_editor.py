@@ -78,6 +78,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
+    QColor,
     QCursor,
     QGuiApplication,
     QImage,
@@ -86,6 +87,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QApplication,
+    QColorDialog,
     QDockWidget,
     QFileDialog,
     QInputDialog,
@@ -113,10 +115,13 @@ from app.qt_commands import (
     RemoveNodesCommand,
     RenameDefinitionCommand,
     SetValueCommand,
+    same_value,
 )
 from app.qt_export import export_frozen_dialog
 from app.qt_failure_marks import QtFailureMarks
+from app.qt_focus import FieldUndoRouter, canvas_only
 from app.qt_inspector import QtInspector
+from app.qt_legend import QtLegend
 from app.qt_library import QtLibraryPanel
 from app.qt_link_values import QtLinkValues, short_value
 from app.qt_messages import QtBubble, QtMessageLog
@@ -227,8 +232,15 @@ class QtEditorWindow(QMainWindow):
         self.failed_thumbnails = FailedPictures()
 
         self._build_layout()
+        self.legend = QtLegend(self.canvas.widget)
         self._build_status_bar()
         self._build_actions()
+        self.canvas.output_of = lambda path, pin: self.evaluator.output(path, pin)
+        self.canvas.backdrops.rename_requested = self.rename_backdrop
+        self._undo_router = FieldUndoRouter(self)
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self._undo_router)
         self.canvas.refused.connect(self._on_refused)
         self.canvas.selection_changed.connect(self._on_selection)
         self.inspector.value_edited.connect(self._on_value_edited)
@@ -372,6 +384,17 @@ class QtEditorWindow(QMainWindow):
         self._action(edit, "&Enter Instance (Enter)", self.canvas.enter_selected)
         self._action(edit, "Lea&ve Instance (Backspace)", self.canvas.leave)
         graph_menu = self.canvas.graph.get_context_menu("graph")
+        # The canvas menu offers the document's Undo / Redo (NodeGraphQt's own are removed).
+        graph_menu.qmenu.addActions([undo, redo])
+        graph_menu.qmenu.addSeparator()
+        for text, slot in (
+            ("Add Backdrop Around Selection", self.add_backdrop),
+            ("Rename Backdrop…", lambda: self.rename_backdrop(self._menu_backdrop())),
+            ("Recolour Backdrop…", lambda: self.recolor_backdrop(self._menu_backdrop())),
+            ("Remove Backdrop", lambda: self.remove_backdrop(self._menu_backdrop())),
+        ):
+            graph_menu.add_command(text, lambda _graph, slot=slot: slot())
+        graph_menu.qmenu.addSeparator()
         for text, slot in (
             ("Group (Ctrl+G)", self.group_selection),
             ("Ungroup (Ctrl+Shift+G)", self.ungroup_selection),
@@ -380,11 +403,17 @@ class QtEditorWindow(QMainWindow):
             ("Leave Instance (Backspace)", self.canvas.leave),
         ):
             graph_menu.add_command(text, lambda _graph, slot=slot: slot())
-        self._action(edit, "Select &All", self.select_all, "Ctrl+A")
+        select_all = self._action(edit, "Select &All", self.select_all, "Ctrl+A")
         self._action(edit, "New node (Tab search)", self.canvas.open_tab_search)
+        self._action(edit, "Add &Backdrop Around Selection", self.add_backdrop, "Ctrl+B")
+        # These act on the canvas: in a text field, Delete, Ctrl+C or Ctrl+A edit the field.
+        frame_action = QAction("&Frame selection", self)
+        canvas_only([*self.edit_actions[:6], select_all, frame_action], self.canvas.widget)
 
         view = menu.addMenu("&View")
-        self._action(view, "&Frame selection", self.frame_selection, "F")
+        frame_action.setShortcut(QKeySequence("F"))
+        frame_action.triggered.connect(lambda _checked=False: self.frame_selection())
+        view.addAction(frame_action)
         self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
         self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
         self.step_action = self._action(view, "S&tep one frame", self.step_frame, ".")
@@ -410,9 +439,62 @@ class QtEditorWindow(QMainWindow):
         self.output_screen_menu.setEnabled(False)
         self.output_screen_menu.aboutToShow.connect(self._fill_output_screen_menu)
         view.addSeparator()
+        self.legend_action = self._action(view, "&Legend", self._toggle_legend, "F1")
+        self.legend_action.setCheckable(True)
+        self.legend_action.setChecked(True)
+        self.legend.closed.connect(lambda: self.legend_action.setChecked(False))
         panels = view.addMenu("&Panels")
         for dock in self.docks.values():
             panels.addAction(dock.toggleViewAction())
+
+    def _toggle_legend(self) -> None:
+        self.legend.setVisible(self.legend_action.isChecked())
+        if self.legend.isVisible():
+            self.legend.raise_()
+
+    # ------------------------------------------------------------------ backdrops
+    def _menu_backdrop(self) -> str | None:
+        """The backdrop under the canvas menu's click, else the one holding the selection."""
+        canvas = self.canvas
+        found = canvas.backdrops.at(canvas.menu_scene_pos) if canvas.menu_scene_pos else None
+        if found is None:
+            selected = set(canvas.selected_ids())
+            for backdrop in canvas.patch.backdrops.values():
+                if selected and selected <= set(canvas.backdrops.nodes_inside(backdrop)):
+                    found = backdrop.id
+        if found is None:
+            self._on_refused("no backdrop there: right-click inside a backdrop")
+        return found
+
+    def add_backdrop(self) -> None:
+        """Frame the selected nodes (or the view's centre) with a new backdrop."""
+        self.canvas.backdrops.create_around(self.canvas.selected_ids())
+
+    def ask_backdrop_title(self, current: str) -> str | None:
+        title, accepted = QInputDialog.getText(self, "Backdrop", "Title:", text=current)
+        return title.strip() if accepted else None
+
+    def ask_backdrop_color(self, current: tuple[int, int, int]) -> tuple[int, int, int] | None:
+        color = QColorDialog.getColor(QColor(*current), self, "Backdrop colour")
+        return (color.red(), color.green(), color.blue()) if color.isValid() else None
+
+    def rename_backdrop(self, backdrop_id: str | None) -> None:
+        if backdrop_id is None:
+            return
+        title = self.ask_backdrop_title(self.canvas.patch.backdrops[backdrop_id].title)
+        if title:
+            self.canvas.backdrops.retitle(backdrop_id, title)
+
+    def recolor_backdrop(self, backdrop_id: str | None) -> None:
+        if backdrop_id is None:
+            return
+        color = self.ask_backdrop_color(self.canvas.patch.backdrops[backdrop_id].color)
+        if color is not None:
+            self.canvas.backdrops.recolor(backdrop_id, color)
+
+    def remove_backdrop(self, backdrop_id: str | None) -> None:
+        if backdrop_id is not None:
+            self.canvas.backdrops.remove(backdrop_id)
 
     @property
     def _can_show_output(self) -> bool:
@@ -467,7 +549,7 @@ class QtEditorWindow(QMainWindow):
         self.undo_stack.setClean()
         self._update_title()
         self._update_status()
-        self.canvas.frame(None)
+        self.canvas.frame(None, readable=True)
 
     @property
     def patch(self) -> Patch:
@@ -854,6 +936,9 @@ class QtEditorWindow(QMainWindow):
         self.bubble.show_at(pointer, f"Refused: {reason}")
 
     def _on_value_edited(self, node_id: str, pin: str, value: Any, gesture: Any) -> None:
+        shown = self.canvas.patch
+        if node_id in shown.nodes and same_value(shown.value(node_id, pin), value):
+            return  # e.g. Return, then leaving the field: one typed edit, one undo step
         command = SetValueCommand(self.canvas.patch, node_id, pin, value, gesture)
         try:
             command.apply()
@@ -1367,6 +1452,9 @@ class QtEditorWindow(QMainWindow):
         if not ending and not self.maybe_save_changes():
             event.ignore()
             return
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self._undo_router)
         self._timer.stop()
         self._autosave.stop()
         if self.engine is not None:  # perform mode: an open output window plays on

@@ -26,11 +26,12 @@ from nodes._fileformat import (
     remove_stale_temporary_files,
     save_patch,
 )
-from nodes._patch import Link, NodeInstance, Patch, PatchEvent
+from nodes._patch import Backdrop, Link, NodeInstance, Patch, PatchEvent
 from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
 
 __all__ = [
     "LIBRARY",
+    "Backdrop",
     "CycleError",
     "Deferred",
     "Determinism",

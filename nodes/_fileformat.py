@@ -5,6 +5,10 @@
      "links": [{"from": ["add1", "out"], "to": ["out1", "in"]}, ...],
      "definitions": {"blob": {"nodes": [...], "links": [...]}, ...}}
 
+`backdrops` (in the document and in each definition: id, title, colour, rect) is layout only and
+written only when there are some, so files without backdrops are what they were; older readers
+ignore it (the schema allows keys it does not know), so it needs no new version.
+
 Version 2 added `definitions` (subpatches: nodes/_definitions.py); a patch without definitions is
 still written as version 1, which every patchbay reads, and version 1 files load as they always
 did. Definitions are built innermost first (a body holding instances of another comes after it),
@@ -76,7 +80,7 @@ from nodes._errors import (
     shown,
 )
 from nodes._limits import MAX_POSITION, Limits, active_limits
-from nodes._patch import Patch, checked_resolution
+from nodes._patch import Backdrop, Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 
 FORMAT = "patchbay"
@@ -99,6 +103,29 @@ _NODES = {
             "type": {"type": "string"},
             "values": {"type": "object"},
             "pos": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        },
+    },
+}
+_BACKDROPS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["id", "title", "color", "rect"],
+        "properties": {
+            "id": {"type": "string", "minLength": 1},
+            "title": {"type": "string"},
+            "color": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0, "maximum": 255},
+                "minItems": 3,
+                "maxItems": 3,
+            },
+            "rect": {
+                "type": "array",
+                "items": {"type": "number", "minimum": -MAX_POSITION, "maximum": MAX_POSITION},
+                "minItems": 4,
+                "maxItems": 4,
+            },
         },
     },
 }
@@ -130,13 +157,14 @@ SCHEMA: dict[str, Any] = {
         "meta": {"type": "object"},
         "nodes": _NODES,
         "links": _LINKS,
+        "backdrops": _BACKDROPS,
         "definitions": {
             "type": "object",
             "propertyNames": {"minLength": 1, "pattern": "^[^/]+$"},
             "additionalProperties": {
                 "type": "object",
                 "required": ["nodes", "links"],
-                "properties": {"nodes": _NODES, "links": _LINKS},
+                "properties": {"nodes": _NODES, "links": _LINKS, "backdrops": _BACKDROPS},
             },
         },
     },
@@ -296,7 +324,14 @@ def body_to_dict(patch: Patch, arrays: dict[str, np.ndarray], prefix: str) -> di
             {"id": instance.id, "type": instance.type_id, "values": values, "pos": position}
         )
     links = [{"from": [ln.src, ln.src_pin], "to": [ln.dst, ln.dst_pin]} for ln in patch.links]
-    return {"nodes": nodes, "links": links}
+    body: dict[str, Any] = {"nodes": nodes, "links": links}
+    if patch.backdrops:  # absent when there are none: such files stay as they always were
+        body["backdrops"] = [
+            {"id": b.id, "title": b.title, "color": list(b.color),
+             "rect": [round(v, 2) for v in b.rect]}
+            for b in patch.backdrops.values()
+        ]  # fmt: skip
+    return body
 
 
 def patch_from_dict(
@@ -353,7 +388,9 @@ def _patch_from_document(
             return fail(f"definitions.{one_line(name, 40)}.{place}", message)
 
         _fill(patch.definition(name), entry["nodes"], entry["links"], sidecars, limits, fail_inside)
+        _add_backdrops(patch.definition(name), entry.get("backdrops", []), fail_inside)
     _fill(patch, document["nodes"], document["links"], sidecars, limits, fail)
+    _add_backdrops(patch, document.get("backdrops", []), fail)
     try:
         patch.end_deferred_checks()
     except PatchError as problem:
@@ -364,6 +401,21 @@ def _patch_from_document(
     patch.revision = 0
     patch.value_revision = 0
     return patch
+
+
+def _add_backdrops(patch: Patch, entries: list[dict[str, Any]], fail: Any) -> None:
+    """Put the (schema-checked) backdrops of a document or body into `patch`."""
+    for index, entry in enumerate(entries):
+        if entry["id"] in patch.backdrops:
+            raise fail(f"backdrops[{index}].id", f"backdrop id {shown(entry['id'])} is used twice")
+        x, y, width, height = (float(v) for v in entry["rect"])
+        if not all(math.isfinite(v) for v in (x, y, width, height)):
+            raise fail(f"backdrops[{index}].rect", "must be finite numbers")
+        if width < 0 or height < 0:
+            raise fail(f"backdrops[{index}].rect", "width and height must not be negative")
+        color = (int(entry["color"][0]), int(entry["color"][1]), int(entry["color"][2]))
+        backdrop = Backdrop(entry["id"], entry["title"], color, (x, y, width, height))
+        patch.set_backdrop(backdrop.id, backdrop)
 
 
 def _innermost_first(definitions: Mapping[str, Any], fail: Any) -> list[str]:

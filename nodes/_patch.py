@@ -92,11 +92,21 @@ class NodeInstance:
 EventKind = Literal["structural", "value", "ui"]
 
 
+class Backdrop(NamedTuple):
+    """A titled, coloured frame drawn behind nodes: layout only, never read by evaluators.
+    `rect` is (x, y, width, height) in canvas units; `color` is (r, g, b), 0-255."""
+
+    id: str
+    title: str
+    color: tuple[int, int, int]
+    rect: tuple[float, float, float, float]
+
+
 class PatchEvent(NamedTuple):
     """What changed. `op` is one of add_node, remove_node, connect, disconnect, pins, set_value,
-    move, settings, add_definition, remove_definition, rename_definition (`value`: the name, or
-    (old, new)). `definition`: the definition whose body the edit was made in (None: the
-    document's own nodes)."""
+    move, backdrop (`value`: the backdrop's id; a UI-only edit), settings, add_definition,
+    remove_definition, rename_definition (`value`: the name, or (old, new)). `definition`: the
+    definition whose body the edit was made in (None: the document's own nodes)."""
 
     kind: EventKind
     op: str
@@ -124,6 +134,7 @@ class Patch:
         self._links_out: dict[str, dict[Link, None]] = {}
         self.settings: dict[str, Any] = {"resolution": [640, 360]}
         self.meta: dict[str, Any] = {}  # e.g. frozen-export information; never read by editors
+        self.backdrops: dict[str, Backdrop] = {}  # id -> frame drawn behind nodes (layout only)
         self._folder: Path | None = None
         self.revision = 0
         self.value_revision = 0
@@ -210,6 +221,7 @@ class Patch:
         twin._links_out = {node_id: dict(links) for node_id, links in self._links_out.items()}
         twin.settings = copy.deepcopy(self.settings)
         twin.meta = copy.deepcopy(self.meta)
+        twin.backdrops = dict(self.backdrops)
         twin.folder = self.folder
         twin.revision, twin.value_revision = self.revision, self.value_revision
         twin._next_id = self._next_id
@@ -530,6 +542,23 @@ class Patch:
     def set_position(self, node_id: str, pos: tuple[float, float]) -> None:
         self.node(node_id).pos = (float(pos[0]), float(pos[1]))
         self._emit(PatchEvent("ui", "move", node_id, value=pos))
+
+    def set_backdrop(self, backdrop_id: str, backdrop: Backdrop | None) -> None:
+        """Add or replace the backdrop `backdrop_id` (None removes it); a UI-only edit."""
+        if backdrop is None:
+            if self.backdrops.pop(backdrop_id, None) is None:
+                return
+        else:
+            if backdrop.id != backdrop_id:
+                raise PatchValueError(f"backdrop {backdrop_id!r} given as {backdrop.id!r}")
+            self.backdrops[backdrop_id] = backdrop
+        self._emit(PatchEvent("ui", "backdrop", value=backdrop_id))
+
+    def new_backdrop_id(self) -> str:
+        """A backdrop id not in use: `backdrop1`, `backdrop2`, ..."""
+        return next(
+            f"backdrop{n}" for n in itertools.count(1) if f"backdrop{n}" not in self.backdrops
+        )
 
     def set_value(self, node_id: str, pin: str, value: Any) -> None:
         """Set the value of an input pin (used when the pin has no link).
