@@ -1,7 +1,8 @@
 """The `patchbay` command line.
 
-    patchbay [edit] [FILE] [LIMITS] [--output [--screen N] [--fullscreen]] [--attach]   the editor
-    patchbay run FILE [LIMITS] [--headless --frames N] [--fps F] [--print NODE.PIN ...] [--out DIR]
+    patchbay [edit] [FILE] [LIMITS] [LIVE] [--output [--screen N] [--fullscreen]] [--attach]
+    patchbay run FILE [LIMITS] [LIVE] [--headless --frames N] [--fps F] [--print NODE.PIN ...]
+                 [--out DIR]
     patchbay freeze FILE -o OUT [LIMITS]
     patchbay check FILE [LIMITS]
     patchbay nodes [--json]
@@ -15,6 +16,9 @@ LIMITS: a patch file is data from a stranger, loaded within the documented resou
 (nodes/_limits.py: `patchbay check --help` lists them). For a file the person trusts, `--trust`
 lifts them all, and `--limit NAME=VALUE` (repeatable) changes one, e.g. `--limit nodes=500000`.
 A file beyond the limits fails `check` (exit status 2) with the limit named.
+
+LIVE (app/service_options.py): `--osc-port P` (OSC input port, 0: off), `--osc-host HOST` (listen
+on another interface than 127.0.0.1), `--allow-send` (let `osc.out` nodes send).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from app.limit_options import add_limit_arguments, apply_limits, limit_flags
+from app.service_options import add_service_arguments, service_flags
 
 if TYPE_CHECKING:
     from nodes import Patch
@@ -45,10 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         "--attach", action="store_true", help="take the patch of the engine already playing"
     )
     add_limit_arguments(edit)
+    add_service_arguments(edit)
 
     run = commands.add_parser("run", help="play a patch (output window, or headless)")
     run.add_argument("file")
     add_limit_arguments(run)
+    add_service_arguments(run)
     run.add_argument("--headless", action="store_true", help="no window: evaluate frames only")
     run.add_argument("--frames", type=int, default=None, help="number of frames to play")
     run.add_argument("--fps", type=float, default=60.0, help="frame clock rate (t = frame / fps)")
@@ -116,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_editor(
                 getattr(options, "file", None),
-                engine_args=limit_flags(options),
+                engine_args=limit_flags(options) + service_flags(options),
                 attach=getattr(options, "attach", False),
                 output=getattr(options, "output", False),
                 screen=getattr(options, "screen", None),

@@ -264,7 +264,8 @@ class EngineServer:
 
 class Engine:
     """The running patch: see the module note. `gpu` is a GLService or None; `bypass` maps node
-    ids to the reason they must not run."""
+    ids to the reason they must not run; `services` are the options of its services
+    (evaluators._services: `osc_port`, `osc_host`, `allow_send`)."""
 
     def __init__(
         self,
@@ -275,12 +276,14 @@ class Engine:
         frame_log: FrameLog | None = None,
         supervised: bool = False,
         playing_file: Path | None = None,
+        services: dict[str, Any] | None = None,
     ) -> None:
         self.gpu = gpu
         self.supervised = supervised  # a supervisor process restarts it, not its editors
         self.playing_file = playing_file  # where what plays is kept when the editor leaves
         self.ctx = ExecutionContext(gpu)
         self.ctx.bypassed.update(bypass or {})
+        self.ctx.services.options.update(services or {})  # --osc-port and the like
         self.patch = patch
         self.evaluator = DualEvaluator(patch, context=self.ctx)
         self.frame_log = frame_log

@@ -28,6 +28,7 @@ from app.engine import Engine, FrameLog
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_NO_GL, EXIT_NODE_FAILED
 from app.limit_options import limit_flags
 from app.patch_info import output_node, parse_size, uses_gpu
+from app.service_options import service_flags, service_options
 from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
 from nodes import Patch, PatchError, load_patch
 
@@ -82,6 +83,7 @@ def play_headless(
     gpu: Any = None,
     out_dir: str | Path | None = None,
     failed: set[str] | None = None,
+    services: dict[str, Any] | None = None,
 ) -> DualEvaluator:
     """Play `frames` frames at a fixed clock and print the requested values, one line a frame:
     the engine (app.engine) with no editor, stepped by a fixed clock instead of real time.
@@ -90,13 +92,14 @@ def play_headless(
 
     With `gpu` (a GLService) GPU nodes render; with `out_dir` too, the `gpu.output` texture of
     every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing);
-    a folder or file that cannot be written raises FrameWriteError.
+    a folder or file that cannot be written raises FrameWriteError. `services` are the options
+    of the live-input services (app.service_options: `--osc-port`, `--allow-send`).
     """
     targets = _parse_prints(patch, prints)
     sink = output_node(patch)
     if out_dir is not None and sink is None:
         raise PatchError("--out needs a gpu.output node in the patch")
-    engine = Engine(patch, gpu=gpu, frame_log=FrameLog.from_environment())
+    engine = Engine(patch, gpu=gpu, frame_log=FrameLog.from_environment(), services=services)
     evaluator = engine.evaluator
     evaluator.watch(node_id for node_id, _ in targets)
     writer = None
@@ -155,7 +158,7 @@ def run_command(options: argparse.Namespace) -> int:
     from app.engine_client import EngineProcess, default_state_dir, supervise
 
     arguments = ["--file", str(options.file), "--output", "--player", "--fps", str(options.fps)]
-    arguments += limit_flags(options)
+    arguments += limit_flags(options) + service_flags(options)
     if options.frames is not None:
         arguments += ["--frames", str(options.frames)]
     if options.size:
@@ -188,7 +191,8 @@ def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
     failed: set[str] = set()
     try:
         evaluator = play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
-                                  out_dir=options.out, failed=failed)  # fmt: skip
+                                  out_dir=options.out, failed=failed,
+                                  services=service_options(options))  # fmt: skip
     except write_errors as error:  # --out cannot be written: one line, no traceback
         print(f"patchbay run: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -52,6 +52,7 @@ from app.qt_output import (
     screen_choices,
 )
 from app.qt_signals import on_signals
+from app.service_options import add_service_arguments, service_options
 from nodes import Patch, PatchError, load_patch
 
 NO_WINDOW_PLATFORMS = ("offscreen", "minimal")
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         "--player", action="store_true", help="q, Ctrl+Q, Esc in its output window quit it"
     )
     add_limit_arguments(parser)
+    add_service_arguments(parser)
     return parser
 
 
@@ -242,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         frame_log=FrameLog.from_environment(),
         supervised=options.supervised,
         playing_file=playing_file,
+        services=service_options(options),
     )
     if resumed is not None:
         path = resumed.get("path")

@@ -23,6 +23,9 @@ same context to its lazy and its flat half), which is what makes swaps invisible
   notice cheaply.
 - `submit(fn, *args)`: a worker pool for blocking work (file reads, image decoding) that nodes
   start and then report `Deferred` until it is done; `release_all()` shuts it down.
+- `services` (evaluators._services): long-lived I/O (the OSC server), made on the frame thread the
+  first time a node asks (`service(name)`), told at every `advance()` that a frame starts (they
+  drain their queues then), closed by `release_all()`.
 
 Evaluators forward patch events to `on_patch_event`: removing a node drops everything kept for it
 and closes its state (a state with a `close()` method gives back what it holds, e.g. pooled GPU
@@ -49,6 +52,7 @@ from typing import Any
 
 from evaluators._path import NodePath
 from evaluators._protocol import NodeClass
+from evaluators._services import Services
 from nodes import NodeInstance, NodeSpec, PatchEvent
 from nodes._errors import one_line
 
@@ -117,6 +121,11 @@ class ExecutionContext:
         self.bypassed: dict[str, str] = {}
         self.bypass_epoch = 0
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
+        self.services = Services()
+
+    def service(self, name: str) -> Any:
+        """The long-lived service `name` (e.g. "osc"), opened on first use; frame thread only."""
+        return self.services.get(name, self)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         """Run `fn(*args)` on the context's worker pool (made on first use)."""
@@ -179,6 +188,7 @@ class ExecutionContext:
         self.t = t
         self.frame = frame
         self.frames_run += 1
+        self.services.frame_started()
 
     def state_for(self, path: NodePath, spec: NodeSpec) -> Any:
         state = self.states.get(path)
@@ -209,8 +219,10 @@ class ExecutionContext:
         _close_state(self.states.pop(NodePath.of(node_id), None))
 
     def release_all(self) -> None:
-        """Close every node state and shut the worker pool down (when the context is discarded
-        with its patch); work not started is cancelled, running work is not waited for."""
+        """Close every node state and service and shut the worker pool down (when the context is
+        discarded with its patch); work not started is cancelled, running work is not waited
+        for."""
+        self.services.close()
         states, self.states = self.states, {}
         for state in states.values():
             _close_state(state)

@@ -1,0 +1,76 @@
+"""Services: the long-lived I/O of a running patch (OSC server, later MIDI ports and the transport).
+
+`Services` belongs to an ExecutionContext. A service is made by name (`get("osc")`) the first time a
+node asks for it, by the factory in `FACTORIES`, and lives until `close()` (the context's
+`release_all()`, when the process that runs frames discards the patch). Only the frame thread may
+make one: the thread that called `frame_started()` last, which the context does at the start of
+every frame. Background builds (the dual evaluator's) and worker threads get a RuntimeError, so no
+evaluator built off the frame thread ever opens a socket or a device.
+
+A service has `begin_frame()`, called at the start of every frame before any node runs (where it
+drains what its I/O threads queued), and `close()`. `options` are the process's own settings for
+services, from its command line (`osc_port`, `osc_host`, `allow_send`); they win over the patch's
+settings, which a factory reads from the context (`ctx.settings`).
+
+Factories import their module when first used, so a process that never plays an OSC node never
+imports python-osc.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+
+class Service(Protocol):
+    def begin_frame(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _osc(ctx: Any) -> Service:
+    from evaluators.osc_service import OscService
+
+    return OscService.for_context(ctx)
+
+
+#: Name -> factory taking the execution context.
+FACTORIES: dict[str, Callable[[Any], Service]] = {"osc": _osc}
+
+
+class Services:
+    """The services of one execution context: see the module note."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, Any] = {}
+        self._made: dict[str, Service] = {}
+        self._frame_thread: int | None = None
+
+    def get(self, name: str, ctx: Any) -> Any:
+        """The service `name`, made on first use (on the frame thread only)."""
+        found = self._made.get(name)
+        if found is not None:
+            return found
+        factory = FACTORIES.get(name)
+        if factory is None:
+            raise KeyError(f"no service named {name!r}")
+        if threading.get_ident() != self._frame_thread:
+            raise RuntimeError(f"the {name} service can only be opened on the frame thread")
+        made = self._made[name] = factory(ctx)
+        return made
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._made
+
+    def frame_started(self) -> None:
+        """Called by the frame thread at the start of each frame: services drain their queues."""
+        self._frame_thread = threading.get_ident()
+        for service in self._made.values():
+            service.begin_frame()
+
+    def close(self) -> None:
+        """Close every service made so far (a later `get` makes a new one)."""
+        made, self._made = self._made, {}
+        for service in made.values():
+            service.close()

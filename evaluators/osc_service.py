@@ -1,0 +1,289 @@
+"""The OSC service: a UDP server thread that receives OSC messages, and a sender.
+
+Receiving: the server thread reads datagrams from a UDP socket, parses them with python-osc and only
+enqueues: `(address, value)` per message (value: the first argument when it is a number or a bool,
+else None), or `MALFORMED` for a datagram that is no OSC packet. It touches nothing else. The frame
+thread drains the queue in `begin_frame()`, at the start of a frame:
+
+- continuous values coalesce: `value(address)` is the first argument of the latest message that
+  had a number, however many came in since the last frame (100 messages in one frame apply once);
+- triggers are queued, none lost: each message arrived gives its address one frame on which
+  `triggered(address)` is true, so 5 messages in one frame fire on the next 5 frames; `count`
+  tells how many messages arrived in the last drain.
+- malformed datagrams are counted (`malformed`) and dropped; messages to addresses no node
+  listens to are counted (`ignored`) and dropped.
+
+We parse with `OscPacket` and not python-osc's `Dispatcher`, which passes over malformed packets
+without counting them and sleeps on a bundle timed in the future (a stranger's packet could hold the
+thread); bundle times are ignored here: a message applies on the frame after it arrives. python-osc
+also reads some broken packets (it pads a truncated float with zeros, and logs and skips an unknown
+type tag), so `well_formed` checks the framing first: sizes in multiples of 4, bundle elements that
+fit, addresses and type tags that end, type tags python-osc knows with all their arguments there.
+
+The server binds `127.0.0.1` unless the process was told another host (`--osc-host`), on the port of
+the process's `osc_port` option (`--osc-port`), else the patch's `settings.osc_port`, else
+`DEFAULT_PORT`; port 0 turns input off. A port that cannot be bound is one line on stderr and the
+patch plays without OSC input. The port is read when the first `osc.in` node runs.
+
+Sending: `send(host, port, address, value)` from the frame thread, on one UDP socket. Nothing is
+sent unless the process allows it (`allow_send`, `--allow-send`): a patch from a file is a
+stranger's, and must not make the machine send packets to hosts it names. Hosts are IP addresses
+(or `localhost`): a name lookup could block the frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import queue
+import socket
+import sys
+import threading
+from collections import Counter
+from typing import Any, TextIO
+
+from pythonosc.osc_message_builder import OscMessageBuilder
+from pythonosc.osc_packet import OscPacket
+
+DEFAULT_PORT = 9000
+DEFAULT_HOST = "127.0.0.1"
+MAX_DATAGRAM = 65536
+_POLL_SECONDS = 0.1  # how often the server thread looks whether it must stop
+
+MALFORMED = object()
+_FIXED_SIZES = {
+    "i": 4,
+    "f": 4,
+    "r": 4,
+    "m": 4,
+    "h": 8,
+    "d": 8,
+    "t": 8,
+    "T": 0,
+    "F": 0,
+    "N": 0,
+    "[": 0,
+    "]": 0,
+}
+_BUNDLE = b"#bundle\x00"
+
+
+def _padded_string_end(data: bytes, start: int) -> int:
+    """Where the null-terminated, 4-byte padded string at `start` ends, or -1."""
+    end = data.find(b"\x00", start)
+    return -1 if end < 0 else (end // 4 + 1) * 4
+
+
+def well_formed(data: bytes, depth: int = 0) -> bool:
+    """Whether `data` is framed as an OSC packet: a message (address, type tags python-osc
+    reads) or a bundle of such elements, nested at most 8 deep."""
+    if len(data) % 4 or not data or depth > 8:
+        return False
+    if data.startswith(_BUNDLE):
+        at = 16  # "#bundle", then the time tag
+        while at < len(data):
+            size = int.from_bytes(data[at : at + 4], "big")
+            at += 4
+            if (
+                size == 0
+                or at + size > len(data)
+                or not well_formed(data[at : at + size], depth + 1)
+            ):
+                return False
+            at += size
+        return at == len(data) and len(data) >= 16
+    if not data.startswith(b"/"):
+        return False
+    tags_at = _padded_string_end(data, 0)
+    if tags_at < 0 or tags_at > len(data):
+        return False
+    if tags_at == len(data):
+        return True  # no type tags: a message without arguments
+    tags_end = _padded_string_end(data, tags_at)
+    tags = data[tags_at : data.find(b"\x00", tags_at)]
+    if not 0 < tags_end <= len(data) or not tags.startswith(b","):
+        return False
+    return _arguments_end(data, tags[1:].decode("ascii", "replace"), tags_end) == len(data)
+
+
+def _arguments_end(data: bytes, tags: str, at: int) -> int:
+    """Where the arguments of `tags` starting at `at` end, or -1 when they do not fit."""
+    for tag in tags:
+        if tag in _FIXED_SIZES:
+            at += _FIXED_SIZES[tag]
+        elif tag == "s":
+            at = _padded_string_end(data, at)
+        elif tag == "b":
+            size = int.from_bytes(data[at : at + 4], "big")
+            at += 4 + (size + 3) // 4 * 4
+        else:
+            return -1
+        if at < 0 or at > len(data):
+            return -1
+    return at
+
+
+def first_value(params: list[Any]) -> float | None:
+    """The first argument of a message as a float, or None when it is not a number."""
+    if params and isinstance(params[0], int | float | bool):
+        return float(params[0])
+    return None
+
+
+class OscService:
+    """OSC in and out for one running patch: see the module note."""
+
+    def __init__(self, host: str, port: int, allow_send: bool, log: TextIO | None = None) -> None:
+        self.allow_send = allow_send
+        self.malformed = 0
+        self.ignored = 0
+        self.listening: tuple[str, int] | None = None  # where the server listens, if it does
+        self._log = log if log is not None else sys.stderr
+        self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._listened: set[str] = set()
+        self._latest: dict[str, float] = {}
+        self._pending: Counter[str] = Counter()  # triggers not fired yet, per address
+        self._fired: set[str] = set()
+        self._count: Counter[str] = Counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self._sender: socket.socket | None = None
+        if port:
+            self._start(host, port)
+
+    @classmethod
+    def for_context(cls, ctx: Any) -> OscService:
+        """The service for an execution context: its options, then the patch's settings."""
+        options = ctx.services.options
+        port = options.get("osc_port")
+        if port is None:
+            port = ctx.settings.get("osc_port", DEFAULT_PORT)
+        host = options.get("osc_host") or DEFAULT_HOST
+        return cls(host, int(port), bool(options.get("allow_send", False)))
+
+    def _start(self, host: str, port: int) -> None:
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.bind((host, port))
+        except OSError as error:
+            sock.close()
+            reason = error.strerror or str(error)
+            print(
+                f"patchbay: OSC input off: cannot listen on {host}:{port} ({reason}); "
+                "the patch plays without it",
+                file=self._log,
+            )
+            return
+        sock.settimeout(_POLL_SECONDS)
+        self._socket = sock
+        self.listening = sock.getsockname()[:2]
+        self._thread = threading.Thread(target=self._receive, name="patchbay-osc", daemon=True)
+        self._thread.start()
+
+    def _receive(self) -> None:
+        """The server thread: parse datagrams and enqueue what they hold, nothing else."""
+        sock, inbox = self._socket, self._inbox
+        assert sock is not None
+        while not self._stop.is_set():
+            try:
+                data = sock.recv(MAX_DATAGRAM)
+            except TimeoutError:
+                continue
+            except OSError:  # the socket was closed
+                return
+            if not well_formed(data):
+                inbox.put(MALFORMED)
+                continue
+            try:
+                messages = [
+                    (timed.message.address, first_value(timed.message.params))
+                    for timed in OscPacket(data).messages
+                ]
+            except Exception:  # python-osc raises ParseError, and others on some garbage
+                inbox.put(MALFORMED)
+                continue
+            for message in messages:
+                inbox.put(message)
+
+    # ------------------------------------------------------------------ the frame thread
+    def begin_frame(self) -> None:
+        """Drain what arrived since the last frame (what arrives meanwhile waits for the next)."""
+        inbox, listened = self._inbox, self._listened
+        self._count.clear()
+        for _ in range(inbox.qsize()):
+            item = inbox.get_nowait()
+            if item is MALFORMED:
+                self.malformed += 1
+                continue
+            address, value = item
+            if address not in listened:
+                self.ignored += 1
+                continue
+            if value is not None:
+                self._latest[address] = value
+            self._pending[address] += 1
+            self._count[address] += 1
+        self._fired = set(self._pending)
+        self._pending.subtract(self._fired)
+        self._pending = +self._pending  # drops the addresses with nothing left to fire
+
+    def pending(self) -> int:
+        """Messages and malformed datagrams received and not drained yet."""
+        return self._inbox.qsize()
+
+    def listen(self, address: str) -> None:
+        """Keep the messages to `address` from now on."""
+        if not address.startswith("/"):
+            raise ValueError(f"OSC address {address!r} must start with '/'")
+        self._listened.add(address)
+
+    def value(self, address: str, default: float = 0.0) -> float:
+        return self._latest.get(address, default)
+
+    def triggered(self, address: str) -> bool:
+        return address in self._fired
+
+    def count(self, address: str) -> int:
+        return self._count[address]
+
+    def send(self, host: str, port: int, address: str, value: Any) -> None:
+        """Send one message; PermissionError unless sending is allowed."""
+        if not self.allow_send:
+            raise PermissionError(
+                f"sending OSC to {host}:{port} is not allowed (start with --allow-send)"
+            )
+        target = _checked_target(host, port, address)
+        builder = OscMessageBuilder(address)
+        builder.add_arg(value)
+        if self._sender is None:
+            self._sender = socket.socket(target[2], socket.SOCK_DGRAM)
+        elif self._sender.family != target[2]:
+            self._sender.close()
+            self._sender = socket.socket(target[2], socket.SOCK_DGRAM)
+        self._sender.sendto(builder.build().dgram, target[:2])
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        for sock in (self._socket, self._sender):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
+        self._socket = self._sender = None
+        self.listening = None
+
+
+def _checked_target(host: str, port: int, address: str) -> tuple[str, int, socket.AddressFamily]:
+    """(ip, port, family) of a send, or ValueError naming what is wrong."""
+    if not address.startswith("/"):
+        raise ValueError(f"OSC address {address!r} must start with '/'")
+    if not 0 < port < 65536:
+        raise ValueError(f"OSC port {port} is not between 1 and 65535")
+    try:
+        ip = ipaddress.ip_address("127.0.0.1" if host == "localhost" else host)
+    except ValueError:
+        raise ValueError(f"OSC host {host!r} is not an IP address (or localhost)") from None
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    return str(ip), port, family
