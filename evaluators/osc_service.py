@@ -23,7 +23,8 @@ fit, addresses and type tags that end, type tags python-osc knows with all their
 The server binds `127.0.0.1` unless the process was told another host (`--osc-host`), on the port of
 the process's `osc_port` option (`--osc-port`), else the patch's `settings.osc_port`, else
 `DEFAULT_PORT`; port 0 turns input off. A port that cannot be bound is one line on stderr and the
-patch plays without OSC input. The port is read when the first `osc.in` node runs.
+patch plays without OSC input. The port is read when the first OSC node runs, and bound when the
+first `listen()` comes (a patch that only sends listens nowhere).
 
 Sending: `send(host, port, address, value)` from the frame thread, on one UDP socket. Nothing is
 sent unless the process allows it (`allow_send`, `--allow-send`): a patch from a file is a
@@ -149,8 +150,7 @@ class OscService:
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
         self._sender: socket.socket | None = None
-        if port:
-            self._start(host, port)
+        self._address = (host, port)  # where to listen once a node listens
 
     @classmethod
     def for_context(cls, ctx: Any) -> OscService:
@@ -236,6 +236,8 @@ class OscService:
         """Keep the messages to `address` from now on."""
         if not address.startswith("/"):
             raise ValueError(f"OSC address {address!r} must start with '/'")
+        if not self._listened and self._address[1]:
+            self._start(*self._address)
         self._listened.add(address)
 
     def value(self, address: str, default: float = 0.0) -> float:

@@ -151,7 +151,8 @@ SCHEMA: dict[str, Any] = {
                     "items": {"type": "integer", "minimum": 1},
                     "minItems": 2,
                     "maxItems": 2,
-                }
+                },
+                "osc_port": {"type": "integer", "minimum": 0, "maximum": 65535},
             },
         },
         "meta": {"type": "object"},

@@ -167,6 +167,9 @@ def test_a_port_in_use_is_one_line_and_the_patch_plays_on(make_evaluator: Any) -
         port = taken.getsockname()[1]
         log = io.StringIO()
         service = OscService("127.0.0.1", port, allow_send=False, log=log)
+        assert log.getvalue() == ""  # nothing is bound before a node listens
+        service.listen("/fader/1")
+        service.listen("/fader/2")
         assert service.listening is None
         assert log.getvalue().count("\n") == 1
         assert f"OSC input off: cannot listen on 127.0.0.1:{port}" in log.getvalue()
@@ -271,7 +274,7 @@ def test_osc_out_sends_nothing_unless_allowed(make_evaluator: Any, receiver: Rec
 def test_osc_out_sends_when_allowed_and_on_change(make_evaluator: Any, receiver: Receiver) -> None:
     patch, knob, out = sender_patch(receiver.port)
     evaluator = make_evaluator(patch)
-    evaluator.ctx.services.options.update(osc_port=0, allow_send=True)
+    evaluator.ctx.services.options.update(osc_port=free_udp_port(), allow_send=True)
     try:
         for frame in range(3):
             evaluator.run_frame(frame / 60.0, frame)
@@ -280,6 +283,7 @@ def test_osc_out_sends_when_allowed_and_on_change(make_evaluator: Any, receiver:
         evaluator.run_frame(3 / 60.0, 3)
         assert poll_until(lambda: len(receiver.received) >= 2)
         assert evaluator.status(out) != NodeStatus.FAILED
+        assert evaluator.ctx.service("osc").listening is None  # a patch that only sends
         SimpleUDPClient("127.0.0.1", receiver.port).send_message("/marker", 1.0)
         assert poll_until(lambda: len(receiver.received) >= 3)
         assert receiver.received == [("/level", (0.25,)), ("/level", (7.5,)), ("/marker", (1.0,))]
