@@ -190,8 +190,9 @@ class OscService:
                 data = sock.recv(MAX_DATAGRAM)
             except TimeoutError:
                 continue
-            except OSError:  # the socket was closed
-                return
+            except OSError:  # closed (then `_stop` is set), or a passing error such as a reset
+                self._stop.wait(_POLL_SECONDS)
+                continue
             if not well_formed(data):
                 inbox.put(MALFORMED)
                 continue
