@@ -397,3 +397,16 @@ def test_run_realtime_headless_plays_in_a_subprocess(patch_file: Path) -> None:
                      "--realtime", "--print", "f")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["0 f.out=0.0", "1 f.out=1.0", "2 f.out=2.0"]
+
+
+def test_the_beat_example_pulses_at_its_tempo(capsys) -> None:
+    path = ROOT / "resources" / "examples" / "beat.patchbay"
+    assert (
+        main(["run", str(path), "--headless", "--frames", "226", "--print", "pulse", "beat.bar"])
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    pulses = [int(line.split()[0]) for line in lines if "pulse.out=True" in line]
+    # 128 BPM at 60 fps: a beat every 28.125 frames, on the first frame at or after each
+    assert pulses == [math.ceil(k * 28.125) for k in range(9)]
+    assert lines[225] == "225 pulse.out=True beat.bar=2"
