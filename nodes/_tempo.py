@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 
 from nodes._errors import PatchValueError
 
@@ -88,6 +89,27 @@ class BeatClock:
 
     def _beat_at(self, t: float) -> float:
         return self.anchor_beat + (t - self.anchor_t) * (self.bpm or DEFAULT_BPM) / 60.0
+
+
+#: The most one nudge may shift the beat, in beats.
+MAX_NUDGE = 0.5
+
+
+def nudge_beats(states: Iterable[object], beats: float) -> None:
+    """Nudge every beat clock among node `states` by `beats` (see `BeatClock.nudge`);
+    ValueError unless within +-MAX_NUDGE."""
+    if not -MAX_NUDGE <= beats <= MAX_NUDGE:  # NaN too
+        raise ValueError(f"a nudge must be within -{MAX_NUDGE} and {MAX_NUDGE} beats, not {beats}")
+    for state in states:
+        if isinstance(state, BeatClock):
+            state.nudge(beats)
+
+
+def resync_beats(states: Iterable[object]) -> None:
+    """Make the next frame the downbeat for every beat clock among node `states`."""
+    for state in states:
+        if isinstance(state, BeatClock):
+            state.resync()
 
 
 class TapTempo:
