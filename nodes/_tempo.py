@@ -28,7 +28,7 @@ MIN_BPM = 20.0
 MAX_BPM = 999.0
 # A beat starting within this fraction of a beat of a frame counts as starting on it: t = frame
 # / fps is rounded, and 0.9999999999 beats must not put a pulse a frame late.
-_ON_BEAT = 1e-9
+ON_BEAT = 1e-9
 
 
 def checked_bpm(value: object) -> float:
@@ -76,13 +76,13 @@ class BeatClock:
             self.nudged = 0.0
         beat = self._beat_at(t)
         if self.last_beat is None:  # the first frame pulses only on a beat
-            pulse = abs(beat - round(beat)) < _ON_BEAT
+            pulse = abs(beat - round(beat)) < ON_BEAT
         else:
-            pulse = math.floor(beat + _ON_BEAT) > math.floor(self.last_beat + _ON_BEAT)
+            pulse = math.floor(beat + ON_BEAT) > math.floor(self.last_beat + ON_BEAT)
         if self.resyncing:
             self.resyncing = False
             bar = max(1, beats_per_bar)
-            beat = math.ceil(beat / bar - _ON_BEAT) * bar
+            beat = math.ceil(beat / bar - ON_BEAT) * bar
             self.anchor_t, self.anchor_beat, pulse = t, beat, True
         self.last_t, self.last_beat = t, beat
         return beat, pulse

@@ -21,7 +21,7 @@ import numpy as np
 
 from nodes._limits import active_limits
 from nodes._spec import Array, Determinism, Num, node
-from nodes._tempo import BeatClock
+from nodes._tempo import ON_BEAT, BeatClock
 
 HOT = Determinism.NONDETERMINISTIC
 USER = Determinism.USER_INPUT
@@ -152,7 +152,7 @@ def time_beat(ctx: Any, state: BeatClock, beats_per_bar: int = 4) -> tuple[float
     the same beats every run.
     """
     beat, pulse = state.advance(ctx.t, ctx.bpm, beats_per_bar)
-    count = math.floor(beat + 1e-9)
+    count = math.floor(beat + ON_BEAT)
     return max(0.0, beat - count), count, count // max(1, beats_per_bar), pulse
 
 
