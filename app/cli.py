@@ -1,8 +1,8 @@
 """The `patchbay` command line.
 
     patchbay [edit] [FILE] [LIMITS] [LIVE] [--output [--screen N] [--fullscreen]] [--attach]
-    patchbay run FILE [LIMITS] [LIVE] [--headless --frames N] [--fps F] [--print NODE.PIN ...]
-                 [--out DIR]
+    patchbay run FILE [LIMITS] [LIVE] [--headless --frames N [--realtime]] [--fps F]
+                 [--print NODE.PIN ...] [--out DIR]
     patchbay freeze FILE -o OUT [LIMITS]
     patchbay check FILE [LIMITS]
     patchbay nodes [--json]
@@ -59,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--headless", action="store_true", help="no window: evaluate frames only")
     run.add_argument("--frames", type=int, default=None, help="number of frames to play")
     run.add_argument("--fps", type=float, default=60.0, help="frame clock rate (t = frame / fps)")
+    run.add_argument(
+        "--realtime",
+        action="store_true",
+        help="headless: start frame k at k / fps seconds on the wall clock (windows always do)",
+    )
     run.add_argument("--print", dest="prints", nargs="+", default=[], metavar="NODE.PIN")
     run.add_argument("--out", default=None, help="headless: write each gpu.output frame as PNG")
     run.add_argument("--size", default=None, help="render size WxH (default: the patch's)")

@@ -71,7 +71,7 @@ from app.engine_protocol import (
 from app.exit_codes import EXIT_HUNG
 from app.refresh import FailedPictures, RefreshSteps
 from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
-from nodes import Patch, PatchError
+from nodes import Patch, PatchError, nudge_beats, resync_beats
 
 REPORT_HZ = 30.0
 REPORT_NODES = 128
@@ -482,6 +482,10 @@ class Engine:
             self.step_paused(seconds)
         elif kind == "reset_time":
             self.reset_clock()
+        elif kind == "nudge":
+            nudge_beats(self.evaluator.ctx.states.values(), float(message.get("beats", 0.0)))
+        elif kind == "resync":
+            resync_beats(self.evaluator.ctx.states.values())
         elif kind == "quit":
             if message.get("unless_showing") and self.output_open:
                 return  # perform mode: the show goes on without its editor

@@ -26,6 +26,8 @@ Editor -> engine
     step      {seconds}: while paused, move patch time on by `seconds` and run one frame
     reset_time {}: patch time and the frame count the nodes see back to 0 (paused: one frame
               at time 0 runs)
+    nudge     {beats}: shift the beat of every `time.beat` by `beats` (within +-0.5) next frame
+    resync    {}: the next frame is the downbeat (beat 0 of a bar) of every `time.beat`
     retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
     quit      {unless_showing}: stop the engine (the editor closed on purpose); with
               `unless_showing`, only if its output window is closed (perform mode)

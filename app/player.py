@@ -2,11 +2,13 @@
 
 Headless playback runs the engine (app.engine, as shows do, without its process) at a fixed clock
 (t = frame / fps) and prints requested values one line per frame; `PATCHBAY_FRAME_LOG` logs each
-frame. It never imports Qt: a frozen patch plays on a machine where PySide6 and
-NodeGraphQt cannot be imported. Patches with GPU nodes (or `--out`) get a standalone EGL context
-from the GL service; `--out DIR` reads the `gpu.output` texture back every frame and encodes the
-PNG files on a worker thread (`GLFrameWriter`), so encoding overlaps the next frames. An `--out`
-folder or frame file that cannot be written is reported in one line (exit status 2).
+frame. Frames run as fast as they can, or with `--realtime` paced to the wall clock (frame k
+starts k / fps seconds after the first), so live inputs can drive a headless player. It never
+imports Qt: a frozen patch plays on a machine where PySide6 and NodeGraphQt cannot be imported.
+Patches with GPU nodes (or `--out`) get a standalone EGL context from the GL service; `--out DIR`
+reads the `gpu.output` texture back every frame and encodes the PNG files on a worker thread
+(`GLFrameWriter`), so encoding overlaps the next frames. An `--out` folder or frame file that
+cannot be written is reported in one line (exit status 2).
 
 Without `--headless` the patch plays in the engine process (app.qt_engine) with its output window
 open and no editor, on a real-time clock, supervised from this process: an engine that dies or
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +88,9 @@ def play_headless(
     out_dir: str | Path | None = None,
     failed: set[str] | None = None,
     services: dict[str, Any] | None = None,
+    realtime: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> DualEvaluator:
     """Play `frames` frames at a fixed clock and print the requested values, one line a frame:
     the engine (app.engine) with no editor, stepped by a fixed clock instead of real time.
@@ -94,6 +101,9 @@ def play_headless(
     every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing);
     a folder or file that cannot be written raises FrameWriteError. `services` are the options
     of the live-input services (app.service_options: `--osc-port`, `--allow-send`).
+
+    With `realtime` frame k starts `k / fps` seconds after the first on `clock` (waiting with
+    `sleep`); a late frame starts at once, and the patch clock stays t = frame / fps.
     """
     targets = _parse_prints(patch, prints)
     sink = output_node(patch)
@@ -115,7 +125,12 @@ def play_headless(
                 writer.write(texture, engine.frame)
 
     try:
+        start = clock()
         for frame in range(frames):
+            if realtime:
+                wait = start + frame / fps - clock()
+                if wait > 0:
+                    sleep(wait)
             engine.step(frame / fps, write_frame)
             if targets:
                 printed = [_printed(evaluator, node_id, pin) for node_id, pin in targets]
@@ -192,7 +207,8 @@ def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
     try:
         evaluator = play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
                                   out_dir=options.out, failed=failed,
-                                  services=service_options(options))  # fmt: skip
+                                  services=service_options(options),
+                                  realtime=options.realtime)  # fmt: skip
     except write_errors as error:  # --out cannot be written: one line, no traceback
         print(f"patchbay run: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -142,13 +142,18 @@ from app.session import EditorSession, Recovery
 from evaluators import DualEvaluator, Evaluator, ExecutionContext, NodeClass, NodeStatus
 from evaluators.gl_service import GLService, texture_alive
 from nodes import (
+    DEFAULT_BPM,
     Patch,
     PatchError,
     PatchEvent,
+    TapTempo,
     UnknownNodeError,
+    nudge_beats,
+    resync_beats,
 )
 
 FRAME_INTERVAL_MS = 16
+NUDGE_BEATS = 0.05  # how far one nudge shifts the beat (25 ms at 120 BPM)
 DECORATE_EVERY = 6  # frames between node colour / preview updates (10 per second at 60 fps)
 TEXTURES_EVERY = 3  # frames between texture preview repaints (20 per second at 60 fps)
 THUMBNAILS_PER_FRAME = 2  # node thumbnails refreshed per frame, at most
@@ -216,6 +221,8 @@ class QtEditorWindow(QMainWindow):
         self.failure_marks = QtFailureMarks(self.canvas)
         self._watched: list[str] = []  # what the evaluator (or engine) was last asked to watch
         self.context = ExecutionContext(self.gl)  # the local evaluator's: node states, folder
+        self.taps = TapTempo()
+        self.tap_clock = time.monotonic  # tests tap on a clock of their own
         self.evaluator: Evaluator = (
             engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
         )
@@ -420,7 +427,19 @@ class QtEditorWindow(QMainWindow):
         self.reset_time_action = self._action(view, "&Reset time", self.reset_time, "Ctrl+Home")
         transport = self.addToolBar("Transport")
         transport.setObjectName("Transport")
+        view.addSeparator()
+        self.tap_action = self._action(view, "Tap &tempo", self.tap_tempo)
+        self.nudge_earlier_action = self._action(
+            view, "Nudge beat &earlier", lambda: self.nudge_beat(NUDGE_BEATS)
+        )
+        self.nudge_later_action = self._action(
+            view, "Nudge beat &later", lambda: self.nudge_beat(-NUDGE_BEATS)
+        )
+        self.resync_action = self._action(view, "Resync to &downbeat", self.resync_beat)
         transport.addActions([self.pause_action, self.step_action, self.reset_time_action])
+        transport.addSeparator()
+        transport.addActions([self.tap_action, self.nudge_earlier_action,
+                              self.nudge_later_action, self.resync_action])  # fmt: skip
         self.link_values_action = self._action(
             view,
             "Show &Values on Links",
@@ -1147,6 +1166,29 @@ class QtEditorWindow(QMainWindow):
         self._frame = 0
         if self.paused:
             self._run_frame(show_all=True)
+
+    def tap_tempo(self) -> None:
+        """One tap (on `tap_clock`): from the third tap on in a series, the patch tempo follows
+        the taps (the `bpm` setting, which reaches the engine as any settings edit)."""
+        bpm = self.taps.tap(self.tap_clock())
+        if bpm is not None:
+            self.patch.update_settings(bpm=round(bpm, 1))
+        tempo = self.patch.settings.get("bpm", DEFAULT_BPM)
+        self.tap_action.setToolTip(f"Tap tempo ({tempo:g} BPM)")
+
+    def nudge_beat(self, beats: float) -> None:
+        """Shift the beat of every `time.beat` by `beats` (positive: earlier) next frame."""
+        if self.engine is not None:
+            self.engine.send({"type": "nudge", "beats": beats})
+        else:
+            nudge_beats(self.context.states.values(), beats)
+
+    def resync_beat(self) -> None:
+        """Make the next frame the downbeat (beat 0 of a bar) of every `time.beat`."""
+        if self.engine is not None:
+            self.engine.send({"type": "resync"})
+        else:
+            resync_beats(self.context.states.values())
 
     @property
     def paused(self) -> bool:

@@ -13,8 +13,8 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
 - `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
-  properties such as `resolution`; `folder`: the patch's `folder` (relative file names in values
-  resolve against it; None: the current directory).
+  properties such as `resolution` and `bpm`; `folder`: the patch's `folder` (relative file names
+  in values resolve against it; None: the current directory).
 - `bypassed`: nodes that ran longer than `time_budget` seconds in one frame (default
   `NODE_TIME_BUDGET_SECONDS`), with the message they report ("took 1.3 s, bypassed; retry to run
   it again"), measured on `busy_clock()`, which stops while the garbage collector runs (a pause
@@ -55,6 +55,7 @@ from evaluators._protocol import NodeClass
 from evaluators._services import Services
 from nodes import NodeInstance, NodeSpec, PatchEvent
 from nodes._errors import one_line
+from nodes._tempo import DEFAULT_BPM
 
 #: How long one node may run in one frame before it is bypassed on later frames.
 NODE_TIME_BUDGET_SECONDS = 1.0
@@ -182,6 +183,11 @@ class ExecutionContext:
             return (640, 360)
         width, height = (max(1, int(v)) for v in size)
         return (width, height)
+
+    @property
+    def bpm(self) -> float:
+        """The patch tempo in beats per minute: the `bpm` setting, else 120."""
+        return float(self.settings.get("bpm", DEFAULT_BPM))
 
     def advance(self, t: float, frame: int) -> None:
         self.dt = t - self.t if self.frames_run else 0.0

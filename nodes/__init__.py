@@ -28,10 +28,13 @@ from nodes._fileformat import (
 )
 from nodes._patch import Backdrop, Link, NodeInstance, Patch, PatchEvent
 from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
+from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
 
 __all__ = [
+    "DEFAULT_BPM",
     "LIBRARY",
     "Backdrop",
+    "BeatClock",
     "CycleError",
     "Deferred",
     "Determinism",
@@ -49,6 +52,7 @@ __all__ = [
     "PinSpec",
     "PinTypeError",
     "Pull",
+    "TapTempo",
     "UnknownNodeError",
     "UnknownNodeTypeError",
     "UnknownPinError",
@@ -56,9 +60,11 @@ __all__ = [
     "get_spec",
     "load_patch",
     "node",
+    "nudge_beats",
     "patch_from_dict",
     "patch_from_text",
     "patch_to_dict",
     "remove_stale_temporary_files",
+    "resync_beats",
     "save_patch",
 ]

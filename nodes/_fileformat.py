@@ -82,6 +82,7 @@ from nodes._errors import (
 from nodes._limits import MAX_POSITION, Limits, active_limits
 from nodes._patch import Backdrop, Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
+from nodes._tempo import checked_bpm
 
 FORMAT = "patchbay"
 VERSION = 2  # the newest version read and written (1 when a patch has no definitions)
@@ -153,6 +154,7 @@ SCHEMA: dict[str, Any] = {
                     "maxItems": 2,
                 },
                 "osc_port": {"type": "integer", "minimum": 0, "maximum": 65535},
+                "bpm": {"type": "number"},
             },
         },
         "meta": {"type": "object"},
@@ -369,6 +371,8 @@ def _patch_from_document(
     resolution = document.get("settings", {}).get("resolution")
     if resolution is not None:
         _check_resolution(resolution, limits, fail)
+    if "bpm" in document.get("settings", {}):
+        _check_bpm(document["settings"]["bpm"], fail)
 
     patch = Patch()
     patch.folder = folder
@@ -520,6 +524,14 @@ def _check_resolution(resolution: Any, limits: Limits, fail: Any) -> list[int]:
         return checked_resolution(resolution, limits)
     except PatchValueError as problem:
         raise fail("settings.resolution", str(problem).removeprefix("resolution: ")) from None
+
+
+def _check_bpm(bpm: Any, fail: Any) -> float:
+    """The patch's tempo as `Patch.update_settings` takes it (one rule for both)."""
+    try:
+        return checked_bpm(bpm)
+    except PatchValueError as problem:
+        raise fail("settings.bpm", str(problem).removeprefix("bpm: ")) from None
 
 
 def _check_sizes(document: Any, limits: Limits, fail: Any) -> None:
@@ -921,6 +933,8 @@ def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
     if isinstance(settings, dict) and settings.get("resolution") is not None:
         resolution = _check_resolution(settings["resolution"], limits, refuse)
         document["settings"] = {**settings, "resolution": resolution}
+    if isinstance(settings, dict) and "bpm" in settings:
+        document["settings"] = {**document["settings"], "bpm": _check_bpm(settings["bpm"], refuse)}
     total = sum(array.nbytes for array in arrays.values())
     if total > limits.sidecar_bytes:
         raise refuse("arrays", f"arrays of {total} bytes: "

@@ -49,6 +49,7 @@ from nodes._errors import (
 from nodes._limits import Limits, active_limits
 from nodes._paths import PathRefusedError, resolve_patch_path
 from nodes._spec import NodeSpec, PinSpec, get_spec
+from nodes._tempo import checked_bpm
 from nodes._types import coerce_value, types_compatible
 
 _stamps = itertools.count(1)
@@ -633,10 +634,13 @@ class Patch:
         self._emit(PatchEvent("structural", "pins", instance.id))
 
     def update_settings(self, **settings: Any) -> None:
-        """Change patch settings (e.g. `resolution=[1920, 1080]`), checked first (a resolution
-        against the limit `texture_side` in force, as files are)."""
+        """Change patch settings (e.g. `resolution=[1920, 1080]`, `bpm=128`), checked first (a
+        resolution against the limit `texture_side` in force, as files are; a tempo against
+        `checked_bpm`)."""
         if "resolution" in settings:
             settings["resolution"] = checked_resolution(settings["resolution"])
+        if "bpm" in settings:
+            settings["bpm"] = checked_bpm(settings["bpm"])
         self.settings.update(settings)
         self._emit(PatchEvent("value", "settings", value=dict(settings)))
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from nodes._limits import active_limits
 from nodes._spec import Array, Determinism, Num, node
+from nodes._tempo import ON_BEAT, BeatClock
 
 HOT = Determinism.NONDETERMINISTIC
 USER = Determinism.USER_INPUT
@@ -133,6 +134,26 @@ def time_lfo(ctx: Any, state: LfoState, hz: float = 1.0, shape: int = 0) -> floa
     if shape == 3:
         return 1.0 if phase < 0.5 else 0.0
     return 0.5 - 0.5 * math.cos(2.0 * math.pi * phase)
+
+
+@node(
+    "time.beat",
+    determinism=HOT,
+    init_state=BeatClock,
+    outputs={"phase": "float", "beat": "int", "bar": "int", "pulse": "bool"},
+    ranges={"beats_per_bar": (1, 64)},
+)
+def time_beat(ctx: Any, state: BeatClock, beats_per_bar: int = 4) -> tuple[float, int, int, bool]:
+    """Beats at the patch tempo (the `bpm` setting, default 120) on the frame clock: `phase` goes
+    0..1 within a beat, `beat` and `bar` count from 0 (`beats_per_bar` beats a bar), `pulse` is
+    true on the frame a beat starts.
+
+    A tempo change goes on from the current phase instead of jumping; renders at a fixed fps give
+    the same beats every run.
+    """
+    beat, pulse = state.advance(ctx.t, ctx.bpm, beats_per_bar)
+    count = math.floor(beat + ON_BEAT)
+    return max(0.0, beat - count), count, count // max(1, beats_per_bar), pulse
 
 
 _MASK64 = (1 << 64) - 1

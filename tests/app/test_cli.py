@@ -313,3 +313,100 @@ def test_subpatches_check_run_and_freeze_from_the_command_line(tmp_path: Path, c
     ]
     assert main(["run", str(path), "--headless", "--frames", "1", "--print", "b1/nope.out"]) == 2
     assert "no node 'b1/nope'" in capsys.readouterr().err
+
+
+class FakeClock:
+    """A clock that only moves when slept on or told to: pacing without timing assertions."""
+
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class SlowOutput:
+    """Lines printed per frame; frame `slow` takes `cost` seconds of the fake clock."""
+
+    def __init__(self, clock: FakeClock, slow: int, cost: float) -> None:
+        self.clock, self.slow, self.cost = clock, slow, cost
+        self.starts: list[tuple[int, float]] = []
+
+    def write(self, text: str) -> None:
+        if text.strip():
+            frame = int(text.split()[0])
+            self.starts.append((frame, self.clock.now))
+            if frame == self.slow:
+                self.clock.now += self.cost
+
+
+def test_realtime_paces_frame_k_to_start_plus_k_over_fps() -> None:
+    from app.player import play_headless
+
+    patch = Patch()
+    patch.add_node("time.seconds", node_id="t")
+    clock = FakeClock()
+    out = SlowOutput(clock, slow=2, cost=0.25)  # frame 2 runs late past frames 3..6's starts
+    evaluator = play_headless(patch, 10, 20.0, ["t"], out=out, realtime=True, clock=clock,
+                              sleep=clock.sleep)  # fmt: skip
+    evaluator.close()
+    starts = dict(out.starts)
+    assert [starts[k] for k in (0, 1, 2)] == pytest.approx([100.0, 100.05, 100.1])
+    assert starts[3] == pytest.approx(100.35)  # late: at once, no sleep, and no frame skipped
+    assert starts[6] == pytest.approx(100.35)  # 6 / 20 = 0.3 s: still behind
+    assert [starts[k] for k in (7, 8, 9)] == pytest.approx([100.35, 100.4, 100.45])
+    assert sum(clock.sleeps) == pytest.approx(0.2)  # before frames 1, 2, 8 and 9
+    assert all(0 < s <= 0.05 + 1e-9 for s in clock.sleeps)
+    assert sorted(starts) == list(range(10))
+
+
+def test_without_realtime_frames_never_wait() -> None:
+    from app.player import play_headless
+
+    patch = Patch()
+    patch.add_node("time.seconds", node_id="t")
+    clock = FakeClock()
+    out = SlowOutput(clock, slow=-1, cost=0.0)
+    play_headless(patch, 5, 60.0, ["t"], out=out, clock=clock, sleep=clock.sleep).close()
+    assert clock.sleeps == [] and len(out.starts) == 5
+
+
+def test_run_passes_realtime_to_headless_play(patch_file: Path, monkeypatch) -> None:
+    import app.player
+
+    calls: list[dict] = []
+    real = app.player.play_headless
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(app.player, "play_headless", recording)
+    assert main(["run", str(patch_file), "--headless", "--frames", "2", "--realtime"]) == 0
+    assert main(["run", str(patch_file), "--headless", "--frames", "2"]) == 0
+    assert [call["realtime"] for call in calls] == [True, False]
+
+
+def test_run_realtime_headless_plays_in_a_subprocess(patch_file: Path) -> None:
+    result = run_cli("run", str(patch_file), "--headless", "--frames", "3", "--fps", "100",
+                     "--realtime", "--print", "f")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["0 f.out=0.0", "1 f.out=1.0", "2 f.out=2.0"]
+
+
+def test_the_beat_example_pulses_at_its_tempo(capsys) -> None:
+    path = ROOT / "resources" / "examples" / "beat.patchbay"
+    assert (
+        main(["run", str(path), "--headless", "--frames", "226", "--print", "pulse", "beat.bar"])
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    pulses = [int(line.split()[0]) for line in lines if "pulse.out=True" in line]
+    # 128 BPM at 60 fps: a beat every 28.125 frames, on the first frame at or after each
+    assert pulses == [math.ceil(k * 28.125) for k in range(9)]
+    assert lines[225] == "225 pulse.out=True beat.bar=2"

@@ -447,3 +447,33 @@ def test_paused_the_engine_steps_one_frame_at_a_time_and_resets_its_time() -> No
     playing = editor.read_until("report", lambda m: value(m, "frame") >= 2)
     assert value(playing, "frame") == playing["frame"] - frame - 2  # counting from the reset
     engine.close()
+
+
+def test_nudge_and_resync_reach_every_beat_the_engine_plays() -> None:
+    patch = Patch()
+    patch.add_node("time.beat", None, node_id="beat")
+    engine = Engine(Patch())
+    editor = EditorEnd(engine, patch)
+    editor.channel.send({"type": "watch", "nodes": ["beat"]})
+    editor.channel.send({"type": "pause", "paused": True})
+    editor.read_until("report", lambda m: m["paused"])
+
+    def beats(report: dict) -> float:
+        outputs = report["values"]["beat"]
+        return outputs["beat"] + outputs["phase"]
+
+    editor.channel.send({"type": "step", "seconds": 0.1})
+    before = editor.read_until("report", lambda m: "beat" in m["values"])
+    frame = before["frame"]
+    editor.channel.send({"type": "nudge", "beats": 0.25})
+    editor.channel.send({"type": "step", "seconds": 0.1})
+    nudged = editor.read_until("report", lambda m: m["frame"] == frame + 1)
+    assert beats(nudged) == pytest.approx(beats(before) + 0.2 + 0.25)  # 0.1 s at 120 BPM
+    editor.channel.send({"type": "resync"})
+    editor.channel.send({"type": "step", "seconds": 0.1})
+    resynced = editor.read_until("report", lambda m: m["frame"] == frame + 2)
+    assert resynced["values"]["beat"] == {"phase": 0.0, "beat": 4, "bar": 1, "pulse": True}
+    editor.channel.send({"type": "nudge", "beats": 2.0})
+    error = editor.read_until("error")
+    assert "a nudge must be within -0.5 and 0.5 beats" in error["message"]
+    engine.close()

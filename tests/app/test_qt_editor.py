@@ -394,8 +394,9 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     ui.show_patch(editor, clock_patch())
     qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)
     toolbar = editor.findChild(QToolBar, "Transport")
-    assert [a.text() for a in toolbar.actions()] == [
-        "&Pause / resume", "S&tep one frame", "&Reset time"
+    assert [a.text() for a in toolbar.actions() if not a.isSeparator()] == [
+        "&Pause / resume", "S&tep one frame", "&Reset time", "Tap &tempo", "Nudge beat &earlier",
+        "Nudge beat &later", "Resync to &downbeat",
     ]  # fmt: skip
     viewer = editor.canvas.viewer()
     viewer.setFocus()
@@ -416,3 +417,44 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     assert editor.evaluator.output("frame") == 0.0 and editor.evaluator.output("t") == 0.0
     ui.press(viewer, Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)  # playing again
+
+
+def test_tap_nudge_and_resync_from_the_transport_toolbar(editor, ui, qtbot):
+    from PySide6.QtWidgets import QToolBar
+
+    patch = Patch()
+    patch.add_node("time.beat", None, (0, 0), node_id="beat")
+    patch.add_node("output.value", None, (300, 0), node_id="out")
+    patch.connect("beat", "phase", "out", "in")
+    ui.show_patch(editor, patch)
+    toolbar = editor.findChild(QToolBar, "Transport")
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Period)  # paused: frames run only when stepped
+    now = [50.0]
+    editor.tap_clock = lambda: now[0]
+    tap = toolbar.widgetForAction(editor.tap_action)
+    for t in (50.0, 50.4, 50.8, 51.3, 51.6):  # 0.4 s taps, one late (both its intervals ignored)
+        now[0] = t
+        qtbot.mouseClick(tap, Qt.MouseButton.LeftButton)
+    assert editor.patch.settings["bpm"] == 150.0
+    assert "150 BPM" in editor.tap_action.toolTip()
+
+    def beats() -> float:
+        return editor.evaluator.output("beat", "beat") + editor.evaluator.output("beat", "phase")
+
+    ui.press(viewer, Qt.Key.Key_Period)
+    before = beats()
+    qtbot.mouseClick(
+        toolbar.widgetForAction(editor.nudge_earlier_action), Qt.MouseButton.LeftButton
+    )
+    ui.press(viewer, Qt.Key.Key_Period)  # 16 ms at 150 BPM is 0.04 beats, plus the nudge
+    assert beats() == pytest.approx(before + 0.04 + 0.05)
+    qtbot.mouseClick(toolbar.widgetForAction(editor.nudge_later_action), Qt.MouseButton.LeftButton)
+    ui.press(viewer, Qt.Key.Key_Period)
+    assert beats() == pytest.approx(before + 0.08)
+    qtbot.mouseClick(toolbar.widgetForAction(editor.resync_action), Qt.MouseButton.LeftButton)
+    ui.press(viewer, Qt.Key.Key_Period)
+    assert editor.evaluator.output("beat", "phase") == 0.0
+    assert editor.evaluator.output("beat", "beat") % 4 == 0
+    assert editor.evaluator.output("beat", "pulse") is True
