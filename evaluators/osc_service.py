@@ -11,7 +11,8 @@ thread drains the queue in `begin_frame()`, at the start of a frame:
   `triggered(address)` is true, so 5 messages in one frame fire on the next 5 frames; `count`
   tells how many messages arrived in the last drain.
 - malformed datagrams are counted (`malformed`) and dropped; messages to addresses no node
-  listens to are counted (`ignored`) and dropped.
+  listens to are counted (`ignored`) and dropped; beyond `MAX_QUEUED` messages waiting for a
+  frame, more are counted (`dropped`) and dropped, so a flood cannot grow memory.
 
 We parse with `OscPacket` and not python-osc's `Dispatcher`, which passes over malformed packets
 without counting them and sleeps on a bundle timed in the future (a stranger's packet could hold the
@@ -49,6 +50,9 @@ from pythonosc.osc_packet import OscPacket
 DEFAULT_PORT = 9000
 DEFAULT_HOST = "127.0.0.1"
 MAX_DATAGRAM = 65536
+#: Messages waiting for the next frame at most: a flood beyond it is dropped and counted
+#: (`dropped`), so memory stays bounded whatever arrives between two frames.
+MAX_QUEUED = 65536
 _POLL_SECONDS = 0.1  # how often the server thread looks whether it must stop
 
 MALFORMED = object()
@@ -138,9 +142,10 @@ class OscService:
         self.allow_send = allow_send
         self.malformed = 0
         self.ignored = 0
+        self.dropped = 0  # messages beyond MAX_QUEUED waiting for a frame
         self.listening: tuple[str, int] | None = None  # where the server listens, if it does
         self._log = log if log is not None else sys.stderr
-        self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._inbox: queue.Queue[Any] = queue.Queue(MAX_QUEUED)
         self._listened: set[str] = set()
         self._latest: dict[str, float] = {}
         self._pending: Counter[str] = Counter()  # triggers not fired yet, per address
@@ -183,7 +188,7 @@ class OscService:
 
     def _receive(self) -> None:
         """The server thread: parse datagrams and enqueue what they hold, nothing else."""
-        sock, inbox = self._socket, self._inbox
+        sock = self._socket
         assert sock is not None
         while not self._stop.is_set():
             try:
@@ -194,7 +199,7 @@ class OscService:
                 self._stop.wait(_POLL_SECONDS)
                 continue
             if not well_formed(data):
-                inbox.put(MALFORMED)
+                self._enqueue(MALFORMED)
                 continue
             try:
                 messages = [
@@ -202,10 +207,16 @@ class OscService:
                     for timed in OscPacket(data).messages
                 ]
             except Exception:  # python-osc raises ParseError, and others on some garbage
-                inbox.put(MALFORMED)
+                self._enqueue(MALFORMED)
                 continue
             for message in messages:
-                inbox.put(message)
+                self._enqueue(message)
+
+    def _enqueue(self, item: Any) -> None:
+        try:
+            self._inbox.put_nowait(item)
+        except queue.Full:
+            self.dropped += 1  # only this thread writes it
 
     # ------------------------------------------------------------------ the frame thread
     def begin_frame(self) -> None:

@@ -310,3 +310,20 @@ def test_osc_out_refuses_bad_targets(make_evaluator: Any, values: dict, message:
         assert evaluator.error(out) == f"ValueError: {message}"
     finally:
         evaluator.ctx.release_all()
+
+
+def test_a_flood_between_two_frames_is_bounded_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evaluators.osc_service as osc_service
+
+    monkeypatch.setattr(osc_service, "MAX_QUEUED", 3)
+    service = OscService("127.0.0.1", 0, allow_send=False)
+    try:
+        service.listen("/fader/1")
+        for value in range(5):
+            service._enqueue(("/fader/1", float(value)))  # what the server thread does
+        assert (service.pending(), service.dropped) == (3, 2)
+        service.begin_frame()
+        assert service.value("/fader/1") == 2.0
+        assert service.count("/fader/1") == 3
+    finally:
+        service.close()
