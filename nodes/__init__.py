@@ -27,6 +27,7 @@ from nodes._fileformat import (
     save_patch,
 )
 from nodes._patch import Backdrop, Link, NodeInstance, Patch, PatchEvent
+from nodes._presets import PresetPlayer, capture, morph, oklab_to_srgb, srgb_to_oklab
 from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
 from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
 
@@ -51,20 +52,25 @@ __all__ = [
     "PatchValueError",
     "PinSpec",
     "PinTypeError",
+    "PresetPlayer",
     "Pull",
     "TapTempo",
     "UnknownNodeError",
     "UnknownNodeTypeError",
     "UnknownPinError",
     "UnsavableValueError",
+    "capture",
     "get_spec",
     "load_patch",
+    "morph",
     "node",
     "nudge_beats",
+    "oklab_to_srgb",
     "patch_from_dict",
     "patch_from_text",
     "patch_to_dict",
     "remove_stale_temporary_files",
     "resync_beats",
     "save_patch",
+    "srgb_to_oklab",
 ]

@@ -7,7 +7,9 @@
 
 `backdrops` (in the document and in each definition: id, title, colour, rect) is layout only and
 written only when there are some, so files without backdrops are what they were; older readers
-ignore it (the schema allows keys it does not know), so it needs no new version.
+ignore it (the schema allows keys it does not know), so it needs no new version. `presets` (the
+document only: {name: {"values": [{"node", "pin", "value"}, ...]}}, pins sorted) works the same
+way; each preset's pins must exist and its values go through the pin's coercion.
 
 Version 2 added `definitions` (subpatches: nodes/_definitions.py); a patch without definitions is
 still written as version 1, which every patchbay reads, and version 1 files load as they always
@@ -83,6 +85,7 @@ from nodes._limits import MAX_POSITION, Limits, active_limits
 from nodes._patch import Backdrop, Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 from nodes._tempo import checked_bpm
+from nodes._types import coerce_value
 
 FORMAT = "patchbay"
 VERSION = 2  # the newest version read and written (1 when a patch has no definitions)
@@ -130,6 +133,23 @@ _BACKDROPS = {
         },
     },
 }
+_PRESETS = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "required": ["values"],
+        "properties": {
+            "values": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["node", "pin", "value"],
+                    "properties": {"node": {"type": "string"}, "pin": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
 _LINKS = {
     "type": "array",
     "items": {
@@ -161,6 +181,7 @@ SCHEMA: dict[str, Any] = {
         "nodes": _NODES,
         "links": _LINKS,
         "backdrops": _BACKDROPS,
+        "presets": _PRESETS,
         "definitions": {
             "type": "object",
             "propertyNames": {"minLength": 1, "pattern": "^[^/]+$"},
@@ -308,6 +329,15 @@ def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) ->
         document["definitions"] = {
             name: body_to_dict(body, arrays, f"{name}/") for name, body in patch.definitions.items()
         }
+    if patch.presets:  # absent when there are none: such files stay as they always were
+        document["presets"] = {
+            name: {"values": [
+                {"node": node_id, "pin": pin,
+                 "value": _encode_value(value, arrays, f"presets.{name}.{node_id}.{pin}")}
+                for (node_id, pin), value in sorted(values.items())
+            ]}
+            for name, values in patch.presets.items()
+        }  # fmt: skip
     if sidecar is None and arrays:
         raise ValueError("large arrays need a sidecar file; use save_patch")
     return document
@@ -396,6 +426,7 @@ def _patch_from_document(
         _add_backdrops(patch.definition(name), entry.get("backdrops", []), fail_inside)
     _fill(patch, document["nodes"], document["links"], sidecars, limits, fail)
     _add_backdrops(patch, document.get("backdrops", []), fail)
+    _add_presets(patch, document.get("presets", {}), sidecars, limits, fail)
     try:
         patch.end_deferred_checks()
     except PatchError as problem:
@@ -421,6 +452,36 @@ def _add_backdrops(patch: Patch, entries: list[dict[str, Any]], fail: Any) -> No
         color = (int(entry["color"][0]), int(entry["color"][1]), int(entry["color"][2]))
         backdrop = Backdrop(entry["id"], entry["title"], color, (x, y, width, height))
         patch.set_backdrop(backdrop.id, backdrop)
+
+
+def _add_presets(
+    patch: Patch, presets: Mapping[str, Any], sidecars: _Sidecars | None, limits: Limits, fail: Any
+) -> None:
+    """Put the (schema-checked) presets into `patch`: every pin must exist, every value must be
+    one the pin takes (coerced as an edit would)."""
+    for name, entry in presets.items():
+        values: dict[tuple[str, str], Any] = {}
+        for index, item in enumerate(entry["values"]):
+            place = ["presets", name, "values", index]
+            instance = patch.nodes.get(item["node"])
+            if instance is None:
+                raise fail(_place([*place, "node"]), f"no node {shown(item['node'])} in the patch")
+            pin = instance.input(item["pin"])
+            if pin is None:
+                raise fail(
+                    _place([*place, "pin"]),
+                    f"node {shown(instance.id)} ({instance.type_id}) has no input "
+                    f"{shown(item['pin'])}",
+                )
+            if (instance.id, pin.name) in values:
+                raise fail(_place(place), f"{instance.id}.{pin.name} is set twice")
+            try:
+                values[instance.id, pin.name] = coerce_value(
+                    pin.type, _decode_value(item["value"], sidecars, limits)
+                )
+            except ValueError as problem:
+                raise fail(_place([*place, "value"]), str(problem)) from None
+        patch.presets[name] = values
 
 
 def _innermost_first(definitions: Mapping[str, Any], fail: Any) -> list[str]:

@@ -136,6 +136,8 @@ class Patch:
         self.settings: dict[str, Any] = {"resolution": [640, 360]}
         self.meta: dict[str, Any] = {}  # e.g. frozen-export information; never read by editors
         self.backdrops: dict[str, Backdrop] = {}  # id -> frame drawn behind nodes (layout only)
+        # name -> {(node id, pin): value}: recalled by nodes/_presets.py, never by evaluators
+        self.presets: dict[str, dict[tuple[str, str], Any]] = {}
         self._folder: Path | None = None
         self.revision = 0
         self.value_revision = 0
@@ -223,6 +225,7 @@ class Patch:
         twin.settings = copy.deepcopy(self.settings)
         twin.meta = copy.deepcopy(self.meta)
         twin.backdrops = dict(self.backdrops)
+        twin.presets = {name: dict(values) for name, values in self.presets.items()}
         twin.folder = self.folder
         twin.revision, twin.value_revision = self.revision, self.value_revision
         twin._next_id = self._next_id

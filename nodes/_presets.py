@@ -1,0 +1,250 @@
+"""Presets: named snapshots of chosen input values, recalled at once, over time, or blended.
+
+A preset maps (node id, pin) to a value. `capture` takes the value pins (the pins with a UI hint)
+of every USER_INPUT node, or an explicit list of pins. Recalling writes through `Patch.set_value`,
+the path of an inspector edit, and only where the value differs, so only the cones of the inputs
+that change rerun and CONST caches stay.
+
+Interpolation follows the pin type: floats and vec2 blend linearly, colours blend in OKLab (a
+perceptual space: the middle of black and white is a perceived mid grey, not sRGB 0.5), integers
+round the blend; booleans, strings and every other type switch from the old value to the new one
+at a chosen point of a transition ("start", "middle" or "end"), and in a morph take the value of
+the heaviest preset. A transition is stepped by `PresetPlayer.step(t)` once per frame with the
+patch clock; it starts at the first step.
+
+Plain Python: no Qt, no threads. Assumes colours are (r, g, b, a) in sRGB 0..1, as pins hold them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from nodes._errors import PatchValueError
+from nodes._patch import Patch
+from nodes._spec import Determinism
+
+PinRef = tuple[str, str]
+Preset = dict[PinRef, Any]
+SwitchPoint = Literal["start", "middle", "end"]
+
+EASINGS: dict[str, Callable[[float], float]] = {
+    "linear": lambda x: x,
+    "ease-in-out": lambda x: 0.5 - 0.5 * math.cos(math.pi * x),
+}
+SWITCH_POINTS: dict[str, float] = {"start": 0.0, "middle": 0.5, "end": 1.0}
+
+
+def capture(patch: Patch, pins: Iterable[PinRef] | None = None) -> Preset:
+    """The current values of `pins`, or of the value pins of every USER_INPUT node."""
+    if pins is None:
+        pins = [
+            (instance.id, pin.name)
+            for instance in patch.nodes.values()
+            if instance.spec.determinism is Determinism.USER_INPUT
+            for pin in instance.inputs
+            if pin.hint is not None
+        ]
+    return {(node_id, pin): patch.value(node_id, pin) for node_id, pin in pins}
+
+
+def preset_named(patch: Patch, name: str) -> Preset:
+    """The patch's preset `name`, or PatchValueError listing the names there are."""
+    try:
+        return patch.presets[name]
+    except KeyError:
+        names = ", ".join(sorted(patch.presets)) or "none"
+        raise PatchValueError(f"no preset {name!r} (presets: {names})") from None
+
+
+# ----------------------------------------------------------------------------- colour
+
+
+def _to_linear(c: float) -> float:
+    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+
+def _to_srgb(c: float) -> float:
+    return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
+
+
+# Björn Ottosson's published matrices: linear sRGB -> LMS, and cube-rooted LMS -> Lab. The way
+# back uses their exact inverses rather than the rounded published ones, so a round trip is exact
+# to float precision (the published pair is off by about 1e-6).
+_RGB_TO_LMS = np.array(
+    [
+        [0.4122214708, 0.5363325363, 0.0514459929],
+        [0.2119034982, 0.6806995451, 0.1073969566],
+        [0.0883024619, 0.2817188376, 0.6299787005],
+    ]
+)
+_LMS_TO_LAB = np.array(
+    [
+        [0.2104542553, 0.7936177850, -0.0040720468],
+        [1.9779984951, -2.4285922050, 0.4505937099],
+        [0.0259040371, 0.7827717662, -0.8086757660],
+    ]
+)
+_LMS_TO_RGB = np.linalg.inv(_RGB_TO_LMS)
+_LAB_TO_LMS = np.linalg.inv(_LMS_TO_LAB)
+
+
+def srgb_to_oklab(rgb: Iterable[float]) -> tuple[float, float, float]:
+    """OKLab (L, a, b) of an sRGB colour (components 0..1)."""
+    linear = np.array([_to_linear(float(c)) for c in rgb])
+    lab = _LMS_TO_LAB @ np.cbrt(_RGB_TO_LMS @ linear)
+    return (float(lab[0]), float(lab[1]), float(lab[2]))
+
+
+def oklab_to_srgb(lab: Iterable[float]) -> tuple[float, float, float]:
+    """The sRGB colour (components 0..1, not clamped) of an OKLab (L, a, b)."""
+    linear = _LMS_TO_RGB @ (_LAB_TO_LMS @ np.array([float(c) for c in lab])) ** 3
+    r, g, b = (_to_srgb(float(c)) for c in linear)
+    return (r, g, b)
+
+
+# ----------------------------------------------------------------------------- blending
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _interpolates(pin_type: str, values: list[Any]) -> bool:
+    if pin_type in ("color", "vec2"):
+        return True
+    return pin_type in ("float", "int", "num") and all(_is_number(v) for v in values)
+
+
+def blend(pin_type: str, values: list[Any], weights: list[float]) -> Any:
+    """The weighted mean of `values` for a pin of `pin_type` (weights sum to 1), or, for types
+    that do not interpolate, the value of the heaviest weight."""
+    if pin_type == "color":
+        labs = [srgb_to_oklab(v[:3]) for v in values]
+        lab = [sum(w * c[i] for w, c in zip(weights, labs, strict=True)) for i in range(3)]
+        alpha = sum(w * v[3] for w, v in zip(weights, values, strict=True))
+        return (*(min(1.0, max(0.0, c)) for c in oklab_to_srgb(lab)), alpha)
+    if pin_type == "vec2":
+        return tuple(sum(w * v[i] for w, v in zip(weights, values, strict=True)) for i in range(2))
+    if _interpolates(pin_type, values):
+        mean = sum(w * float(v) for w, v in zip(weights, values, strict=True))
+        return round(mean) if pin_type == "int" else mean
+    return values[max(range(len(values)), key=lambda i: weights[i])]
+
+
+def _differs(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return not (
+            isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+        )
+    return bool(a != b)
+
+
+def _pin_type(patch: Patch, ref: PinRef) -> str:
+    node_id, pin = ref
+    spec_pin = patch.node(node_id).input(pin)
+    if spec_pin is None:
+        raise PatchValueError(f"preset pin {node_id}.{pin}: the node has no such input")
+    return spec_pin.type
+
+
+def _apply(patch: Patch, values: Mapping[PinRef, Any]) -> None:
+    for (node_id, pin), value in values.items():
+        if _differs(patch.value(node_id, pin), value):
+            patch.set_value(node_id, pin, value)
+
+
+def morph(patch: Patch, weights: Mapping[str, float]) -> None:
+    """Set the pins of the named presets to their mean weighted by `weights` (normalised; a pin
+    missing from a preset takes that preset's share from the current value)."""
+    total = sum(weights.values())
+    if not weights or total <= 0 or any(w < 0 for w in weights.values()):
+        raise PatchValueError("morph weights must not be negative and must not all be zero")
+    presets = {name: preset_named(patch, name) for name in weights}
+    refs = dict.fromkeys(ref for preset in presets.values() for ref in preset)
+    values = {}
+    for ref in refs:
+        current = patch.value(*ref)
+        values[ref] = blend(
+            _pin_type(patch, ref),
+            [preset.get(ref, current) for preset in presets.values()],
+            [weights[name] / total for name in presets],
+        )
+    _apply(patch, values)
+
+
+@dataclass
+class _Transition:
+    start: Preset
+    target: Preset
+    duration: float
+    easing: Callable[[float], float]
+    switch_at: float
+    begun: float | None = None
+
+
+class PresetPlayer:
+    """Recalls the presets of a patch: `jump` at once, or `transition` stepped by `step(t)`."""
+
+    def __init__(self, patch: Patch) -> None:
+        self.patch = patch
+        self._transition: _Transition | None = None
+
+    @property
+    def busy(self) -> bool:
+        """True while a transition has not reached its end."""
+        return self._transition is not None
+
+    def jump(self, name: str) -> None:
+        """Set every pin of preset `name` now (ends a running transition)."""
+        self._transition = None
+        _apply(self.patch, preset_named(self.patch, name))
+
+    def transition(
+        self,
+        name: str,
+        duration: float,
+        easing: str = "linear",
+        switch: SwitchPoint = "middle",
+    ) -> None:
+        """Go to preset `name` over `duration` seconds of the patch clock from the next `step`;
+        pins that do not interpolate switch at `switch`."""
+        target = preset_named(self.patch, name)
+        if easing not in EASINGS:
+            raise PatchValueError(f"easing {easing!r}: one of {', '.join(EASINGS)}")
+        if switch not in SWITCH_POINTS:
+            raise PatchValueError(f"switch {switch!r}: one of {', '.join(SWITCH_POINTS)}")
+        if not duration >= 0 or math.isinf(duration):
+            raise PatchValueError(f"duration {duration!r}: a finite number of seconds >= 0")
+        start = {ref: self.patch.value(*ref) for ref in target}
+        for ref in target:
+            _pin_type(self.patch, ref)
+        self._transition = _Transition(
+            start, target, duration, EASINGS[easing], SWITCH_POINTS[switch]
+        )
+
+    def step(self, t: float) -> None:
+        """Apply the running transition at patch time `t` (call once per frame)."""
+        run = self._transition
+        if run is None:
+            return
+        if run.begun is None:
+            run.begun = t
+        progress = 1.0 if run.duration == 0 else min(1.0, (t - run.begun) / run.duration)
+        eased = run.easing(progress)
+        values = {}
+        for ref, goal in run.target.items():
+            pin_type, ends = _pin_type(self.patch, ref), [run.start[ref], goal]
+            if progress >= 1.0:
+                values[ref] = goal
+            elif _interpolates(pin_type, ends):
+                values[ref] = blend(pin_type, ends, [1.0 - eased, eased])
+            else:
+                values[ref] = goal if progress >= run.switch_at else run.start[ref]
+        _apply(self.patch, values)
+        if progress >= 1.0:
+            self._transition = None
