@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="headless: start frame k at k / fps seconds on the wall clock (windows always do)",
     )
+    run.add_argument("--preset", default=None, help="start on this preset of the patch")
     run.add_argument("--print", dest="prints", nargs="+", default=[], metavar="NODE.PIN")
     run.add_argument("--out", default=None, help="headless: write each gpu.output frame as PNG")
     run.add_argument("--size", default=None, help="render size WxH (default: the patch's)")

@@ -34,7 +34,7 @@ from app.limit_options import limit_flags
 from app.patch_info import output_node, parse_size, uses_gpu
 from app.service_options import service_flags, service_options
 from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
-from nodes import Patch, PatchError, load_patch
+from nodes import Patch, PatchError, PresetPlayer, load_patch
 
 
 def _format(value: Any) -> str:
@@ -159,6 +159,8 @@ def run_command(options: argparse.Namespace) -> int:
         patch = load_patch(options.file)
         if options.size:
             patch.update_settings(resolution=list(parse_size(options.size)))
+        if options.preset is not None:  # before the first frame; the engine does it again
+            PresetPlayer(patch).jump(options.preset)
         if options.fps <= 0:
             raise PatchError("--fps must be positive")
         if options.headless:
@@ -178,6 +180,8 @@ def run_command(options: argparse.Namespace) -> int:
         arguments += ["--frames", str(options.frames)]
     if options.size:
         arguments += ["--size", options.size]
+    if options.preset is not None:
+        arguments += ["--preset", options.preset]
     if options.screen is not None:
         arguments += ["--screen", str(options.screen)]
     if options.fullscreen:

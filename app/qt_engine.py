@@ -53,7 +53,7 @@ from app.qt_output import (
 )
 from app.qt_signals import on_signals
 from app.service_options import add_service_arguments, service_options
-from nodes import Patch, PatchError, load_patch
+from nodes import Patch, PatchError, PresetPlayer, load_patch
 
 NO_WINDOW_PLATFORMS = ("offscreen", "minimal")
 
@@ -69,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--screen", type=int, default=None)
     parser.add_argument("--fullscreen", action="store_true")
     parser.add_argument("--size", default=None, help="render size WxH (default: the patch's)")
+    parser.add_argument("--preset", default=None, help="start on this preset (not when resuming)")
     parser.add_argument("--watchdog", type=float, default=WATCHDOG_S)
     parser.add_argument(
         "--supervised", action="store_true", help="restarted by its supervisor, not by editors"
@@ -221,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"patchbay engine: not resuming ({error})", file=sys.stderr)
         if options.size:
             patch.update_settings(resolution=list(parse_size(options.size)))
+        if options.preset is not None and resumed is None:
+            PresetPlayer(patch).jump(options.preset)
         bypass = json.loads(options.bypass)
         if not isinstance(bypass, dict):
             raise ValueError("--bypass takes a JSON object")
