@@ -335,6 +335,7 @@ def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) ->
                 {"node": node_id, "pin": pin,
                  "value": _encode_value(value, arrays, f"presets.{name}.{node_id}.{pin}")}
                 for (node_id, pin), value in sorted(values.items())
+                if _preset_pin_kept(patch, node_id, pin, value)
             ]}
             for name, values in patch.presets.items()
         }  # fmt: skip
@@ -452,6 +453,20 @@ def _add_backdrops(patch: Patch, entries: list[dict[str, Any]], fail: Any) -> No
         color = (int(entry["color"][0]), int(entry["color"][1]), int(entry["color"][2]))
         backdrop = Backdrop(entry["id"], entry["title"], color, (x, y, width, height))
         patch.set_backdrop(backdrop.id, backdrop)
+
+
+def _preset_pin_kept(patch: Patch, node_id: str, pin: str, value: Any) -> bool:
+    """False for a preset's pin whose node was removed, or whose pin is gone or no longer takes
+    the value: a file keeps only what loads (the preset in the patch keeps it, for an undo)."""
+    instance = patch.nodes.get(node_id)
+    spec_pin = None if instance is None else instance.input(pin)
+    if spec_pin is None:
+        return False
+    try:
+        coerce_value(spec_pin.type, value)
+    except ValueError:
+        return False
+    return True
 
 
 def _add_presets(

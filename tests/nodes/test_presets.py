@@ -191,6 +191,15 @@ def test_presets_round_trip_through_the_file() -> None:
     assert loaded.presets["A"][(x, "value")] == 0.0
 
 
+def test_pins_of_removed_nodes_are_left_out_of_the_file() -> None:
+    patch, x, toggle = two_presets()
+    patch.remove_node(toggle)
+    document = patch_to_dict(patch)
+    assert document["presets"]["B"] == {"values": [{"node": x, "pin": "value", "value": 10.0}]}
+    assert patch_from_dict(document).presets["B"] == {(x, "value"): 10.0}
+    assert (toggle, "value") in patch.presets["B"]  # kept in the patch, for an undo
+
+
 def test_no_presets_no_section() -> None:
     patch = Patch()
     patch.add_node("input.float")
