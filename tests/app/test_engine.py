@@ -65,16 +65,21 @@ class EditorEnd:
 
     def read_until(self, kind: str, condition=lambda message: True) -> dict:
         self.send_edits()
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
+        found: list[dict] = []
+
+        def came() -> bool:
             self.engine.step()
             while self.channel.connection.poll():
                 message, _ = self.channel.receive()
                 self.received.append(message)
                 if message["type"] == kind and condition(message):
-                    return message
-            time.sleep(0.005)
-        raise AssertionError(f"no {kind} message came")
+                    found.append(message)
+                    return True
+            return False
+
+        if not poll_until(came, TIMEOUT_S, interval=0.005):
+            raise AssertionError(f"no {kind} message came")
+        return found[0]
 
 
 def test_a_patch_message_round_trips_with_large_arrays_as_blobs() -> None:
@@ -330,9 +335,7 @@ def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
         remote.update(report, [])
         return all(remote.status(node_id) in ("ok", "cached") for node_id in patch.nodes)
 
-    deadline = time.monotonic() + TIMEOUT_S
-    while not seen_all():
-        assert time.monotonic() < deadline, "the reports never covered every node"
+    assert poll_until(seen_all, TIMEOUT_S, interval=0), "the reports never covered every node"
     patch.remove_node("n7")
     remote.update(editor.read_until("report", lambda m: "ids" in m and "n7" not in m["ids"]), [])
     assert remote.nodes() == set(patch.nodes)
@@ -381,10 +384,12 @@ def test_an_editor_closing_stops_the_engine_unless_its_output_is_showing() -> No
     assert quits == []
     engine.output_open = False
     editor.channel.send({"type": "quit", "unless_showing": True})
-    deadline = time.monotonic() + TIMEOUT_S
-    while not quits and time.monotonic() < deadline:
+
+    def stepped_to_quit() -> bool:
         engine.step()
-        time.sleep(0.005)
+        return bool(quits)
+
+    poll_until(stepped_to_quit, TIMEOUT_S, interval=0.005)
     assert quits == [True]
     engine.close()
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from app.engine_client import EngineClient, EngineProcess
-from tests.waiting import TIMEOUT_S, read_line
+from tests.waiting import TIMEOUT_S, poll_until, read_line
 from tests.xvfb import private_display
 
 pytestmark = pytest.mark.xvfb
@@ -40,12 +40,7 @@ def logged_frames(path: Path) -> list[tuple[float, int]]:
 
 
 def wait_for_frames(path: Path, count: int) -> bool:
-    deadline = time.monotonic() + TIMEOUT_S
-    while len(logged_frames(path)) < count:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return poll_until(lambda: len(logged_frames(path)) >= count, TIMEOUT_S, interval=0.05)
 
 
 def read_report(process: subprocess.Popen[str], timeout: float = 300.0) -> dict:
@@ -104,13 +99,13 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             client = EngineClient(engine)
             if result["engine_after_crash"] is not None and client.start():
                 client.send({"type": "get_patch"})
-                deadline = time.monotonic() + TIMEOUT_S
                 patches: list[dict] = []
-                while time.monotonic() < deadline and not (
-                    patches and client.evaluator.output_fullscreen
-                ):
-                    patches += [m for m, _ in client.poll() if m["type"] == "patch"]
-                    time.sleep(0.05)
+
+                def resumed() -> bool:
+                    patches.extend(m for m, _ in client.poll() if m["type"] == "patch")
+                    return bool(patches) and bool(client.evaluator.output_fullscreen)
+
+                poll_until(resumed, TIMEOUT_S, interval=0.05)
                 result["resumed_patch"] = patches[0] if patches else None
                 result["resumed_output"] = (
                     client.evaluator.output_open,
