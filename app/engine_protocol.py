@@ -205,8 +205,9 @@ def _revision(message: Mapping[str, Any], key: str) -> int:
 
 def event_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, Any] | None:
     """One change event of `patch` (just applied) as an op of an `edits` message (array values
-    appended to `blobs`), or None for edits the engine does not need (positions)."""
-    if event.kind == "ui":
+    appended to `blobs`), or None for edits the engine does not need (positions) or made itself
+    (live values: they came from the engine's controls)."""
+    if event.kind == "ui" or event.live:
         return None
     op: dict[str, Any] = {"op": event.op}
     if event.definition is not None:

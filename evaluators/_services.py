@@ -46,6 +46,7 @@ class Services:
         self.options: dict[str, Any] = {}
         self._made: dict[str, Service] = {}
         self._frame_thread: int | None = None
+        self._prepared = False
 
     def get(self, name: str, ctx: Any) -> Any:
         """The service `name`, made on first use (on the frame thread only)."""
@@ -63,9 +64,20 @@ class Services:
     def __contains__(self, name: str) -> bool:
         return name in self._made
 
+    def prepare_frame(self) -> None:
+        """Drain the services' queues for the coming frame now, before the evaluator runs it (the
+        frame loop does, to apply live controls to the patch first); that frame's
+        `frame_started()` then drains nothing more. Frame thread only."""
+        self.frame_started()
+        self._prepared = True
+
     def frame_started(self) -> None:
-        """Called by the frame thread at the start of each frame: services drain their queues."""
+        """Called by the frame thread at the start of each frame: services drain their queues
+        (unless `prepare_frame()` did for this frame)."""
         self._frame_thread = threading.get_ident()
+        if self._prepared:
+            self._prepared = False
+            return
         for service in self._made.values():
             service.begin_frame()
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from nodes import _definitions as defs
+from nodes._bindings import Binding
 from nodes._errors import (
     CycleError,
     DuplicateNodeError,
@@ -106,8 +107,11 @@ class Backdrop(NamedTuple):
 class PatchEvent(NamedTuple):
     """What changed. `op` is one of add_node, remove_node, connect, disconnect, pins, set_value,
     move, backdrop (`value`: the backdrop's id; a UI-only edit), settings, add_definition,
-    remove_definition, rename_definition (`value`: the name, or (old, new)). `definition`: the
-    definition whose body the edit was made in (None: the document's own nodes)."""
+    remove_definition, rename_definition (`value`: the name, or (old, new)), binding (`value`: the
+    binding's id). `definition`: the definition whose body the edit was made in (None: the
+    document's own nodes). `live`: a value a live control or a preset recall set while the patch
+    plays (`set_value(..., live=True)`): evaluators treat it as any value edit, but it is not
+    counted in `value_revision` and editors do not send it to an engine (it came from there)."""
 
     kind: EventKind
     op: str
@@ -116,6 +120,7 @@ class PatchEvent(NamedTuple):
     link: Link | None = None
     value: Any = None
     definition: str | None = None
+    live: bool = False
 
 
 Listener = Callable[[PatchEvent], None]
@@ -138,6 +143,7 @@ class Patch:
         self.backdrops: dict[str, Backdrop] = {}  # id -> frame drawn behind nodes (layout only)
         # name -> {(node id, pin): value}: recalled by nodes/_presets.py, never by evaluators
         self.presets: dict[str, dict[tuple[str, str], Any]] = {}
+        self.bindings: dict[str, Binding] = {}  # id -> control driving a pin (nodes/_bindings.py)
         self._folder: Path | None = None
         self.revision = 0
         self.value_revision = 0
@@ -226,6 +232,7 @@ class Patch:
         twin.meta = copy.deepcopy(self.meta)
         twin.backdrops = dict(self.backdrops)
         twin.presets = {name: dict(values) for name, values in self.presets.items()}
+        twin.bindings = dict(self.bindings)
         twin.folder = self.folder
         twin.revision, twin.value_revision = self.revision, self.value_revision
         twin._next_id = self._next_id
@@ -254,7 +261,7 @@ class Patch:
     def _emit(self, event: PatchEvent) -> None:
         if event.kind == "structural":
             self.revision += 1
-        elif event.kind == "value":
+        elif event.kind == "value" and not event.live:
             self.value_revision += 1
         for listener in list(self._listeners.values()):
             listener(event)
@@ -564,8 +571,9 @@ class Patch:
             f"backdrop{n}" for n in itertools.count(1) if f"backdrop{n}" not in self.backdrops
         )
 
-    def set_value(self, node_id: str, pin: str, value: Any) -> None:
-        """Set the value of an input pin (used when the pin has no link).
+    def set_value(self, node_id: str, pin: str, value: Any, *, live: bool = False) -> None:
+        """Set the value of an input pin (used when the pin has no link). `live`: set by a live
+        control or a preset recall while playing (see PatchEvent).
 
         All or nothing: a value the pin cannot take (a wrong type, a file name a patch may not
         use) raises PatchValueError before anything changes. A value that merely makes the node
@@ -608,7 +616,7 @@ class Patch:
         # Values dicts are replaced, never changed, so snapshots can share them without copying.
         instance.values = values
         instance.stamp = next(_stamps)
-        self._emit(PatchEvent("value", "set_value", node_id, pin, value=new))
+        self._emit(PatchEvent("value", "set_value", node_id, pin, value=new, live=live))
         if inputs != instance.inputs:
             self._rederive_pins(instance, inputs)
 
@@ -635,6 +643,22 @@ class Patch:
         instance.values = {pin.name: _kept(pin, values) for pin in inputs}
         instance.inputs = inputs
         self._emit(PatchEvent("structural", "pins", instance.id))
+
+    def new_binding_id(self) -> str:
+        """A binding id not in use: `binding1`, `binding2`, ..."""
+        return next(f"binding{n}" for n in itertools.count(1) if f"binding{n}" not in self.bindings)
+
+    def set_binding(self, binding_id: str, binding: Binding | None) -> None:
+        """Add or replace the binding `binding_id`, or remove it (None). The target need not
+        exist (an undo may bring its node back); the runtime skips what it cannot drive."""
+        if not isinstance(binding_id, str) or not binding_id or len(binding_id) > 200:
+            raise PatchValueError(f"binding id: expected a name, got {binding_id!r}"[:200])
+        if binding is None:
+            if self.bindings.pop(binding_id, None) is None:
+                return
+        else:
+            self.bindings[binding_id] = binding
+        self._emit(PatchEvent("value", "binding", value=binding_id))
 
     def update_settings(self, **settings: Any) -> None:
         """Change patch settings (e.g. `resolution=[1920, 1080]`, `bpm=128`), checked first (a
