@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from app.engine import PLAYING_FILE
 from app.engine_client import EngineClient, EngineProcess
 from tests.waiting import TIMEOUT_S, poll_until, read_line
 from tests.xvfb import private_display
@@ -91,7 +92,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         if pid is not None:  # perform mode: the engine outlived the attached editor too
             result["engine_after_attach_closed"] = pid
             # and with no editor left, its supervisor brings a killed engine back, with the show
-            time.sleep(1.0)  # (what plays is kept on a worker thread when the editor leaves)
+            # what plays is kept (on a worker thread) when the editor leaves: wait for it
+            poll_until(lambda: (state_dir / "engine" / PLAYING_FILE).exists(), TIMEOUT_S)
             os.kill(pid, signal.SIGKILL)
             frames = len(logged_frames(log))
             result["resumed_frames"] = wait_for_frames(log, frames + 30)
