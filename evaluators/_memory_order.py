@@ -194,7 +194,7 @@ def _lower_peak(dag: _Dag, order: list[int], evaluations: int) -> list[int]:
 
     steps = _steps(dag, order)
     current = cost(steps)
-    while evaluations > 0:
+    while evaluations > 0 and steps:
         improved = False
         for _, source, target in _moves_at_peak(dag, order, steps.index(current[0])):
             if evaluations <= 0:
