@@ -21,7 +21,7 @@ the order with the lowest peak is kept (as XLA's memory scheduler picks the best
 then improved by hill climbing on its peak step: move a node that allocates before the peak to
 just before its first consumer, or a node that frees inputs after the peak to just before it,
 keeping a move only when it lowers the peak (or the number of steps at the peak). The climb
-costs a bounded number of O(V + E) evaluations, so 10,000 nodes take about a second at most on
+costs a bounded number of O(V + E) evaluations, so 10,000 nodes take well under a second on
 this machine. Never worse than any of the three candidates, so never worse than DFS order.
 
 Also here, as baselines for tests and `patchbay bench`: DFS order (reverse post-order of a
@@ -154,15 +154,14 @@ def _moves_at_peak(dag: _Dag, order: list[int], peak: int) -> list[tuple[float, 
     just before its first consumer; a node run after the peak whose inputs all exist before it
     goes just before the peak. The saving is what the node allocates against the inputs whose
     last consumer it is."""
-    position = {node: index for index, node in enumerate(order)}
+    position = [0] * len(order)
+    for index, node in enumerate(order):
+        position[node] = index
+    last_use = [max((position[c] for c in consumers), default=-1) for consumers in dag.successors]
 
     def freed_by(node: int) -> float:
         index = position[node]
-        return sum(
-            dag.output[source]
-            for source in dag.predecessors[node]
-            if max(position[c] for c in dag.successors[source]) == index
-        )
+        return sum(dag.output[s] for s in dag.predecessors[node] if last_use[s] == index)
 
     moves: list[tuple[float, int, int]] = []
     for index in range(peak):
