@@ -461,12 +461,14 @@ def load_section(sizes: list[int], repeats: int) -> Report:
     return results
 
 
-def memory_section(seeds: int, beam_width: int = 8) -> Report:
+def memory_section(
+    seeds: int, nodes: int = 1000, timed_sizes: tuple[int, ...] = (1000, 10000), beam_width: int = 8
+) -> Report:
     """Peak memory of `memory_order` against the baselines; see the module note. A ratio below
     1 means memory_order needs less memory than the baseline."""
     ratios: dict[str, list[float]] = {"dfs": [], "bfs": [], "beam": []}
     for seed in range(seeds):
-        graph = layered_graph(1000, seed)
+        graph = layered_graph(nodes, seed)
         args = (graph.successors, graph.output_bytes, graph.scratch_bytes)
         peak = peak_memory(memory_order(*args), *args)
         baselines = {
@@ -476,14 +478,14 @@ def memory_section(seeds: int, beam_width: int = 8) -> Report:
         }
         for name, order in baselines.items():
             ratios[name].append(peak / peak_memory(order, *args))
-    results: Report = {"graphs": seeds, "nodes": 1000, "beam_width": beam_width}
+    results: Report = {"graphs": seeds, "nodes": nodes, "beam_width": beam_width}
     for name, values in ratios.items():
         results[f"vs_{name}"] = {
             "median_ratio": statistics.median(values),
             "worst_ratio": max(values),
             "best_ratio": min(values),
         }
-    for size in (1000, 10000):
+    for size in timed_sizes:
         graph = layered_graph(size, 0)
         args = (graph.successors, graph.output_bytes, graph.scratch_bytes)
         samples = []
