@@ -153,7 +153,9 @@ def test_runs_a_node_with_big_scratch_while_little_is_live() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(dags(max_nodes=7, min_nodes=1))
-def test_the_beam_and_memory_order_find_the_optimum_on_tiny_graphs(dag: tuple[Successors, dict]) -> None:
+def test_the_beam_and_memory_order_find_the_optimum_on_tiny_graphs(
+    dag: tuple[Successors, dict],
+) -> None:
     """With state collapsing and a beam as wide as the number of node sets, the beam search is
     the exact dynamic programme; brute force over every topological order agrees. On graphs
     this small memory_order runs such a beam too, so it finds the optimum."""
