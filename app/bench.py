@@ -22,6 +22,10 @@ Sections:
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
+- memory: on 1,000-node layered graphs (seed 004's generator, several seeds), the peak memory of
+  `memory_order` against DFS order, BFS order and a width-8 beam search (approximate dynamic
+  programme): the median and worst ratio of memory_order's peak to each, and the median time to
+  compute memory_order on 1,000 and 10,000 nodes.
 
 Timings are for reading by people, never asserted in tests: these machines are shared and noisy.
 """
@@ -53,8 +57,10 @@ from evaluators import (
     bind_compute,
     freeze,
 )
+from evaluators._memory_order import beam_order, bfs_order, dfs_order, memory_order, peak_memory
 from evaluators._view import ExpandedPatch
 from evaluators.bench_patches import CASES, hot_chain, subpatch_chains, subpatch_chains_inlined
+from evaluators.layered_graphs import layered_graph
 from nodes import Patch, load_patch, save_patch
 
 Report = dict[str, Any]
@@ -455,6 +461,42 @@ def load_section(sizes: list[int], repeats: int) -> Report:
     return results
 
 
+def memory_section(
+    seeds: int, nodes: int = 1000, timed_sizes: tuple[int, ...] = (1000, 10000), beam_width: int = 8
+) -> Report:
+    """Peak memory of `memory_order` against the baselines; see the module note. A ratio below
+    1 means memory_order needs less memory than the baseline."""
+    ratios: dict[str, list[float]] = {"dfs": [], "bfs": [], "beam": []}
+    for seed in range(seeds):
+        graph = layered_graph(nodes, seed)
+        args = (graph.successors, graph.output_bytes, graph.scratch_bytes)
+        peak = peak_memory(memory_order(*args), *args)
+        baselines = {
+            "dfs": dfs_order(graph.successors),
+            "bfs": bfs_order(graph.successors),
+            "beam": beam_order(*args, width=beam_width),
+        }
+        for name, order in baselines.items():
+            ratios[name].append(peak / peak_memory(order, *args))
+    results: Report = {"graphs": seeds, "nodes": nodes, "beam_width": beam_width}
+    for name, values in ratios.items():
+        results[f"vs_{name}"] = {
+            "median_ratio": statistics.median(values),
+            "worst_ratio": max(values),
+            "best_ratio": min(values),
+        }
+    for size in timed_sizes:
+        graph = layered_graph(size, 0)
+        args = (graph.successors, graph.output_bytes, graph.scratch_bytes)
+        samples = []
+        for _ in range(3):
+            started = time.perf_counter()
+            memory_order(*args)
+            samples.append(time.perf_counter() - started)
+        results[f"memory_order_ms/{size}"] = statistics.median(samples) * 1e3
+    return results
+
+
 def _gpu_section(quick: bool) -> Report:
     from app.gpu_bench import gpu_bench
 
@@ -502,6 +544,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "show": lambda: _show_section(quick),
         "subpatch": lambda: subpatch_section(100, 100, 5 if quick else 21, 2 if quick else 5),
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
+        "memory": lambda: memory_section(3 if quick else 10),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

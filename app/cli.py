@@ -100,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
             "show",
             "subpatch",
             "load",
+            "memory",
         ),
         help="run only these sections",
     )

@@ -18,6 +18,7 @@ from evaluators._flat import FlatEvaluator, FlatProgram
 from evaluators._freeze import Progress, freeze
 from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
+from evaluators._memory_order import memory_order, peak_memory
 from evaluators._observer import FrameObserver
 from evaluators._patch_graph import PatchGraph
 from evaluators._path import NodePath
@@ -51,5 +52,7 @@ __all__ = [
     "freeze",
     "inlined",
     "make_evaluator",
+    "memory_order",
     "node_running_in",
+    "peak_memory",
 ]
