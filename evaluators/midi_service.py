@@ -24,9 +24,10 @@ frame. `tempo()` is the BPM of the MIDI clock (24 ticks a beat), from the ticks 
 beat; None once no tick came for `CLOCK_TIMEOUT_SECONDS`.
 
 MIDI is an optional extra (`patchbay[midi]`: mido and python-rtmidi, which has no wheels for some
-Pythons). Without it, and on Linux without an ALSA sequencer (`/dev/snd/seq`, e.g. in a container),
-the service still exists: it says why in one line (on its log, stderr by default, and in `errors`),
-once, and gives no events. Every other problem (a port that cannot be opened) is one line too.
+Pythons). Without it, and on Linux without an ALSA sequencer (`/dev/snd/seq`, e.g. in a container,
+or without the right to open it), the service still exists: it says why in one line (on its log,
+stderr by default, and in `errors`), once, and gives no events. Every other problem (ports that
+cannot be listed, a port that cannot be opened) is one line too, said once.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ CLOCK_TIMEOUT_SECONDS = 2.0
 
 UNAVAILABLE = "MIDI unavailable: install patchbay[midi]"
 NO_SEQUENCER = "MIDI unavailable: no ALSA sequencer (/dev/snd/seq is missing)"
+NO_SEQUENCER_ACCESS = (
+    "MIDI unavailable: no access to the ALSA sequencer /dev/snd/seq (join the audio group)"
+)
 ALSA_SEQUENCER = "/dev/snd/seq"
 
 _TICK = "tick"
@@ -94,9 +98,12 @@ def default_backend() -> tuple[MidiBackend | None, str | None]:
         import rtmidi  # noqa: F401 - mido's default backend; only checked here
     except ImportError:
         return None, UNAVAILABLE
-    if sys.platform.startswith("linux") and not os.path.exists(ALSA_SEQUENCER):
+    if sys.platform.startswith("linux"):
         # rtmidi would fail too, after ALSA printed its own errors on stderr.
-        return None, NO_SEQUENCER
+        if not os.path.exists(ALSA_SEQUENCER):
+            return None, NO_SEQUENCER
+        if not os.access(ALSA_SEQUENCER, os.R_OK | os.W_OK):
+            return None, NO_SEQUENCER_ACCESS
     return MidoBackend(mido), None
 
 

@@ -12,6 +12,11 @@ scanner opens them on its own thread: until it has looked, the node is deferred 
 outputs); then, when no open port matches, the node fails with one line naming the pattern and the
 ports there are, and the rest of the patch plays on. With no service at all (a context without
 services), the node gives its values.
+
+A USER node's result, its failure included, is cached until one of its values changes: a node that
+failed because its controller was not plugged in stays failed until the first message from it
+arrives (the scanner opens the port within a couple of seconds, the runtime then writes the live
+pin) or until the node is edited.
 """
 
 from __future__ import annotations

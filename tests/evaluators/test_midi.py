@@ -21,12 +21,13 @@ from typing import Any
 import mido
 import pytest
 
-from evaluators import ExecutionContext, NodeStatus
+from evaluators import ExecutionContext, NodeStatus, midi_service
 from evaluators._control_events import ControlEvent
 from evaluators._services import FACTORIES
 from evaluators.midi_service import (
     MAX_QUEUED,
     NO_SEQUENCER,
+    NO_SEQUENCER_ACCESS,
     UNAVAILABLE,
     MidiService,
     default_backend,
@@ -382,6 +383,21 @@ SEQUENCER_MISSING = sys.platform.startswith("linux") and not os.path.exists("/de
 VIRTUAL_PORTS = sys.platform == "darwin" or (
     sys.platform.startswith("linux") and os.path.exists("/dev/snd/seq")
 )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ALSA is Linux's")
+def test_linux_without_a_usable_alsa_sequencer_has_no_backend(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setattr(midi_service, "ALSA_SEQUENCER", str(tmp_path / "seq"))
+    assert default_backend() == (None, NO_SEQUENCER)
+    (tmp_path / "seq").touch()
+    monkeypatch.setattr(midi_service.os, "access", lambda path, mode: False)
+    assert default_backend() == (None, NO_SEQUENCER_ACCESS)
+    monkeypatch.setattr(midi_service.os, "access", lambda path, mode: True)
+    backend, unavailable = default_backend()
+    assert unavailable is None
+    assert isinstance(backend, midi_service.MidoBackend)
 
 
 @pytest.mark.skipif(not SEQUENCER_MISSING, reason="this machine has an ALSA sequencer")
