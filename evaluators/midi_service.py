@@ -61,7 +61,8 @@ NO_SEQUENCER_ACCESS = (
 )
 ALSA_SEQUENCER = "/dev/snd/seq"
 
-_TICK = "tick"
+#: Problems kept in `errors` at most (each said once): a device cannot make the list grow forever.
+MAX_ERRORS = 64
 _TRANSPORT = frozenset({"start", "continue", "stop"})
 
 
@@ -156,20 +157,17 @@ class MidiService:
         """The service for an execution context (nothing in its options or settings yet)."""
         return cls()
 
-    @property
-    def available(self) -> bool:
-        return self._backend is not None
-
     def _report(self, line: str) -> None:
         """A problem, said once: kept in `errors` and written to the log (port names come from
         devices: escaped, kept short)."""
         line = one_line(line)
-        if line in self.errors:
+        if line in self.errors or len(self.errors) >= MAX_ERRORS:
             return
         self.errors.append(line)
         print(f"patchbay: {line}", file=self._log, flush=True)
 
-    # ------------------------------------------------------------------ ports (any thread)
+    # ------------------------------------------------------------------ ports
+    # The frame thread asks (`want`, `inputs_matching`, `ports`); the scanner thread opens.
     def want(self, device_pattern: str) -> None:
         """Open every input port whose name contains `device_pattern` ("" = every port), now and
         when one appears later. Returns at once: the scanner thread opens them."""
@@ -270,7 +268,7 @@ class MidiService:
             velocity = _seven_bit(message.velocity) / 127.0 if kind == "note_on" else 0.0
             return ControlEvent(source, velocity, device)
         if kind == "clock":
-            return (_TICK, self._clock())
+            return self._clock()  # a tick: when it came
         if kind in _TRANSPORT:
             return kind
         return None
@@ -288,7 +286,7 @@ class MidiService:
             elif isinstance(item, str):
                 transport.append(item)
             else:
-                self._tick(item[1])
+                self._tick(item)
         self._controls, self._transport = controls, transport
 
     def _tick(self, at: float) -> None:

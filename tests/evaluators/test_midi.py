@@ -25,6 +25,7 @@ from evaluators import ExecutionContext, NodeStatus, midi_service
 from evaluators._control_events import ControlEvent
 from evaluators._services import FACTORIES
 from evaluators.midi_service import (
+    MAX_ERRORS,
     MAX_QUEUED,
     NO_SEQUENCER,
     NO_SEQUENCER_ACCESS,
@@ -329,6 +330,17 @@ def test_a_port_that_cannot_open_is_one_line_once(services: Callable[..., MidiSe
     assert service.errors == [f"MIDI input '{KNOBS}' cannot be opened: unknown port '{KNOBS}'"]
     assert log.getvalue().count("\n") == 1
     assert service.inputs_matching("") == []
+
+
+def test_problems_kept_are_bounded(services: Callable[..., MidiService]) -> None:
+    names = [f"broken {n}" for n in range(MAX_ERRORS + 30)]
+    log = io.StringIO()
+    backend = FakeBackend(names, refuse=frozenset(names))
+    service = services(backend, log=log)
+    service.want("broken")
+    assert poll_until(lambda: service.inputs_matching("broken") is not None)
+    assert len(service.errors) == MAX_ERRORS
+    assert log.getvalue().count("\n") == MAX_ERRORS
 
 
 def test_want_after_close_opens_nothing(services: Callable[..., MidiService]) -> None:
