@@ -230,6 +230,7 @@ def _nodes(as_json: bool) -> int:
                         "default": _jsonable(pin.default),
                         "lazy": pin.lazy,
                         "feedback": pin.feedback,
+                        "live": pin.hint == "live",
                     }
                     for pin in spec.inputs
                 ],
@@ -243,7 +244,7 @@ def _nodes(as_json: bool) -> int:
     for entry in entries:
         pins = ", ".join(
             f"{pin['name']}:{pin['type']}" + ("~lazy" if pin["lazy"] else "")
-            + ("~feedback" if pin["feedback"] else "")
+            + ("~feedback" if pin["feedback"] else "") + ("~live" if pin["live"] else "")
             for pin in entry["inputs"]
         )  # fmt: skip
         outs = ", ".join(f"{out['name']}:{out['type']}" for out in entry["outputs"])

@@ -1,4 +1,4 @@
-"""Services: the long-lived I/O of a running patch (OSC server, later MIDI ports and the transport).
+"""Services: the long-lived I/O of a running patch (OSC server, MIDI ports, later the transport).
 
 `Services` belongs to an ExecutionContext. A service is made by name (`get("osc")`) the first time a
 node asks for it, by the factory in `FACTORIES`, and lives until `close()` (the context's
@@ -13,7 +13,7 @@ services, from its command line (`osc_port`, `osc_host`, `allow_send`); they win
 settings, which a factory reads from the context (`ctx.settings`).
 
 Factories import their module when first used, so a process that never plays an OSC node never
-imports python-osc.
+imports python-osc, nor mido one without MIDI nodes.
 """
 
 from __future__ import annotations
@@ -35,8 +35,14 @@ def _osc(ctx: Any) -> Service:
     return OscService.for_context(ctx)
 
 
+def _midi(ctx: Any) -> Service:
+    from evaluators.midi_service import MidiService
+
+    return MidiService.for_context(ctx)
+
+
 #: Name -> factory taking the execution context.
-FACTORIES: dict[str, Callable[[Any], Service]] = {"osc": _osc}
+FACTORIES: dict[str, Callable[[Any], Service]] = {"osc": _osc, "midi": _midi}
 
 
 class Services:

@@ -100,7 +100,9 @@ class PinSpec:
     default: Any = None
     lazy: bool = False
     feedback: bool = False
-    hint: str | None = None  # UI hint for the editor: "slider", "toggle", "color", "code", "file"
+    # UI hint for the editor: "slider", "toggle", "color", "code", "file"; "live": a value the
+    # controls runtime writes from MIDI/OSC (the inspector shows it read-only).
+    hint: str | None = None
     minimum: float | None = None
     maximum: float | None = None
 

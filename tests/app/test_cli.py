@@ -55,6 +55,8 @@ def test_nodes_lists_the_library(capsys) -> None:
     assert "in0:any~lazy" in by_id["logic.switch"]
     assert "in:any~feedback" in by_id["util.frame_delay"]
     assert "(a:num, b:num) -> out:num" in by_id["math.add"]
+    cc = "(device:str, channel:int, control:int, value:float~live) -> out:float"
+    assert cc in by_id["midi.cc"]
 
 
 def test_nodes_json() -> None:
@@ -68,10 +70,12 @@ def test_nodes_json() -> None:
         assert entry["determinism"] == LIBRARY[entry["id"]].determinism.value
         assert isinstance(entry["inputs"], list) and isinstance(entry["outputs"], list)
         for pin in entry["inputs"]:
-            assert {"name", "type", "default", "lazy", "feedback"} <= set(pin)
+            assert {"name", "type", "default", "lazy", "feedback", "live"} <= set(pin)
     gate = next(entry for entry in entries if entry["id"] == "logic.gate")
     assert [(p["name"], p["lazy"]) for p in gate["inputs"]] == [("open", False), ("in", True)]
     assert next(e for e in entries if e["id"] == "output.value")["sink"] is True
+    note = next(entry for entry in entries if entry["id"] == "midi.note")
+    assert [p["name"] for p in note["inputs"] if p["live"]] == ["velocity"]
 
 
 def test_run_headless_prints_one_line_per_frame(patch_file: Path) -> None:
