@@ -18,6 +18,11 @@ Revisions: after applying an edit the engine compares its patch's counters with 
 sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
 A new patch keeps the ExecutionContext, so what is playing (LFO phases, feedback) goes on.
 
+Transport and presets: patch time is an `app.transport` clock (rate, pause, steps both ways, a
+fixed step per frame for renders). The engine's `PresetDeck` (nodes) recalls, morphs and
+crossfades presets as live values; it is stepped right before each frame runs, and a control
+bound to a preset or the crossfader calls its `recall` / `set_crossfade`.
+
 Garbage collection: a full collection of the engine's heap (the libraries it imported and the
 patch) takes tens of milliseconds, which is frames. So once a patch runs as a flat program the
 engine freezes what the collector tracks (`gc.freeze`): later collections look only at what came
@@ -60,9 +65,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.engine_protocol import (
+    DECK_MESSAGES,
     SCHEMA_VERSION,
     Channel,
     ProtocolError,
+    apply_deck_message,
     apply_edits,
     patch_from_message,
     patch_message,
@@ -72,7 +79,7 @@ from app.exit_codes import EXIT_HUNG
 from app.refresh import FailedPictures, RefreshSteps
 from app.transport import TransportClock, checked_step
 from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
-from nodes import Patch, PatchError, PresetDeck, Recall, nudge_beats, resync_beats
+from nodes import Patch, PatchError, PresetDeck, nudge_beats, resync_beats
 
 REPORT_HZ = 30.0
 REPORT_NODES = 128
@@ -493,19 +500,8 @@ class Engine:
             self.transport.set_rate(message.get("rate"))
         elif kind == "fixed_step":
             self.transport.set_fixed_step(message.get("fps"))
-        elif kind == "preset":
-            recall = Recall(
-                **{key: message[key] for key in Recall.__dataclass_fields__ if key in message}
-            )
-            self.presets.request(str(message.get("name")), recall)
-        elif kind == "morph":
-            weights = message.get("weights")
-            if not isinstance(weights, dict):
-                raise ProtocolError("morph: 'weights' must be an object")
-            self.presets.morph(weights)
-        elif kind == "crossfade":
-            position = message.get("position")
-            self.presets.crossfade(str(message.get("a")), str(message.get("b")), position)
+        elif kind in DECK_MESSAGES:
+            apply_deck_message(self.presets, message)
         elif kind == "reset_time":
             self.reset_clock()
         elif kind == "nudge":

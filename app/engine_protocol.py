@@ -75,7 +75,7 @@ from typing import Any
 
 import numpy as np
 
-from nodes import Link, Patch, PatchEvent, patch_from_dict, patch_to_dict
+from nodes import Link, Patch, PatchEvent, PresetDeck, Recall, patch_from_dict, patch_to_dict
 
 SCHEMA_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -387,6 +387,29 @@ def _link(op: dict[str, Any]) -> Link:
     if not isinstance(parts, list) or len(parts) != 4:
         raise ProtocolError(f"edits {op.get('op')}: a link is [src, src_pin, dst, dst_pin]")
     return Link(*(str(part) for part in parts))
+
+
+# ----------------------------------------------------------------------------- presets
+
+DECK_MESSAGES = ("preset", "morph", "crossfade")
+
+
+def apply_deck_message(deck: PresetDeck, message: Mapping[str, Any]) -> None:
+    """Hand a `preset`, `morph` or `crossfade` message to a preset deck (the engine's, or an
+    editor's own when it runs the patch itself); PatchError or ProtocolError when it is bad."""
+    kind = message.get("type")
+    if kind == "preset":
+        fields = {key: message[key] for key in Recall.__dataclass_fields__ if key in message}
+        deck.request(str(message.get("name")), Recall(**fields))
+    elif kind == "morph":
+        weights = message.get("weights")
+        if not isinstance(weights, dict):
+            raise ProtocolError("morph: 'weights' must be an object")
+        deck.morph(weights)
+    elif kind == "crossfade":
+        deck.crossfade(str(message.get("a")), str(message.get("b")), message.get("position"))
+    else:
+        raise ProtocolError(f"not a preset deck message: {kind!r}")
 
 
 # ----------------------------------------------------------------------------- reports
