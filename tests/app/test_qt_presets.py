@@ -185,3 +185,32 @@ def test_presets_panel_screenshot(editor, ui, qtbot):
     assert image.save(str(ARTIFACT))
     assert image.width() >= 280 and image.height() > 150
     editor.grab().save(str(ARTIFACT.with_name("presets_editor.png")))
+
+
+def test_with_a_real_engine_the_crossfader_moves_the_engines_values(qtbot, tmp_path):
+    """The editor window with its engine process: presets captured in the panel reach the
+    engine as edits, and the crossfader at 0.25 between A (x=0) and B (x=10) makes the
+    engine's x 2.5 (its `double` 5.0), a value the engine computes from its deck."""
+    from app.engine_client import EngineProcess
+    from tests.app.test_engine_process import editor_window
+
+    window = editor_window(qtbot, knob_patch(), tmp_path)
+    try:
+        assert window.engine is not None
+        remote = window.evaluator
+        qtbot.waitUntil(lambda: remote.nodes() == {"x", "on", "double", "out"})
+        panel = window.presets_panel
+        names = iter(["A", "B"])
+        panel.ask_name = lambda title, current: next(names)
+        panel.buttons["Capture"].click()
+        window.patch.set_value("x", "value", 10.0)
+        panel.buttons["Capture"].click()
+        window.canvas.select(["double"])  # watched: its value comes back in reports
+        qtbot.waitUntil(lambda: remote.output("double") == 20.0)
+        panel.crossfader.setValue(250)
+        qtbot.waitUntil(lambda: remote.output("double") == pytest.approx(5.0))
+        panel.jump("A")
+        qtbot.waitUntil(lambda: remote.output("double") == 0.0)
+    finally:
+        window.close()
+        EngineProcess(tmp_path / "engine").stop()
