@@ -283,7 +283,7 @@ class Recall:
 
     def __post_init__(self) -> None:
         if self.mode not in ("jump", "transition"):
-            raise PatchValueError(f"mode {self.mode!r}: jump or transition")
+            raise PatchValueError(f"mode {self.mode!r}: jump or transition"[:120])
         if isinstance(self.seconds, bool) or not isinstance(self.seconds, int | float):
             raise PatchValueError(f"seconds {self.seconds!r}: a number"[:120])
         if not 0 <= self.seconds < math.inf:

@@ -9,6 +9,7 @@ from app.engine import Engine
 from app.transport import TransportClock
 from nodes import Patch
 from tests.app.test_engine import EditorEnd
+from tests.waiting import TIMEOUT_S, poll_until
 
 
 class FakeClock:
@@ -140,22 +141,32 @@ def test_the_engine_renders_a_fixed_step_per_frame_whatever_the_wall_clock() -> 
     wall = FakeClock()
     engine, editor = playing_engine(wall)
     wall.t += 2.0
-    editor.channel.send({"type": "fixed_step", "fps": 25.0})
-    editor.read_until("report", lambda m: m["fixed_fps"] == 25.0)
-    start = engine.clock()
+
+    def drained(message: dict) -> None:
+        """Send `message` and run the step that drains it (no frame before it, which in
+        fixed-step mode would move time on)."""
+        editor.channel.send(message)
+        assert poll_until(lambda: not engine.inbox.empty(), TIMEOUT_S, interval=0.002)
+        engine.step()
+
+    drained({"type": "fixed_step", "fps": 25.0})
+    assert engine.transport.fixed_fps == 25.0
+    start = seen(engine)[0]  # the frame that drained it ran at the time reached
+    assert start == pytest.approx(2.0)
     times = []
     for _ in range(5):
         wall.t += 3.0  # each frame takes three seconds to render
         engine.step()
         times.append(seen(engine)[0])
-    assert times == pytest.approx([start + k / 25 for k in range(5)])
-    editor.channel.send({"type": "fixed_step", "fps": None})
-    editor.read_until("report", lambda m: m["fixed_fps"] is None)
-    resumed = engine.clock()
-    assert resumed == pytest.approx(start + 5 / 25)
+    assert times == pytest.approx([start + k / 25 for k in range(1, 6)])
+    drained({"type": "fixed_step", "fps": None})
+    assert engine.transport.fixed_fps is None
+    assert seen(engine)[0] == pytest.approx(start + 6 / 25)  # real time from where it was
     wall.t += 0.5
     engine.step()
-    assert seen(engine)[0] == pytest.approx(resumed + 0.5)
+    assert seen(engine)[0] == pytest.approx(start + 6 / 25 + 0.5)
+    report = editor.read_until("report", lambda m: m["fixed_fps"] is None)
+    assert report["rate"] == 1.0
     editor.channel.send({"type": "fixed_step", "fps": -3})
     assert "fps must be above 0" in editor.read_until("error")["message"]
     engine.close()
