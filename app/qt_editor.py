@@ -613,6 +613,7 @@ class QtEditorWindow(QMainWindow):
         self.canvas.viewer().setInteractive(not read_only)
         self.inspector.setEnabled(not read_only)
         self.library.setEnabled(not read_only)
+        self.presets_panel.setEnabled(not read_only)
         self.save_action.setEnabled(not read_only)
         for action in self.edit_actions:
             action.setEnabled(not read_only)

@@ -89,7 +89,7 @@ class RecallPresetCommand(QUndoCommand):
     def __init__(self, patch: Patch, name: str) -> None:
         super().__init__(f"recall preset {name}")
         self._patch = patch
-        self._changes = [
+        self.changes = [
             (node_id, pin, patch.value(node_id, pin), value)
             for (node_id, pin), value in patch.presets[name].items()
             if node_id in patch.nodes
@@ -98,11 +98,11 @@ class RecallPresetCommand(QUndoCommand):
         ]
 
     def redo(self) -> None:
-        for node_id, pin, _, new in self._changes:
+        for node_id, pin, _, new in self.changes:
             self._patch.set_value(node_id, pin, new)
 
     def undo(self) -> None:
-        for node_id, pin, old, _ in reversed(self._changes):
+        for node_id, pin, old, _ in reversed(self.changes):
             self._patch.set_value(node_id, pin, old)
 
 
@@ -302,7 +302,9 @@ class QtPresetsPanel(QWidget):
         if self.engine_send is not None:
             self.engine_send({"type": "preset", "name": name, "mode": "jump", "start": "now"})
         elif name in self.patch.presets:
-            self.undo_stack.push(RecallPresetCommand(self.patch, name))
+            command = RecallPresetCommand(self.patch, name)
+            if command.changes:  # a recall that changes nothing is no undo step
+                self.undo_stack.push(command)
 
     def recall_selected(self) -> None:
         """Recall the selected preset as the transition row says."""

@@ -91,6 +91,9 @@ def test_double_click_recalls_and_undo_brings_the_values_back(editor, ui, qtbot)
     assert (editor.patch.value("x", "value"), editor.patch.value("on", "value")) == (0.0, False)
     qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.0)
     assert editor.undo_stack.undoText() == "recall preset A"
+    steps = editor.undo_stack.count()
+    panel.jump("A")  # nothing differs: no undo step
+    assert editor.undo_stack.count() == steps
     editor.undo_stack.undo()
     assert editor.patch.value("x", "value") == 10.0
     qtbot.waitUntil(lambda: editor.evaluator.output("out") == 20.0)
