@@ -18,6 +18,11 @@ Revisions: after applying an edit the engine compares its patch's counters with 
 sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
 A new patch keeps the ExecutionContext, so what is playing (LFO phases, feedback) goes on.
 
+Transport and presets: patch time is an `app.transport` clock (rate, pause, steps both ways, a
+fixed step per frame for renders). The engine's `PresetDeck` (nodes) recalls, morphs and
+crossfades presets as live values; it is stepped right before each frame runs, and a control
+bound to a preset or the crossfader calls its `recall` / `set_crossfade`.
+
 Garbage collection: a full collection of the engine's heap (the libraries it imported and the
 patch) takes tens of milliseconds, which is frames. So once a patch runs as a flat program the
 engine freezes what the collector tracks (`gc.freeze`): later collections look only at what came
@@ -60,9 +65,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.engine_protocol import (
+    DECK_MESSAGES,
     SCHEMA_VERSION,
     Channel,
     ProtocolError,
+    apply_deck_message,
     apply_edits,
     patch_from_message,
     patch_message,
@@ -70,8 +77,9 @@ from app.engine_protocol import (
 )
 from app.exit_codes import EXIT_HUNG
 from app.refresh import FailedPictures, RefreshSteps
+from app.transport import TransportClock, checked_step
 from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
-from nodes import Patch, PatchError, nudge_beats, resync_beats
+from nodes import Patch, PatchError, PresetDeck, nudge_beats, resync_beats
 
 REPORT_HZ = 30.0
 REPORT_NODES = 128
@@ -277,6 +285,7 @@ class Engine:
         supervised: bool = False,
         playing_file: Path | None = None,
         services: dict[str, Any] | None = None,
+        now: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.gpu = gpu
         self.supervised = supervised  # a supervisor process restarts it, not its editors
@@ -292,7 +301,8 @@ class Engine:
         self.editor: EditorLink | None = None
         self.frame = 0
         self.steps = 0  # turns of the frame loop, paused or not (the watchdog's heartbeat)
-        self.paused = False
+        self.transport = TransportClock(now)  # patch time: rate, pause, steps, fixed step
+        self.presets = PresetDeck(patch)  # recalls, transitions and morphs while playing
         self.in_sync = True
         self.frame_started: float | None = None  # monotonic time, while a frame runs
         self.output_open = False
@@ -301,9 +311,6 @@ class Engine:
         self.on_output_request: Callable[[dict[str, Any]], None] | None = None
         self.on_quit: Callable[[], None] | None = None
         self.presents_frames = False  # True while an output window logs presented frames
-        self._clock_start = time.perf_counter()
-        self._paused_at = 0.0
-        self._paused_total = 0.0
         self._frame_origin = 0  # `frame` when the clock was last reset: nodes count from there
         self._step_once = False  # run the next frame although paused (a step, a time reset)
         self._watched: list[str] = []
@@ -327,31 +334,33 @@ class Engine:
 
     # ----------------------------------------------------------------- clock and frames
     def clock(self) -> float:
-        """Seconds of patch time: wall time since start, minus the time spent paused."""
-        now = self._paused_at if self.paused else time.perf_counter()
-        return now - self._clock_start - self._paused_total
+        """Seconds of patch time (app.transport: rate, pauses, steps and the fixed step)."""
+        return self.transport.seconds()
+
+    @property
+    def paused(self) -> bool:
+        return self.transport.paused
 
     def set_paused(self, paused: bool) -> None:
-        if paused == self.paused:
-            return
-        now = time.perf_counter()
-        if paused:
-            self._paused_at = now
-        else:
-            self._paused_total += now - self._paused_at
-        self.paused = paused
+        if paused != self.paused:
+            self.transport.set_paused(paused)
 
     def step_paused(self, seconds: float) -> None:
-        """While paused: move patch time on by `seconds` and run one frame at the next `step()`."""
+        """While paused: move patch time by `seconds` and run one frame at the next `step()`.
+        A negative step is a step back: the frame index the nodes see goes back one too."""
         if self.paused:
-            self._paused_total -= seconds
+            self.transport.advance(seconds)
+            # The frame index the nodes see moves one per step (the frame to run counts one).
+            if seconds < 0:
+                self._frame_origin += 1 if self._step_once else 2
+            elif self._step_once:
+                self._frame_origin -= 1
             self._step_once = True
 
     def reset_clock(self) -> None:
         """Patch time and the frame count the nodes see back to 0; paused, the frame at time 0
         runs at the next `step()`."""
-        now = time.perf_counter()
-        self._clock_start, self._paused_total, self._paused_at = now, 0.0, now
+        self.transport.reset()
         self._frame_origin = self.frame
         self._step_once = self.paused
 
@@ -366,7 +375,8 @@ class Engine:
             self.frame_started = time.monotonic()
             gpu_frame = self.gpu.frame() if self.gpu is not None else contextlib.nullcontext()
             with gpu_frame:
-                t = self.clock() if t is None else t
+                t = self.transport.frame_time() if t is None else t
+                self._step_presets(t)
                 self.evaluator.run_frame(t, self.frame - self._frame_origin)
                 if then is not None:
                     then()
@@ -385,6 +395,15 @@ class Engine:
                 images = self.refresh_steps.run("pictures", self._images) or []
         self._maybe_report(images)
         self.steps += 1
+
+    def _step_presets(self, t: float) -> None:
+        """Step the preset deck before the frame runs; a recall that fails is ended, and the
+        editor told (the frame goes on)."""
+        try:
+            self.presets.step(t, self.ctx.bpm)
+        except PatchError as error:
+            if self.editor is not None:
+                self.editor.post({"type": "error", "message": f"preset: {error}"[:300]})
 
     # ----------------------------------------------------------------- messages
     def drain(self) -> None:
@@ -476,10 +495,13 @@ class Engine:
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
         elif kind == "step":
-            seconds = float(message.get("seconds", 0.0))
-            if not 0.0 <= seconds <= 1.0:  # NaN too
-                raise ValueError(f"seconds must be within 0 and 1, not {seconds}")
-            self.step_paused(seconds)
+            self.step_paused(checked_step(message.get("seconds", 0.0)))
+        elif kind == "rate":
+            self.transport.set_rate(message.get("rate"))
+        elif kind == "fixed_step":
+            self.transport.set_fixed_step(message.get("fps"))
+        elif kind in DECK_MESSAGES:
+            apply_deck_message(self.presets, message)
         elif kind == "reset_time":
             self.reset_clock()
         elif kind == "nudge":
@@ -544,6 +566,7 @@ class Engine:
         self.failed_pictures.clear()
         self._unsubscribe = patch.subscribe(self.failed_pictures.on_patch_event)
         self.patch = patch
+        self.presets.attach(patch)
         self.evaluator = DualEvaluator(patch, context=self.ctx)
         self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
         self._watch()
@@ -601,6 +624,8 @@ class Engine:
             "mode": str(ev.mode),
             "build_ms": round(ev.last_build_seconds * 1000, 1),
             "paused": self.paused,
+            "rate": self.transport.rate,
+            "fixed_fps": self.transport.fixed_fps,
             "output_open": self.output_open,
             "output_screen": self.output_screen,
             "output_fullscreen": self.output_fullscreen,

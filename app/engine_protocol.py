@@ -23,7 +23,15 @@ Editor -> engine
     images    {thumbnails: [node ids], previews: [[node, pin], ...]}: textures to send back small
     output    {open, screen, fullscreen}: the output window
     pause     {paused}
-    step      {seconds}: while paused, move patch time on by `seconds` and run one frame
+    step      {seconds}: while paused, move patch time by `seconds` (-1..1; negative: a step
+              back, the frame index nodes see goes back one too) and run one frame
+    rate      {rate}: patch time runs at `rate` times wall time (0 < rate <= 16), continuous
+    fixed_step {fps}: every frame advances exactly 1 / fps of patch time (rendering); null: real
+              time again, from the patch time reached
+    preset    {name, mode, seconds, easing, switch, start}: recall a preset (mode jump or
+              transition; start now, beat or bar: the next beat or bar of the patch tempo)
+    morph     {weights}: blend presets by weight, {name: weight}
+    crossfade {a, b, position}: blend presets a and b (position 0: a, 1: b)
     reset_time {}: patch time and the frame count the nodes see back to 0 (paused: one frame
               at time 0 runs)
     nudge     {beats}: shift the beat of every `time.beat` by `beats` (within +-0.5) next frame
@@ -36,8 +44,9 @@ Engine -> editor
     hello     {schema, pid, rev, vrev, gl}: `gl` says whether GPU nodes can run
     patch     {rev, vrev, document, arrays, folder, path}: the running patch (get_patch)
     resync    {reason}: revisions disagreed; the engine ignores edits until the next `patch`
-    report    {frame, rev, applied, fps, frame_ms, mode, build_ms, paused, output_open,
-               output_screen, output_fullscreen, bypassed, ids, nodes, values, images}: at
+    report    {frame, rev, applied, fps, frame_ms, mode, build_ms, paused, rate, fixed_fps,
+               output_open, output_screen, output_fullscreen, bypassed, ids, nodes, values,
+               images}: at
               most ~30 a second. `applied` is [seq, frame]: the last `edits` applied and the
               first frame that shows it; `output_screen` names the output window's screen. `nodes`
               maps id -> [class, status, error] for a slice of the nodes (round robin) and the
@@ -66,7 +75,7 @@ from typing import Any
 
 import numpy as np
 
-from nodes import Link, Patch, PatchEvent, patch_from_dict, patch_to_dict
+from nodes import Link, Patch, PatchEvent, PresetDeck, Recall, patch_from_dict, patch_to_dict
 
 SCHEMA_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -235,6 +244,17 @@ def event_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, A
         op["value"] = encode_value(event.value, blobs)
     elif event.op == "settings":
         op["settings"] = {k: encode_value(v, blobs) for k, v in event.value.items()}
+    elif event.op == "preset":
+        op["name"] = event.value
+        values = patch.presets.get(event.value)
+        op["values"] = (
+            None
+            if values is None
+            else [
+                [node_id, pin, encode_value(value, blobs)]
+                for (node_id, pin), value in values.items()
+            ]
+        )
     else:
         return None
     return op
@@ -317,10 +337,23 @@ def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
         elif kind == "settings":
             settings = {k: decode_value(v, blobs) for k, v in dict(op["settings"]).items()}
             patch.update_settings(**settings)
+        elif kind == "preset":
+            patch.set_preset(str(op["name"]), _preset_values(op["values"], blobs))
         elif kind != "pins":  # pins are derived by the engine's own set_value
             raise ProtocolError(f"edits: unknown op {kind!r}")
     except (KeyError, TypeError) as error:
         raise ProtocolError(f"edits {kind}: malformed ({error})") from None
+
+
+def _preset_values(items: Any, blobs: list[bytes]) -> dict[tuple[str, str], Any] | None:
+    """The values of a `preset` op: [[node, pin, value], ...], or None (the preset is removed)."""
+    if items is None:
+        return None
+    if not isinstance(items, list) or not all(
+        isinstance(item, list) and len(item) == 3 for item in items
+    ):
+        raise ProtocolError("edits preset: 'values' must be a list of [node, pin, value]")
+    return {(str(node), str(pin)): decode_value(value, blobs) for node, pin, value in items}
 
 
 def _body_message(body: Patch, blobs: list[bytes]) -> dict[str, Any]:
@@ -354,6 +387,29 @@ def _link(op: dict[str, Any]) -> Link:
     if not isinstance(parts, list) or len(parts) != 4:
         raise ProtocolError(f"edits {op.get('op')}: a link is [src, src_pin, dst, dst_pin]")
     return Link(*(str(part) for part in parts))
+
+
+# ----------------------------------------------------------------------------- presets
+
+DECK_MESSAGES = ("preset", "morph", "crossfade")
+
+
+def apply_deck_message(deck: PresetDeck, message: Mapping[str, Any]) -> None:
+    """Hand a `preset`, `morph` or `crossfade` message to a preset deck (the engine's, or an
+    editor's own when it runs the patch itself); PatchError or ProtocolError when it is bad."""
+    kind = message.get("type")
+    if kind == "preset":
+        fields = {key: message[key] for key in Recall.__dataclass_fields__ if key in message}
+        deck.request(str(message.get("name")), Recall(**fields))
+    elif kind == "morph":
+        weights = message.get("weights")
+        if not isinstance(weights, dict):
+            raise ProtocolError("morph: 'weights' must be an object")
+        deck.morph(weights)
+    elif kind == "crossfade":
+        deck.crossfade(str(message.get("a")), str(message.get("b")), message.get("position"))
+    else:
+        raise ProtocolError(f"not a preset deck message: {kind!r}")
 
 
 # ----------------------------------------------------------------------------- reports

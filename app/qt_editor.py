@@ -89,6 +89,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QColorDialog,
     QDockWidget,
+    QDoubleSpinBox,
     QFileDialog,
     QInputDialog,
     QLabel,
@@ -136,6 +137,7 @@ from app.qt_output import (
     screen_choices,
 )
 from app.qt_pin_hints import QtPinHints
+from app.qt_presets import QtPresetsPanel
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
 from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
@@ -146,6 +148,7 @@ from nodes import (
     Patch,
     PatchError,
     PatchEvent,
+    PresetDeck,
     TapTempo,
     UnknownNodeError,
     nudge_beats,
@@ -154,6 +157,8 @@ from nodes import (
 
 FRAME_INTERVAL_MS = 16
 NUDGE_BEATS = 0.05  # how far one nudge shifts the beat (25 ms at 120 BPM)
+FIXED_STEP_FPS = 60.0  # the Fixed step toggle's frames per second of patch time
+MIN_RATE, MAX_EDITOR_RATE = 0.1, 4.0  # the rate box's range (the engine takes up to 16)
 DECORATE_EVERY = 6  # frames between node colour / preview updates (10 per second at 60 fps)
 TEXTURES_EVERY = 3  # frames between texture preview repaints (20 per second at 60 fps)
 THUMBNAILS_PER_FRAME = 2  # node thumbnails refreshed per frame, at most
@@ -214,6 +219,9 @@ class QtEditorWindow(QMainWindow):
         self._image_request: dict[str, Any] = {}
         self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
         self.library = QtLibraryPanel()
+        self.presets_panel = QtPresetsPanel(self.undo_stack)
+        self.presets_panel.on_error = self._on_refused
+        self.preset_deck = PresetDeck(Patch())  # recalls while the window runs the patch itself
         self.messages = QtMessageLog()
         self.bubble = QtBubble(self)
         self.link_values = QtLinkValues(self.canvas, self._link_value, self._link_shape)
@@ -311,6 +319,9 @@ class QtEditorWindow(QMainWindow):
         self.docks["Output"] = self._dock("Output", output, Qt.DockWidgetArea.RightDockWidgetArea)
         self.docks["Messages"] = self._dock(
             "Messages", self.messages, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
+        self.docks["Presets"] = self._dock(
+            "Presets", self.presets_panel, Qt.DockWidgetArea.LeftDockWidgetArea
         )
         self.resize(1400, 850)
         right = [self.docks[title] for title in ("Inspector", "Preview", "Output")]
@@ -424,6 +435,7 @@ class QtEditorWindow(QMainWindow):
         self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
         self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
         self.step_action = self._action(view, "S&tep one frame", self.step_frame, ".")
+        self.step_back_action = self._action(view, "Step &back one frame", self.step_back, ",")
         self.reset_time_action = self._action(view, "&Reset time", self.reset_time, "Ctrl+Home")
         transport = self.addToolBar("Transport")
         transport.setObjectName("Transport")
@@ -436,7 +448,42 @@ class QtEditorWindow(QMainWindow):
             view, "Nudge beat &later", lambda: self.nudge_beat(-NUDGE_BEATS)
         )
         self.resync_action = self._action(view, "Resync to &downbeat", self.resync_beat)
-        transport.addActions([self.pause_action, self.step_action, self.reset_time_action])
+        self.fixed_step_action = self._action(
+            view, "&Fixed step (render)", lambda: self.set_fixed_step(not self._fixed_step)
+        )
+        self.fixed_step_action.setCheckable(True)
+        self.rate_box = QDoubleSpinBox()
+        self.rate_box.setRange(MIN_RATE, MAX_EDITOR_RATE)
+        self.rate_box.setSingleStep(0.1)
+        self.rate_box.setDecimals(2)
+        self.rate_box.setValue(1.0)
+        self.rate_box.setSuffix("×")
+        self.rate_box.setToolTip("Rate: patch time runs at this many times wall time")
+        self.rate_box.valueChanged.connect(self.set_rate)
+        # Short labels on the toolbar (the menu keeps the long ones, tooltips the keys).
+        for action, label in (
+            (self.pause_action, "Pause"),
+            (self.step_back_action, "◀ Step"),
+            (self.step_action, "Step ▶"),
+            (self.reset_time_action, "Reset"),
+            (self.fixed_step_action, "Fixed step"),
+            (self.tap_action, "Tap"),
+            (self.nudge_earlier_action, "Nudge −"),
+            (self.nudge_later_action, "Nudge +"),
+            (self.resync_action, "Resync"),
+        ):
+            action.setIconText(label)
+            keys, text = action.shortcut().toString(), action.text().replace("&", "")
+            action.setToolTip(f"{text} ({keys})" if keys else text)
+        self.fixed_step_action.setToolTip(
+            f"Fixed step: every frame advances 1/{FIXED_STEP_FPS:g} s of patch time (rendering)"
+        )
+        transport.addActions([self.pause_action, self.step_back_action, self.step_action,
+                              self.reset_time_action])  # fmt: skip
+        transport.addSeparator()
+        transport.addWidget(QLabel(" Rate "))
+        transport.addWidget(self.rate_box)
+        transport.addAction(self.fixed_step_action)
         transport.addSeparator()
         transport.addActions([self.tap_action, self.nudge_earlier_action,
                               self.nudge_later_action, self.resync_action])  # fmt: skip
@@ -536,6 +583,10 @@ class QtEditorWindow(QMainWindow):
         self.failed_thumbnails.clear()
         self._watched = []  # a new evaluator (or engine patch) watches nothing yet
         self.canvas.set_patch(patch)
+        self.presets_panel.set_patch(patch)
+        self.preset_deck.attach(patch)
+        self.presets_panel.deck = self.preset_deck
+        self.presets_panel.engine_send = self._send_to_engine if self.engine is not None else None
         if self.engine is not None:
             self.evaluator = self.engine.evaluator
             self._edits = EditBatch(patch)
@@ -562,6 +613,7 @@ class QtEditorWindow(QMainWindow):
         self.canvas.viewer().setInteractive(not read_only)
         self.inspector.setEnabled(not read_only)
         self.library.setEnabled(not read_only)
+        self.presets_panel.setEnabled(not read_only)
         self.save_action.setEnabled(not read_only)
         for action in self.edit_actions:
             action.setEnabled(not read_only)
@@ -650,6 +702,17 @@ class QtEditorWindow(QMainWindow):
         self._request_images()
         if self.paused:
             self.engine.send({"type": "pause", "paused": True})
+        clock = self.session.clock
+        if clock.rate != 1.0:
+            self.engine.send({"type": "rate", "rate": clock.rate})
+        if clock.fixed_fps is not None:
+            self.engine.send({"type": "fixed_step", "fps": clock.fixed_fps})
+
+    def _send_to_engine(self, message: dict[str, Any]) -> None:
+        """Send `message` after the edits before it (it may name what they made)."""
+        if self.engine is not None:
+            self.send_edits()
+            self.engine.send(message)
 
     def send_edits(self) -> None:
         """Send the document's changes since the last call (each turn of the loop, and before
@@ -1147,13 +1210,46 @@ class QtEditorWindow(QMainWindow):
         """Pause (when playing) and run one frame of patch time, FRAME_INTERVAL_MS on."""
         if not self.paused:
             self.toggle_pause()
-        seconds = FRAME_INTERVAL_MS / 1000
+        seconds = self._frame_seconds()
         self.session.clock.advance(seconds)
         if self.engine is not None:
             self.send_edits()
             self.engine.send({"type": "step", "seconds": seconds})
         else:
             self._run_frame(show_all=True)
+
+    def step_back(self) -> None:
+        """Pause (when playing) and run the frame one frame of patch time back."""
+        if not self.paused:
+            self.toggle_pause()
+        seconds = -self._frame_seconds()
+        self.session.clock.advance(seconds)
+        if self.engine is not None:
+            self._send_to_engine({"type": "step", "seconds": seconds})
+        else:
+            self._frame -= 2  # the frame about to run counts one: one frame back in all
+            self._run_frame(show_all=True)
+
+    def _frame_seconds(self) -> float:
+        fixed = self.session.clock.fixed_fps
+        return 1.0 / fixed if fixed is not None else FRAME_INTERVAL_MS / 1000
+
+    def set_rate(self, rate: float) -> None:
+        """Patch time runs at `rate` times wall time (continuous: no jump)."""
+        self.session.clock.set_rate(rate)
+        self._send_to_engine({"type": "rate", "rate": rate})
+
+    @property
+    def _fixed_step(self) -> bool:
+        return self.session.clock.fixed_fps is not None
+
+    def set_fixed_step(self, fixed: bool) -> None:
+        """Every frame advances exactly 1 / FIXED_STEP_FPS of patch time (rendering), or real
+        time again from the time reached."""
+        fps = FIXED_STEP_FPS if fixed else None
+        self.session.clock.set_fixed_step(fps)
+        self.fixed_step_action.setChecked(fixed)
+        self._send_to_engine({"type": "fixed_step", "fps": fps})
 
     def reset_time(self) -> None:
         """Patch time and the frame count back to 0, so time nodes start over; paused, the
@@ -1215,11 +1311,13 @@ class QtEditorWindow(QMainWindow):
         """One frame of the local evaluator, and what shows its results (every view of them
         with `show_all`, as after a step; else those due)."""
         step = self.refresh_steps.run
+        t = self.session.clock.frame_time()
+        step("presets", self.preset_deck.step, t, self.context.bpm)
         if self.gl is None:
-            step("frame", self.evaluator.run_frame, self.clock(), self._frame)
+            step("frame", self.evaluator.run_frame, t, self._frame)
         else:
             with self.gl.frame():
-                step("frame", self.evaluator.run_frame, self.clock(), self._frame)
+                step("frame", self.evaluator.run_frame, t, self._frame)
                 step("thumbnails", self.refresh_thumbnails)
             if self.output_window is not None:
                 step("output window", self.output_window.update)

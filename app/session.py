@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.transport import TransportClock
 from nodes import (
     Link,
     Patch,
@@ -69,42 +70,9 @@ def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-class PatchClock:
-    """Patch time: wall time since start, minus the time spent paused."""
-
-    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
-        self._now = now
-        self._start = now()
-        self._paused_for = 0.0
-        self._paused_at: float | None = None
-
-    @property
-    def paused(self) -> bool:
-        return self._paused_at is not None
-
-    def toggle(self) -> bool:
-        """Pause or resume; returns whether it is paused now."""
-        if self._paused_at is None:
-            self._paused_at = self._now()
-        else:
-            self._paused_for += self._now() - self._paused_at
-            self._paused_at = None
-        return self.paused
-
-    def seconds(self) -> float:
-        now = self._paused_at if self._paused_at is not None else self._now()
-        return now - self._start - self._paused_for
-
-    def advance(self, seconds: float) -> None:
-        """Move patch time on by `seconds` (a frame step while paused)."""
-        self._paused_for -= seconds
-
-    def reset(self) -> None:
-        """Patch time back to 0, paused or not."""
-        self._start = self._now()
-        self._paused_for = 0.0
-        if self._paused_at is not None:
-            self._paused_at = self._start
+class PatchClock(TransportClock):
+    """The patch time of the editor's own evaluator: plays, pauses, steps both ways, runs at a
+    rate or a fixed step per frame, as the engine's does (app.transport)."""
 
 
 @dataclass(frozen=True)

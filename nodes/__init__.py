@@ -27,13 +27,28 @@ from nodes._fileformat import (
     save_patch,
 )
 from nodes._patch import Backdrop, Link, NodeInstance, Patch, PatchEvent
-from nodes._presets import PresetPlayer, capture, morph, oklab_to_srgb, srgb_to_oklab
+from nodes._presets import (
+    EASINGS,
+    START_POINTS,
+    SWITCH_POINTS,
+    PresetDeck,
+    PresetPlayer,
+    Recall,
+    capture,
+    morph,
+    oklab_to_srgb,
+    preset_named,
+    srgb_to_oklab,
+)
 from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
 from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
 
 __all__ = [
     "DEFAULT_BPM",
+    "EASINGS",
     "LIBRARY",
+    "START_POINTS",
+    "SWITCH_POINTS",
     "Backdrop",
     "BeatClock",
     "CycleError",
@@ -52,8 +67,10 @@ __all__ = [
     "PatchValueError",
     "PinSpec",
     "PinTypeError",
+    "PresetDeck",
     "PresetPlayer",
     "Pull",
+    "Recall",
     "TapTempo",
     "UnknownNodeError",
     "UnknownNodeTypeError",
@@ -69,6 +86,7 @@ __all__ = [
     "patch_from_dict",
     "patch_from_text",
     "patch_to_dict",
+    "preset_named",
     "remove_stale_temporary_files",
     "resync_beats",
     "save_patch",

@@ -108,10 +108,11 @@ class PatchEvent(NamedTuple):
     """What changed. `op` is one of add_node, remove_node, connect, disconnect, pins, set_value,
     move, backdrop (`value`: the backdrop's id; a UI-only edit), settings, add_definition,
     remove_definition, rename_definition (`value`: the name, or (old, new)), binding (`value`: the
-    binding's id). `definition`: the definition whose body the edit was made in (None: the
-    document's own nodes). `live`: a value a live control or a preset recall set while the patch
-    plays (`set_value(..., live=True)`): evaluators treat it as any value edit, but it is not
-    counted in `value_revision` and editors do not send it to an engine (it came from there)."""
+    binding's id), preset (`value`: the preset's name). `definition`: the definition whose body
+    the edit was made in (None: the document's own nodes). `live`: a value a live control or a
+    preset recall set while the patch plays (`set_value(..., live=True)`): evaluators treat it as
+    any value edit, but it is not counted in `value_revision` and editors do not send it to an
+    engine (it came from there)."""
 
     kind: EventKind
     op: str
@@ -659,6 +660,26 @@ class Patch:
         else:
             self.bindings[binding_id] = binding
         self._emit(PatchEvent("value", "binding", value=binding_id))
+
+    def set_preset(self, name: str, values: Mapping[tuple[str, str], Any] | None) -> None:
+        """Add or replace the preset `name` ((node id, pin) -> value), or remove it (None).
+        Values of pins that exist are coerced as an edit would; a pin that does not (an undo
+        may bring its node back) is kept as it is, as files keep it (nodes/_fileformat.py)."""
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise PatchValueError(f"preset name: expected a name, got {name!r}"[:200])
+        if values is None:
+            if self.presets.pop(name, None) is None:
+                return
+        else:
+            kept: dict[tuple[str, str], Any] = {}
+            for (node_id, pin), value in values.items():
+                instance = self.nodes.get(node_id)
+                spec_pin = instance.input(pin) if instance is not None else None
+                if spec_pin is not None:
+                    value = _coerce(node_id, spec_pin, value)
+                kept[node_id, pin] = value
+            self.presets[name] = kept
+        self._emit(PatchEvent("value", "preset", value=name))
 
     def update_settings(self, **settings: Any) -> None:
         """Change patch settings (e.g. `resolution=[1920, 1080]`, `bpm=128`), checked first (a

@@ -12,6 +12,10 @@ at a chosen point of a transition ("start", "middle" or "end"), and in a morph t
 the heaviest preset. A transition is stepped by `PresetPlayer.step(t)` once per frame with the
 patch clock; it starts at the first step.
 
+`PresetDeck` is what a playing engine owns: it takes recall requests between frames (a jump, a
+transition starting now or on the next beat or bar, a morph, the crossfader), writes them as
+live values, and is stepped once per frame before the patch runs.
+
 Plain Python: no Qt, no threads. Assumes colours are (r, g, b, a) in sRGB 0..1, as pins hold them.
 """
 
@@ -24,9 +28,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from nodes._errors import PatchValueError
+from nodes._errors import PatchError, PatchValueError
 from nodes._patch import Patch
 from nodes._spec import Determinism
+from nodes._tempo import ON_BEAT
 
 PinRef = tuple[str, str]
 Preset = dict[PinRef, Any]
@@ -152,15 +157,16 @@ def _pin_type(patch: Patch, ref: PinRef) -> str:
     return spec_pin.type
 
 
-def _apply(patch: Patch, values: Mapping[PinRef, Any]) -> None:
+def _apply(patch: Patch, values: Mapping[PinRef, Any], live: bool = False) -> None:
     for (node_id, pin), value in values.items():
         if _differs(patch.value(node_id, pin), value):
-            patch.set_value(node_id, pin, value)
+            patch.set_value(node_id, pin, value, live=live)
 
 
-def morph(patch: Patch, weights: Mapping[str, float]) -> None:
+def morph(patch: Patch, weights: Mapping[str, float], *, live: bool = False) -> None:
     """Set the pins of the named presets to their mean weighted by `weights` (normalised; a pin
-    missing from a preset takes that preset's share from the current value)."""
+    missing from a preset takes that preset's share from the current value). `live`: written
+    as live values (`Patch.set_value(..., live=True)`), as a playing engine does."""
     total = sum(weights.values())
     if not weights or total <= 0 or any(w < 0 for w in weights.values()):
         raise PatchValueError("morph weights must not be negative and must not all be zero")
@@ -174,7 +180,7 @@ def morph(patch: Patch, weights: Mapping[str, float]) -> None:
             [preset.get(ref, current) for preset in presets.values()],
             [weights[name] / total for name in presets],
         )
-    _apply(patch, values)
+    _apply(patch, values, live)
 
 
 @dataclass
@@ -188,10 +194,13 @@ class _Transition:
 
 
 class PresetPlayer:
-    """Recalls the presets of a patch: `jump` at once, or `transition` stepped by `step(t)`."""
+    """Recalls the presets of a patch: `jump` at once, or `transition` stepped by `step(t)`.
+    `live`: its writes are live values (`Patch.set_value(..., live=True)`): a playing engine's
+    recalls, which editors are told of but which are no document edits; else plain edits."""
 
-    def __init__(self, patch: Patch) -> None:
+    def __init__(self, patch: Patch, *, live: bool = False) -> None:
         self.patch = patch
+        self.live = live
         self._transition: _Transition | None = None
 
     @property
@@ -202,7 +211,11 @@ class PresetPlayer:
     def jump(self, name: str) -> None:
         """Set every pin of preset `name` now (ends a running transition)."""
         self._transition = None
-        _apply(self.patch, preset_named(self.patch, name))
+        _apply(self.patch, preset_named(self.patch, name), self.live)
+
+    def stop(self) -> None:
+        """End a running transition where it is."""
+        self._transition = None
 
     def transition(
         self,
@@ -245,6 +258,142 @@ class PresetPlayer:
                 values[ref] = blend(pin_type, ends, [1.0 - eased, eased])
             else:
                 values[ref] = goal if progress >= run.switch_at else run.start[ref]
-        _apply(self.patch, values)
+        _apply(self.patch, values, self.live)
         if progress >= 1.0:
             self._transition = None
+
+
+# ----------------------------------------------------------------------------- the deck
+
+START_POINTS = ("now", "beat", "bar")
+BEATS_PER_BAR = 4
+RecallMode = Literal["jump", "transition"]
+
+
+@dataclass(frozen=True)
+class Recall:
+    """How a preset is recalled: at once (`jump`) or over `seconds` (`transition`) with an
+    easing and a switch point, starting now or on the next beat or bar of the patch tempo."""
+
+    mode: RecallMode = "jump"
+    seconds: float = 1.0
+    easing: str = "linear"
+    switch: SwitchPoint = "middle"
+    start: str = "now"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("jump", "transition"):
+            raise PatchValueError(f"mode {self.mode!r}: jump or transition"[:120])
+        if isinstance(self.seconds, bool) or not isinstance(self.seconds, int | float):
+            raise PatchValueError(f"seconds {self.seconds!r}: a number"[:120])
+        if not 0 <= self.seconds < math.inf:
+            raise PatchValueError(f"seconds {self.seconds!r}: a finite number of seconds >= 0")
+        if self.easing not in EASINGS:
+            raise PatchValueError(f"easing {self.easing!r}: one of {', '.join(EASINGS)}"[:120])
+        if self.switch not in SWITCH_POINTS:
+            raise PatchValueError(f"switch {self.switch!r}: one of {', '.join(SWITCH_POINTS)}")
+        if self.start not in START_POINTS:
+            raise PatchValueError(f"start {self.start!r}: one of {', '.join(START_POINTS)}"[:120])
+
+
+class PresetDeck:
+    """The presets of a playing patch: what the engine's frame loop recalls, steps and blends.
+
+    Requests (`request`, `recall`, `morph`, `crossfade`, `set_crossfade`) come between frames;
+    `step(t, bpm)` runs once per frame before the patch does, with the frame's patch time and
+    tempo. Every write is a live value (see PresetPlayer). A recall starting on a beat or bar
+    waits for the first frame at or after the next beat (bar: 4 beats) of the patch clock, beats
+    counted as t * bpm / 60 from patch time 0. The crossfader blends two presets: the pair of
+    the last `crossfade`, else the first two presets of the patch.
+    """
+
+    def __init__(self, patch: Patch) -> None:
+        self.player = PresetPlayer(patch, live=True)
+        self.default = Recall()  # what `recall` does (a control bound to a preset)
+        self.crossfade_pair: tuple[str, str] | None = None
+        self._waiting: tuple[str, Recall] | None = None
+        self._start_beat: float | None = None  # the beat the waiting recall starts on
+
+    @property
+    def patch(self) -> Patch:
+        return self.player.patch
+
+    def attach(self, patch: Patch) -> None:
+        """Recall the presets of `patch` from now on (what ran for the old one stops)."""
+        self.player = PresetPlayer(patch, live=True)
+        self._waiting, self._start_beat = None, None
+
+    @property
+    def waiting(self) -> bool:
+        """True while a recall waits for its beat or bar."""
+        return self._waiting is not None
+
+    def request(self, name: str, recall: Recall) -> None:
+        """Recall preset `name` as `recall` says; PatchValueError for an unknown name."""
+        preset_named(self.patch, name)
+        self._waiting, self._start_beat = None, None
+        if recall.start == "now":
+            self._start(name, recall)
+        else:
+            self.player.stop()
+            self._waiting = (name, recall)
+
+    def recall(self, name: str) -> None:
+        """Recall preset `name` the deck's default way (a jump unless `default` says else)."""
+        self.request(name, self.default)
+
+    def morph(self, weights: Mapping[str, float]) -> None:
+        """Blend the named presets by `weights` now (ends a transition; see `morph`)."""
+        clean = {str(name): _weight(weight) for name, weight in weights.items()}
+        self.player.stop()
+        self._waiting, self._start_beat = None, None
+        morph(self.patch, clean, live=True)
+
+    def crossfade(self, a: str, b: str, position: object) -> None:
+        """Blend presets `a` and `b` at `position` (0: all a, 1: all b), and keep the pair."""
+        preset_named(self.patch, a)
+        preset_named(self.patch, b)
+        self.crossfade_pair = (a, b)
+        self.set_crossfade(position)
+
+    def set_crossfade(self, position: object) -> None:
+        """Move the crossfader of the deck's pair to `position` (clamped to 0..1); nothing
+        when the patch has fewer than two presets and no pair was chosen."""
+        position = min(1.0, max(0.0, _weight(position)))
+        pair = self.crossfade_pair or tuple(list(self.patch.presets)[:2])
+        if len(pair) < 2:
+            return
+        a, b = pair
+        self.morph({a: 1.0} if a == b else {a: 1.0 - position, b: position})
+
+    def step(self, t: float, bpm: float) -> None:
+        """Start a recall whose beat has come, and apply a running transition at patch time
+        `t`. A recall that fails (a preset's node removed meanwhile) is ended and its
+        PatchError raised."""
+        try:
+            if self._waiting is not None:
+                name, recall = self._waiting
+                unit = 1 if recall.start == "beat" else BEATS_PER_BAR
+                beat = t * bpm / 60.0
+                if self._start_beat is None:
+                    self._start_beat = math.ceil(beat / unit - ON_BEAT) * unit
+                if beat + ON_BEAT >= self._start_beat:
+                    self._waiting, self._start_beat = None, None
+                    self._start(name, recall)
+            self.player.step(t)
+        except PatchError:
+            self.player.stop()
+            self._waiting, self._start_beat = None, None
+            raise
+
+    def _start(self, name: str, recall: Recall) -> None:
+        if recall.mode == "jump":
+            self.player.jump(name)
+        else:
+            self.player.transition(name, recall.seconds, recall.easing, recall.switch)
+
+
+def _weight(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise PatchValueError(f"weight {value!r}: a number"[:120])
+    return float(value)

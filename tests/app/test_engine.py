@@ -447,7 +447,7 @@ def test_paused_the_engine_steps_one_frame_at_a_time_and_resets_its_time() -> No
     assert value(reset, "frame") == 0.0 and value(reset, "t") == 0.0  # time 0 shows, paused
     editor.channel.send({"type": "step", "seconds": float("nan")})
     error = editor.read_until("error")
-    assert "seconds must be within 0 and 1" in error["message"]
+    assert "seconds must be within -1 and 1" in error["message"]
     editor.channel.send({"type": "pause", "paused": False})
     playing = editor.read_until("report", lambda m: value(m, "frame") >= 2)
     assert value(playing, "frame") == playing["frame"] - frame - 2  # counting from the reset

@@ -44,3 +44,43 @@ def test_unknown_preset_exits_2_listing_the_names(preset_file: Path, capsys) -> 
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == ["no preset 'loud' (presets: calm, wild)"]
+
+
+def test_run_in_window_mode_plays_the_preset(preset_file: Path, tmp_path: Path) -> None:
+    """Without --headless the engine process starts on the preset: an editor attaching to it
+    gets a running patch holding the preset's values."""
+    import os
+    import subprocess
+    import sys
+
+    from app.engine_client import EngineClient, EngineProcess
+    from app.engine_protocol import patch_from_message
+    from tests.waiting import poll_until
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "app.cli", "run", str(preset_file), "--preset", "wild",
+               "--frames", "100000"]  # fmt: skip
+    player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    engine = EngineProcess(tmp_path / "state" / "engine")
+    try:
+        assert poll_until(lambda: engine.running_pid() is not None or player.poll() is not None)
+        client = EngineClient(engine)
+        assert client.start() is True  # attached to the player's engine
+        client.send({"type": "get_patch"})
+        got: list[Patch] = []
+
+        def patch_came() -> bool:
+            for message, blobs in client.poll():
+                if message["type"] == "patch":
+                    got.append(patch_from_message(message, blobs))
+            return bool(got)
+
+        assert poll_until(patch_came)
+        assert got[0].value("knob", "value") == 10.0  # wild's, not the file's 4.0
+        client.close()  # stops the engine: the player ends with it
+        player.communicate(timeout=120)
+    finally:
+        player.kill()
+        EngineProcess(tmp_path / "state" / "engine").stop()

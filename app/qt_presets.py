@@ -1,0 +1,346 @@
+"""The Presets panel: the document's presets, their undoable edits, recalls and the crossfader.
+
+Capture names a new preset holding the value pins of every USER input (nodes `capture`); Update
+takes the current values of a preset's pins again; Rename and Delete act on the selected one.
+Each is one undo command (`SetPresetCommand`, `RenamePresetCommand`) editing the Patch through
+`Patch.set_preset`, so the engine's copy follows as any edit does.
+
+Recalls: a double click jumps to a preset; Recall goes there as the row below it says (over a
+duration with an easing and a switch point for toggles and strings, starting now or on the next
+beat or bar; 0 s is a jump). The crossfader blends the presets chosen as A and B. With an engine
+(`engine_send`) these become `preset` and `crossfade` messages and the engine's preset deck plays
+them; without one, a jump from the document is an undoable edit (`RecallPresetCommand`) and the
+rest goes to the editor's own deck (`deck`), which its frame loop steps.
+
+Dialogs go through `ask_name`, which tests replace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QUndoCommand, QUndoStack
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QGridLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine_protocol import ProtocolError, apply_deck_message
+from app.qt_commands import same_value
+from nodes import EASINGS, START_POINTS, SWITCH_POINTS, Patch, PatchError, PatchEvent, capture
+
+CROSSFADE_STEPS = 1000
+MAX_NAME = 200  # as Patch.set_preset takes
+Values = Mapping[tuple[str, str], Any]
+
+
+class SetPresetCommand(QUndoCommand):
+    """Add, replace (capture, update) or remove (None) one preset."""
+
+    def __init__(self, patch: Patch, name: str, values: Values | None, text: str) -> None:
+        super().__init__(text)
+        self._patch, self.name = patch, name
+        old = patch.presets.get(name)
+        self._old = None if old is None else dict(old)
+        self._new = None if values is None else dict(values)
+
+    def redo(self) -> None:
+        self._patch.set_preset(self.name, self._new)
+
+    def undo(self) -> None:
+        self._patch.set_preset(self.name, self._old)
+
+
+class RenamePresetCommand(QUndoCommand):
+    """Give a preset another (unused) name."""
+
+    def __init__(self, patch: Patch, old: str, new: str) -> None:
+        super().__init__(f"rename preset {old} to {new}")
+        self._patch, self.old, self.new = patch, old, new
+
+    def _move(self, source: str, target: str) -> None:
+        values = self._patch.presets[source]
+        self._patch.set_preset(target, values)
+        self._patch.set_preset(source, None)
+
+    def redo(self) -> None:
+        self._move(self.old, self.new)
+
+    def undo(self) -> None:
+        self._move(self.new, self.old)
+
+
+class RecallPresetCommand(QUndoCommand):
+    """Jump to a preset in the document: the values of its pins that differ (of nodes there
+    are), undone back to the values before."""
+
+    def __init__(self, patch: Patch, name: str) -> None:
+        super().__init__(f"recall preset {name}")
+        self._patch = patch
+        self.changes = [
+            (node_id, pin, patch.value(node_id, pin), value)
+            for (node_id, pin), value in patch.presets[name].items()
+            if node_id in patch.nodes
+            and patch.node(node_id).input(pin) is not None
+            and not same_value(patch.value(node_id, pin), value)
+        ]
+
+    def redo(self) -> None:
+        for node_id, pin, _, new in self.changes:
+            self._patch.set_value(node_id, pin, new)
+
+    def undo(self) -> None:
+        for node_id, pin, old, _ in reversed(self.changes):
+            self._patch.set_value(node_id, pin, old)
+
+
+class QtPresetsPanel(QWidget):
+    """The presets of the document: see the module note. `engine_send` (a message to the
+    engine) is set while an engine plays the patch; `deck` is the editor's own deck."""
+
+    def __init__(self, undo_stack: QUndoStack) -> None:
+        super().__init__()
+        self.undo_stack = undo_stack
+        self.patch = Patch()
+        self.engine_send: Callable[[dict[str, Any]], None] | None = None
+        self.deck: Any = None  # a nodes.PresetDeck
+        self.on_error: Callable[[str], None] = lambda _message: None
+        self._unsubscribe: Callable[[], None] | None = None
+
+        self.list = QListWidget()
+        self.list.setObjectName("presets")
+        self.list.itemDoubleClicked.connect(lambda item: self.jump(item.text()))
+        self.list.currentItemChanged.connect(lambda *_: self._enable())
+        buttons = QHBoxLayout()
+        self.buttons: dict[str, QPushButton] = {}
+        for label, slot, tip in (
+            ("Capture", self.capture, "A new preset of every user input's value"),
+            ("Update", self.update_selected, "Take the current values of its pins again"),
+            ("Rename", self.rename_selected, "Rename the selected preset"),
+            ("Delete", self.delete_selected, "Remove the selected preset"),
+        ):
+            button = QPushButton(label)
+            button.setToolTip(tip)
+            button.clicked.connect(lambda _checked=False, slot=slot: slot())
+            buttons.addWidget(button)
+            self.buttons[label] = button
+
+        self.seconds = QDoubleSpinBox()
+        self.seconds.setRange(0.0, 600.0)
+        self.seconds.setDecimals(2)
+        self.seconds.setSingleStep(0.25)
+        self.seconds.setValue(1.0)
+        self.seconds.setSuffix(" s")
+        self.seconds.setToolTip("Transition time (0: jump)")
+        self.easing = self._combo(EASINGS, "Easing of the transition")
+        self.switch = self._combo(SWITCH_POINTS, "When toggles and strings switch")
+        self.switch.setCurrentText("middle")
+        self.start = self._combo(START_POINTS, "Start now, or on the next beat or bar")
+        recall = QPushButton("Recall")
+        recall.setToolTip("Go to the selected preset as set here (double click: jump)")
+        recall.clicked.connect(lambda _checked=False: self.recall_selected())
+        self.buttons["Recall"] = recall
+        transition = QGridLayout()
+        right = Qt.AlignmentFlag.AlignRight
+        transition.addWidget(recall, 0, 0)
+        transition.addWidget(self.seconds, 0, 1)
+        transition.addWidget(self.easing, 0, 2, 1, 2)
+        transition.addWidget(QLabel("switch"), 1, 0, right)
+        transition.addWidget(self.switch, 1, 1)
+        transition.addWidget(QLabel("start"), 1, 2, right)
+        transition.addWidget(self.start, 1, 3)
+
+        self.a = QComboBox()
+        self.a.setToolTip("Crossfader: preset A (slider left)")
+        self.b = QComboBox()
+        self.b.setToolTip("Crossfader: preset B (slider right)")
+        self.crossfader = QSlider(Qt.Orientation.Horizontal)
+        self.crossfader.setRange(0, CROSSFADE_STEPS)
+        self.crossfader.setToolTip("Blend A and B")
+        self.crossfader.valueChanged.connect(lambda _value: self.crossfade())
+        fader = QHBoxLayout()
+        fader.addWidget(self.a)
+        fader.addWidget(self.crossfader, 1)
+        fader.addWidget(self.b)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.list, 1)
+        layout.addLayout(buttons)
+        layout.addLayout(transition)
+        layout.addWidget(QLabel("Crossfade A ↔ B"))
+        layout.addLayout(fader)
+        self._enable()
+
+    def _combo(self, choices: Mapping[str, Any] | tuple[str, ...], tip: str) -> QComboBox:
+        combo = QComboBox()
+        combo.addItems(list(choices))
+        combo.setToolTip(tip)
+        return combo
+
+    # ------------------------------------------------------------------ the document
+    def set_patch(self, patch: Patch) -> None:
+        """Show and edit the presets of `patch`."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self.patch = patch
+        self._unsubscribe = patch.subscribe(self._on_event)
+        self.refresh()
+
+    def _on_event(self, event: PatchEvent) -> None:
+        if event.op == "preset":
+            self.refresh()
+
+    def refresh(self) -> None:
+        """List the presets again (keeping the selection and the crossfader's pair)."""
+        names = list(self.patch.presets)
+        current = self.selected()
+        self.list.clear()
+        for name in names:
+            self.list.addItem(QListWidgetItem(name))
+        if current in names:
+            self.list.setCurrentRow(names.index(current))
+        # A keeps its preset while it exists, else takes the first; B likewise, else the first
+        # other than A's.
+        taken = ""
+        for combo in (self.a, self.b):
+            chosen = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(names)
+            if chosen not in names or chosen == taken:
+                chosen = next((n for n in names if n != taken), names[0] if names else "")
+            combo.setCurrentText(chosen)
+            combo.blockSignals(False)
+            taken = chosen
+        self._enable()
+
+    def _enable(self) -> None:
+        chosen = self.selected() is not None
+        for label in ("Update", "Rename", "Delete", "Recall"):
+            self.buttons[label].setEnabled(chosen)
+        self.crossfader.setEnabled(len(self.patch.presets) >= 2)
+
+    def selected(self) -> str | None:
+        item = self.list.currentItem()
+        return item.text() if item is not None else None
+
+    def select(self, name: str) -> None:
+        matches = self.list.findItems(name, Qt.MatchFlag.MatchExactly)
+        if matches:
+            self.list.setCurrentItem(matches[0])
+
+    def ask_name(self, title: str, current: str) -> str | None:
+        name, accepted = QInputDialog.getText(self, title, "Preset name:", text=current)
+        return name.strip() if accepted else None
+
+    def _free_name(self, name: str | None) -> str | None:
+        """`name` when a preset may take it, else None (the user told why)."""
+        if not name:
+            return None
+        if name in self.patch.presets:
+            self.on_error(f"a preset named {name!r} exists already")
+            return None
+        if len(name) > MAX_NAME:
+            self.on_error(f"a preset name has at most {MAX_NAME} characters")
+            return None
+        return name
+
+    def capture(self) -> None:
+        """Capture every USER input's value pins as a new preset (named by the user)."""
+        suggested = next(
+            f"Preset {n}" for n in range(1, 10_000) if f"Preset {n}" not in self.patch.presets
+        )
+        name = self._free_name(self.ask_name("Capture preset", suggested))
+        if name is not None:
+            values = capture(self.patch)
+            self.undo_stack.push(
+                SetPresetCommand(self.patch, name, values, f"capture preset {name}")
+            )
+            self.select(name)
+
+    def update_selected(self) -> None:
+        """Take the current values of the selected preset's pins (of nodes still there)."""
+        name = self.selected()
+        if name is None:
+            return
+        pins = [(n, p) for n, p in self.patch.presets[name] if n in self.patch.nodes]
+        values = capture(self.patch, pins)
+        self.undo_stack.push(SetPresetCommand(self.patch, name, values, f"update preset {name}"))
+
+    def rename_selected(self) -> None:
+        old = self.selected()
+        if old is None:
+            return
+        new = self.ask_name("Rename preset", old)
+        if new == old:
+            return
+        new = self._free_name(new)
+        if new is not None:
+            self.undo_stack.push(RenamePresetCommand(self.patch, old, new))
+            self.select(new)
+
+    def delete_selected(self) -> None:
+        name = self.selected()
+        if name is not None:
+            self.undo_stack.push(SetPresetCommand(self.patch, name, None, f"delete preset {name}"))
+
+    # ------------------------------------------------------------------ recalls
+    def jump(self, name: str) -> None:
+        """Jump to preset `name` now: the engine's deck, or an undoable edit of the document."""
+        if self.engine_send is not None:
+            self.engine_send({"type": "preset", "name": name, "mode": "jump", "start": "now"})
+        elif name in self.patch.presets:
+            command = RecallPresetCommand(self.patch, name)
+            if command.changes:  # a recall that changes nothing is no undo step
+                self.undo_stack.push(command)
+
+    def recall_selected(self) -> None:
+        """Recall the selected preset as the transition row says."""
+        name = self.selected()
+        if name is None:
+            return
+        seconds = self.seconds.value()
+        start = self.start.currentText()
+        if seconds == 0 and start == "now":
+            self.jump(name)
+            return
+        self._play(
+            {
+                "type": "preset",
+                "name": name,
+                "mode": "transition" if seconds > 0 else "jump",
+                "seconds": seconds,
+                "easing": self.easing.currentText(),
+                "switch": self.switch.currentText(),
+                "start": start,
+            }
+        )
+
+    def crossfade(self) -> None:
+        """Blend the A and B presets at the crossfader's position."""
+        a, b = self.a.currentText(), self.b.currentText()
+        if not a or not b:
+            return
+        position = self.crossfader.value() / CROSSFADE_STEPS
+        self._play({"type": "crossfade", "a": a, "b": b, "position": position})
+
+    def _play(self, message: dict[str, Any]) -> None:
+        if self.engine_send is not None:
+            self.engine_send(message)
+        elif self.deck is not None:
+            try:
+                apply_deck_message(self.deck, message)
+            except (PatchError, ProtocolError) as error:
+                self.on_error(str(error))

@@ -1,0 +1,219 @@
+"""The Presets panel in the editor (running the patch itself): capture, update, rename and delete
+are undoable, a double click recalls, the crossfader blends A and B, transitions play in the
+window's frame loop; with an engine the panel sends its messages instead. The Transport
+toolbar's step back, rate and fixed step. A screenshot of the panel is kept as
+tests/artifacts/presets_panel.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from nodes import Patch
+
+ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "presets_panel.png"
+
+
+def knob_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("input.float", {"value": 0.0, "max": 100.0}, (0, 0), node_id="x")
+    patch.add_node("input.toggle", {"value": False}, (0, 150), node_id="on")
+    patch.add_node("math.mul", {"b": 2.0}, (300, 0), node_id="double")
+    patch.add_node("output.value", None, (600, 0), node_id="out")
+    patch.connect("x", "out", "double", "a")
+    patch.connect("double", "out", "out", "in")
+    return patch
+
+
+def captured_a_and_b(editor, ui):
+    """The knob patch with presets A (x=0, off) and B (x=10, on) captured in the panel."""
+    ui.show_patch(editor, knob_patch())
+    panel = editor.presets_panel
+    names = iter(["A", "B"])
+    panel.ask_name = lambda title, current: next(names)
+    panel.buttons["Capture"].click()
+    editor.patch.set_value("x", "value", 10.0)
+    editor.patch.set_value("on", "value", True)
+    panel.buttons["Capture"].click()
+    return panel
+
+
+def list_names(panel) -> list[str]:
+    return [panel.list.item(row).text() for row in range(panel.list.count())]
+
+
+def test_capture_lists_presets_and_undo_removes_them(editor, ui, qtbot):
+    panel = captured_a_and_b(editor, ui)
+    assert editor.patch.presets == {
+        "A": {("x", "value"): 0.0, ("on", "value"): False},
+        "B": {("x", "value"): 10.0, ("on", "value"): True},
+    }
+    assert list_names(panel) == ["A", "B"]
+    assert (panel.a.currentText(), panel.b.currentText()) == ("A", "B")
+    assert editor.undo_stack.undoText() == "capture preset B"
+    editor.undo_stack.undo()
+    assert list(editor.patch.presets) == ["A"] and list_names(panel) == ["A"]
+    editor.undo_stack.redo()
+    assert list_names(panel) == ["A", "B"]
+
+
+def test_update_rename_and_delete_are_undoable(editor, ui, qtbot):
+    panel = captured_a_and_b(editor, ui)
+    panel.select("A")
+    editor.patch.set_value("x", "value", 42.0)
+    panel.buttons["Update"].click()
+    assert editor.patch.presets["A"][("x", "value")] == 42.0
+    panel.ask_name = lambda title, current: "calm"
+    panel.buttons["Rename"].click()
+    assert list_names(panel) == ["B", "calm"] and panel.selected() == "calm"
+    panel.ask_name = lambda title, current: "B"  # taken: refused, nothing changes
+    panel.buttons["Rename"].click()
+    assert list_names(panel) == ["B", "calm"]
+    assert "exists already" in editor.messages.view.toPlainText()
+    panel.buttons["Delete"].click()
+    assert list(editor.patch.presets) == ["B"]
+    for _ in range(3):
+        editor.undo_stack.undo()
+    assert editor.patch.presets["A"][("x", "value")] == 0.0
+    assert sorted(list_names(panel)) == ["A", "B"]  # a renamed preset comes last
+
+
+def test_double_click_recalls_and_undo_brings_the_values_back(editor, ui, qtbot):
+    panel = captured_a_and_b(editor, ui)
+    item = panel.list.findItems("A", Qt.MatchFlag.MatchExactly)[0]
+    center, viewport = panel.list.visualItemRect(item).center(), panel.list.viewport()
+    # A real double click: a click, then the second press arrives as a double click.
+    QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, center)
+    QTest.mouseDClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, center)
+    assert (editor.patch.value("x", "value"), editor.patch.value("on", "value")) == (0.0, False)
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.0)
+    assert editor.undo_stack.undoText() == "recall preset A"
+    steps = editor.undo_stack.count()
+    panel.jump("A")  # nothing differs: no undo step
+    assert editor.undo_stack.count() == steps
+    editor.undo_stack.undo()
+    assert editor.patch.value("x", "value") == 10.0
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 20.0)
+
+
+def test_the_crossfader_at_a_quarter_gives_a_quarter_of_the_way(editor, ui, qtbot):
+    panel = captured_a_and_b(editor, ui)
+    panel.crossfader.setValue(250)
+    assert editor.patch.value("x", "value") == pytest.approx(2.5)
+    assert editor.patch.value("on", "value") is False  # A is heavier
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == pytest.approx(5.0))
+    panel.crossfader.setValue(1000)
+    assert editor.patch.value("x", "value") == 10.0
+    assert editor.undo_stack.undoText() == "capture preset B"  # live: no undo steps
+
+
+def test_a_transition_plays_in_the_frame_loop(editor, ui, qtbot):
+    panel = captured_a_and_b(editor, ui)
+    panel.select("A")
+    panel.seconds.setValue(0.5)
+    panel.buttons["Recall"].click()
+    qtbot.waitUntil(lambda: 0.0 < editor.patch.value("x", "value") < 10.0)  # on its way
+    qtbot.waitUntil(lambda: editor.patch.value("x", "value") == 0.0)  # arrived
+    assert not editor.preset_deck.player.busy
+
+
+def test_with_an_engine_the_panel_sends_deck_messages(editor, ui, qtbot):
+    panel = captured_a_and_b(editor, ui)
+    sent: list[dict] = []
+    panel.engine_send = sent.append
+    panel.select("B")
+    panel.seconds.setValue(2.0)
+    panel.easing.setCurrentText("ease-in-out")
+    panel.switch.setCurrentText("end")
+    panel.start.setCurrentText("bar")
+    panel.buttons["Recall"].click()
+    panel.jump("A")
+    panel.crossfader.setValue(250)
+    assert sent == [
+        {"type": "preset", "name": "B", "mode": "transition", "seconds": 2.0,
+         "easing": "ease-in-out", "switch": "end", "start": "bar"},
+        {"type": "preset", "name": "A", "mode": "jump", "start": "now"},
+        {"type": "crossfade", "a": "A", "b": "B", "position": 0.25},
+    ]  # fmt: skip
+    assert editor.patch.value("x", "value") == 10.0  # the engine plays them, not the document
+
+
+def test_step_back_rate_and_fixed_step_on_the_toolbar(editor, ui, qtbot):
+    patch = Patch()
+    patch.add_node("time.seconds", None, (0, 0), node_id="t")
+    patch.add_node("time.frame", None, (0, 150), node_id="frame")
+    patch.add_node("output.value", None, (300, 0), node_id="out")
+    patch.add_node("output.value", None, (300, 150), node_id="frames")
+    patch.connect("t", "out", "out", "in")
+    patch.connect("frame", "out", "frames", "in")
+    ui.show_patch(editor, patch)
+    qtbot.waitUntil(lambda: editor.evaluator.output("frames") > 3)
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Period)  # pause and step
+    assert editor.paused
+    t, frame = editor.evaluator.output("out"), editor.evaluator.output("frames")
+    ui.press(viewer, Qt.Key.Key_Comma)
+    assert editor.evaluator.output("out") == pytest.approx(t - 0.016)
+    assert editor.evaluator.output("frames") == frame - 1
+    editor.rate_box.setValue(2.0)
+    assert editor.session.clock.rate == 2.0
+    editor.fixed_step_action.trigger()
+    assert editor.fixed_step_action.isChecked() and editor.session.clock.fixed_fps == 60.0
+    ui.press(viewer, Qt.Key.Key_Period)  # a step is one fixed frame now
+    assert editor.evaluator.output("out") == pytest.approx(t - 0.016 + 1 / 60)
+    ui.press(viewer, Qt.Key.Key_Space)  # play: each frame 1/60 s on
+    before = editor.evaluator.output("out")
+    qtbot.waitUntil(lambda: editor.evaluator.output("frames") >= frame + 10)
+    played = editor.evaluator.output("frames") - frame
+    assert editor.evaluator.output("out") == pytest.approx(before + (played - 1) / 60)
+    editor.fixed_step_action.trigger()
+    assert editor.session.clock.fixed_fps is None
+
+
+def test_presets_panel_screenshot(editor, ui, qtbot):
+    panel = captured_a_and_b(editor, ui)
+    panel.ask_name = lambda title, current: "strobe"
+    panel.buttons["Capture"].click()
+    panel.select("B")
+    panel.crossfader.setValue(400)
+    dock = editor.docks["Presets"]
+    dock.raise_()
+    qtbot.waitUntil(dock.isVisible)
+    image = dock.grab().toImage()
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    assert image.save(str(ARTIFACT))
+    assert image.width() >= 280 and image.height() > 150
+    editor.grab().save(str(ARTIFACT.with_name("presets_editor.png")))
+
+
+def test_with_a_real_engine_the_crossfader_moves_the_engines_values(qtbot, tmp_path):
+    """The editor window with its engine process: presets captured in the panel reach the
+    engine as edits, and the crossfader at 0.25 between A (x=0) and B (x=10) makes the
+    engine's x 2.5 (its `double` 5.0), a value the engine computes from its deck."""
+    from app.engine_client import EngineProcess
+    from tests.app.test_engine_process import editor_window
+
+    window = editor_window(qtbot, knob_patch(), tmp_path)
+    try:
+        assert window.engine is not None
+        remote = window.evaluator
+        qtbot.waitUntil(lambda: remote.nodes() == {"x", "on", "double", "out"})
+        panel = window.presets_panel
+        names = iter(["A", "B"])
+        panel.ask_name = lambda title, current: next(names)
+        panel.buttons["Capture"].click()
+        window.patch.set_value("x", "value", 10.0)
+        panel.buttons["Capture"].click()
+        window.canvas.select(["double"])  # watched: its value comes back in reports
+        qtbot.waitUntil(lambda: remote.output("double") == 20.0)
+        panel.crossfader.setValue(250)
+        qtbot.waitUntil(lambda: remote.output("double") == pytest.approx(5.0))
+        panel.jump("A")
+        qtbot.waitUntil(lambda: remote.output("double") == 0.0)
+    finally:
+        window.close()
+        EngineProcess(tmp_path / "engine").stop()
