@@ -1,9 +1,9 @@
 """Presets: named snapshots of chosen input values, recalled at once, over time, or blended.
 
-A preset maps (node id, pin) to a value. `capture` takes the value pins (the pins with a UI hint)
-of every USER_INPUT node, or an explicit list of pins. Recalling writes through `Patch.set_value`,
-the path of an inspector edit, and only where the value differs, so only the cones of the inputs
-that change rerun and CONST caches stay.
+A preset maps (node id, pin) to a value. `capture` takes the value pins (the pins with a UI hint,
+except the "live" pins that controls write) of every USER_INPUT node, or an explicit list of pins.
+Recalling writes through `Patch.set_value`, the path of an inspector edit, and only where the value
+differs, so only the cones of the inputs that change rerun and CONST caches stay.
 
 Interpolation follows the pin type: floats and vec2 blend linearly, colours blend in OKLab (a
 perceptual space: the middle of black and white is a perceived mid grey, not sRGB 0.5), integers
@@ -52,7 +52,7 @@ def capture(patch: Patch, pins: Iterable[PinRef] | None = None) -> Preset:
             for instance in patch.nodes.values()
             if instance.spec.determinism is Determinism.USER_INPUT
             for pin in instance.inputs
-            if pin.hint is not None
+            if pin.hint not in (None, "live")  # live pins follow their controls
         ]
     return {(node_id, pin): patch.value(node_id, pin) for node_id, pin in pins}
 

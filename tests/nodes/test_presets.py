@@ -41,6 +41,7 @@ def frames(player: PresetPlayer, count: int, fps: float = 60.0, first: int = 0) 
 def test_capture_takes_the_value_pins_of_user_inputs() -> None:
     patch, x, toggle = two_presets()
     patch.add_node("value.float", {"value": 3.0})  # not a USER input
+    patch.add_node("midi.cc", {"control": 7})  # a USER input whose live pin its control moves
     assert capture(patch) == {(x, "value"): 10.0, (toggle, "value"): True}
     assert capture(patch, [(x, "max")]) == {(x, "max"): 100.0}
 
