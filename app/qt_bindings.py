@@ -148,6 +148,7 @@ class QtBindingsPanel(QWidget):
         self.delete_button.clicked.connect(lambda _checked=False: self.delete_selected())
         buttons = QHBoxLayout()
         buttons.addWidget(self.empty_label, 1)
+        buttons.addStretch(0)  # keeps the button small when the label is hidden
         buttons.addWidget(self.delete_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)

@@ -49,7 +49,7 @@ from nodes import Patch, PinSpec
 
 SLIDER_STEPS = 1000
 BOUND_COLOR = "#6ab0ff"
-LEARNING_STYLE = "background: #d0a020; color: black; border-radius: 3px; padding: 1px 3px;"
+LEARNING_STYLE = "background: #4a3a08; color: #ffe9a0; border: 1px solid #e0b030; padding: 2px;"
 LEARN_TEXT = "Learn MIDI/OSC…"
 BIND_OSC_TEXT = "Bind to OSC address…"
 UNBIND_TEXT = "Remove binding"
@@ -333,7 +333,7 @@ class QtInspector(QWidget):
                 text += f"<br><small style='color: {BOUND_COLOR}'>{marks}</small>"
             waiting = self.learning == (self.node_id, pin)
             if waiting:
-                text += "<br><small>⟳ move a control…</small>"
+                text += "<br><small>⟳ waiting for a control…</small>"
             label.setText(text)
             label.setStyleSheet(LEARNING_STYLE if waiting else "")
             label.setToolTip("Bound to " + ", ".join(sources) if sources else "")
