@@ -252,11 +252,13 @@ class QtBindingsPanel(QWidget):
             self.refused.emit(str(error))
             self.refresh()
             return
-        if new != old:
-            what = ", ".join(changes)
-            self.undo_stack.push(
-                SetBindingCommand(patch, binding_id, new, f"edit binding {old.source}: {what}")
-            )
+        if new == old:
+            self.refresh()  # e.g. spaces typed around a device name: show it as it is
+            return
+        what = ", ".join(changes)
+        self.undo_stack.push(
+            SetBindingCommand(patch, binding_id, new, f"edit binding {old.source}: {what}")
+        )
 
     def _item_changed(self, item: QTableWidgetItem) -> None:
         if item.row() >= len(self.ids):

@@ -603,6 +603,7 @@ class QtEditorWindow(QMainWindow):
         self.banner.setText("Frozen export: read-only. Open the source patch to edit.")
         self.canvas.viewer().setInteractive(not read_only)
         self.inspector.setEnabled(not read_only)
+        self.bindings_panel.setEnabled(not read_only)
         self.library.setEnabled(not read_only)
         self.save_action.setEnabled(not read_only)
         for action in self.edit_actions:

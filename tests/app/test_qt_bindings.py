@@ -273,6 +273,7 @@ def test_the_panel_edits_bindings_one_undo_step_each(
     panel.table.setFocus()
     press(panel.table, Qt.Key.Key_Delete)
     assert list(editor.patch.bindings) == ["binding2"] and panel.ids == ["binding2"]
+    assert len(editor.patch.nodes) == 4  # the key went to the table, not to the canvas
     panel.table.selectAll()
     panel.delete_button.click()
     assert editor.patch.bindings == {} and panel.empty_label.isVisibleTo(panel)
