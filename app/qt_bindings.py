@@ -177,11 +177,11 @@ class QtBindingsPanel(QWidget):
         ids = sorted(patch.bindings, key=_binding_order) if patch is not None else []
         if ids != self.ids:
             self._rebuild(ids)
-        assert patch is not None or not ids
-        self.table.blockSignals(True)
-        for row, binding_id in enumerate(ids):
-            self._show_row(row, patch.bindings[binding_id])  # type: ignore[union-attr]
-        self.table.blockSignals(False)
+        if patch is not None:
+            self.table.blockSignals(True)
+            for row, binding_id in enumerate(ids):
+                self._show_row(row, patch.bindings[binding_id])
+            self.table.blockSignals(False)
         self.empty_label.setVisible(not ids)
         self.delete_button.setEnabled(bool(ids))
 

@@ -1685,6 +1685,7 @@ class QtEditorWindow(QMainWindow):
             app.removeEventFilter(self._undo_router)
         self._timer.stop()
         self._autosave.stop()
+        self.learn.cancel(quiet=True)  # and its key filter leaves the application
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()
             self.engine.close(stop_engine=True, unless_showing=True)

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QContextMenuEvent
-from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QDoubleSpinBox, QLabel
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QDialog,
+    QDoubleSpinBox,
+    QLabel,
+    QLineEdit,
+)
 
 from app.engine_client import RemoteEvaluator
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
@@ -166,7 +173,7 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     show_patch(remote, knobs_patch())
     inspect(remote, "lfo")
     field = remote.inspector.pin_widget("shape")  # an int: a MIDI control's 0..127
-    choose(remote, field, LEARN_TEXT)
+    choose(remote, field.findChild(QLineEdit), LEARN_TEXT)  # the text inside the spin box
     engine.deliver({"type": "learned", "node": "lfo", "pin": "shape", "source": "midi:note:2:60"})
     qtbot.waitUntil(lambda: bool(remote.patch.bindings))
     assert remote.patch.bindings["binding1"] == Binding("midi:note:2:60", "lfo", "shape", 0, 127)
