@@ -307,9 +307,12 @@ class QtLearn(QObject):
     changed = Signal(object)  # the (node id, pin) waited for, or None
 
     def __init__(
-        self, send: Callable[[dict[str, Any]], None], show_status: Callable[[str], None]
+        self,
+        send: Callable[[dict[str, Any]], None],
+        show_status: Callable[[str], None],
+        parent: QObject | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(parent)
         self._send, self._show_status = send, show_status
         self.target: tuple[str, str] | None = None
 

@@ -223,7 +223,7 @@ class QtEditorWindow(QMainWindow):
         self.inspector = QtInspector()
         self.inspector.can_learn = engine is not None
         self.bindings_panel = QtBindingsPanel(self.undo_stack)
-        self.learn = QtLearn(self._send_learn, self.statusBar().showMessage)
+        self.learn = QtLearn(self._send_learn, self.statusBar().showMessage, self)
         self.always_allow_send = False  # `patchbay edit --allow-send`: every patch may send
         self.send_allowed = True  # whether the document's osc.out nodes may send
         self.preview = QtPreview(self._texture_source if self.gl is not None else None)

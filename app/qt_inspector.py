@@ -333,7 +333,7 @@ class QtInspector(QWidget):
                 text += f"<br><small style='color: {BOUND_COLOR}'>{marks}</small>"
             waiting = self.learning == (self.node_id, pin)
             if waiting:
-                text += "<br><small>⟳ waiting for a control…</small>"
+                text += "<br><small>⟳ learning…</small>"
             label.setText(text)
             label.setStyleSheet(LEARNING_STYLE if waiting else "")
             label.setToolTip("Bound to " + ", ".join(sources) if sources else "")

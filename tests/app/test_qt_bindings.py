@@ -138,7 +138,7 @@ def test_learn_from_the_inspector_binds_with_undo_and_redo(
     choose(remote, label, LEARN_TEXT)
     assert engine.of_type("learn")[-1] == {"type": "learn", "node": "knob", "pin": "value"}
     assert remote.statusBar().currentMessage() == "Move a control to bind knob.value… (Esc cancels)"
-    assert "background" in label.styleSheet() and "waiting for a control" in label.text()
+    assert "background" in label.styleSheet() and "learning" in label.text()
 
     engine.deliver({"type": "learned", "node": "knob", "pin": "value",
                     "source": "midi:cc:1:7", "device": "nanoKONTROL2"})  # fmt: skip
