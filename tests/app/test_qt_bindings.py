@@ -459,3 +459,20 @@ def test_edit_passes_allow_send_to_the_editor(monkeypatch: Any) -> None:
     assert main(["edit", "show.patchbay"]) == 0
     assert calls[0]["allow_send"] and "--allow-send" in calls[0]["engine_args"]
     assert not calls[1]["allow_send"]
+
+
+def test_closing_the_window_stops_learn_and_its_escape_key(
+    qtbot: Any, remote: QtEditorWindow, engine: FakeEngine, dialogs: ScriptedDialogs
+) -> None:
+    show_patch(remote, knobs_patch())
+    inspect(remote, "add")
+    choose(remote, remote.inspector.pin_label("b"), LEARN_TEXT)
+    dialogs.unsaved_answer = "discard"
+    remote.close()
+    assert remote.learn.target is None
+    assert engine.of_type("learn")[-1] == {"type": "learn", "node": None}
+    other = QLineEdit()
+    qtbot.addWidget(other)
+    sent = len(engine.sent)
+    press(other, Qt.Key.Key_Escape)  # no longer taken by the closed window's learn
+    assert len(engine.sent) == sent
