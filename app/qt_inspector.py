@@ -21,6 +21,7 @@ a mark with its sources (`◉ midi:cc:1:7`); the pin that learn waits for is hig
 
 from __future__ import annotations
 
+import html
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -329,7 +330,7 @@ class QtInspector(QWidget):
             sources = [bindings[key].source for key in bindings_of(self.patch, self.node_id, pin)]
             text = pin
             if self.bindings_enabled and sources:
-                marks = "<br>".join(f"◉ {source}" for source in sources)
+                marks = "<br>".join(f"◉ {html.escape(source)}" for source in sources)
                 text += f"<br><small style='color: {BOUND_COLOR}'>{marks}</small>"
             waiting = self.learning == (self.node_id, pin)
             if waiting:

@@ -476,3 +476,12 @@ def test_closing_the_window_stops_learn_and_its_escape_key(
     sent = len(engine.sent)
     press(other, Qt.Key.Key_Escape)  # no longer taken by the closed window's learn
     assert len(engine.sent) == sent
+
+
+def test_a_bound_mark_shows_sources_as_text(qtbot: Any) -> None:
+    patch = knobs_patch()
+    patch.set_binding("binding1", Binding("osc:/<b>loud</b>", "add", "b"))
+    inspector = QtInspector()
+    qtbot.addWidget(inspector)
+    inspector.set_node(patch, "add")
+    assert "◉ osc:/&lt;b&gt;loud&lt;/b&gt;" in inspector.pin_label("b").text()
