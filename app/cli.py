@@ -135,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 output=getattr(options, "output", False),
                 screen=getattr(options, "screen", None),
                 fullscreen=getattr(options, "fullscreen", False),
+                allow_send=getattr(options, "allow_send", False),
             )
         if command == "check":
             return _guarded(lambda: _check(options.file))

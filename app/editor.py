@@ -41,14 +41,20 @@ def demo_patch_path() -> Path:
 
 
 def open_editor(
-    path: str | None, state_dir: Path | None = None, engine: EngineClient | None = None
+    path: str | None,
+    state_dir: Path | None = None,
+    engine: EngineClient | None = None,
+    *,
+    allow_send: bool = False,
 ) -> QtEditorWindow:
     """Show the editor window on `path` (the demo patch when None), restoring a crashed session's
     work first if the person wants it. A QApplication must exist. The window is shown before the
     file is read, so a file that does not open is reported over the (empty) editor. Temporary
     files left by killed saves, in the state folder and next to the file, are removed first.
-    With an `engine` client the patch runs in that engine (see app.qt_editor)."""
+    With an `engine` client the patch runs in that engine (see app.qt_editor). `allow_send`
+    (`--allow-send`): patches from files may send OSC without asking."""
     window = QtEditorWindow(state_dir, engine=engine)
+    window.always_allow_send = allow_send
     window.show()
     # Temporary files of saves that were killed (by a crash, a power cut) go now.
     remove_stale_temporary_files(window.state_dir)
@@ -84,12 +90,13 @@ def launch_editor(
     fullscreen: bool = False,
     state_dir: Path | None = None,
     engine_args: Sequence[str] = (),
+    allow_send: bool = False,
 ) -> QtEditorWindow:
     """Show the editor with its engine (see the module note). A running engine is always attached
     to; `attach` takes its patch as the document even when `path` is given; `output` opens the
     output window (on `screen`, fullscreen or not); `engine_args` go to the engine process (the
     resource limits). A QApplication must exist. Raises RuntimeError when no engine can be
-    started."""
+    started. `allow_send` (`--allow-send`): patches from files may send OSC without asking."""
     state_dir = state_dir or default_state_dir()
     try:
         client = EngineClient(EngineProcess(state_dir / "engine", engine_args))
@@ -98,11 +105,12 @@ def launch_editor(
         raise RuntimeError(str(error)) from None
     if attached and (attach or path is None):
         window = QtEditorWindow(state_dir, engine=client)
+        window.always_allow_send = allow_send
         window.show()
         if not window.attach():
             window.report_error("The running engine did not send its patch.")
     else:
-        window = open_editor(path, state_dir, engine=client)
+        window = open_editor(path, state_dir, engine=client, allow_send=allow_send)
     if output:
         window.show_output_on(screen, fullscreen=fullscreen)
     return window
@@ -116,6 +124,7 @@ def run_editor(
     screen: int | None = None,
     fullscreen: bool = False,
     engine_args: Sequence[str] = (),
+    allow_send: bool = False,
 ) -> int:
     """Run the editor until its window closes; returns the process exit code (see
     `launch_editor` for the options)."""
@@ -150,6 +159,7 @@ def run_editor(
                 screen=screen,
                 fullscreen=fullscreen,
                 engine_args=engine_args,
+                allow_send=allow_send,
             )
         )
         if signalled:  # it came while the editor started (a dialog ran the loop)

@@ -494,6 +494,8 @@ class Engine:
                 self.evaluator.retry(node_id)
         elif kind == "pause":
             self.set_paused(bool(message.get("paused")))
+        elif kind == "allow_send":
+            self.allow_send(message.get("allow") is True)
         elif kind == "step":
             self.step_paused(checked_step(message.get("seconds", 0.0)))
         elif kind == "rate":
@@ -518,6 +520,12 @@ class Engine:
                 self.on_quit()
         else:
             raise ProtocolError(f"unknown message type {kind!r}")
+
+    def allow_send(self, allow: bool) -> None:
+        """Let `osc.out` nodes send from now on, or stop them (the editor asked the person)."""
+        self.ctx.services.options["allow_send"] = allow
+        if "osc" in self.ctx.services:
+            self.ctx.service("osc").allow_send = allow
 
     def _keep_playing(self) -> None:
         """The editor left: keep what plays for a restart (see the module note). Serialised and

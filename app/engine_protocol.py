@@ -13,7 +13,8 @@ Editor -> engine
               arrays as blobs described in `arrays`; `path` is the editor's file name for it
     edits     {seq, rev, vrev, ops}: the change events of the editor's Patch since the last
               message (one op each, see `event_op`), sent once per turn of the editor's loop,
-              numbered, and tagged with the document's revisions after them
+              numbered, and tagged with the document's revisions after them (a binding
+              added, changed or removed: `{op: binding, id, binding: dict or None}`)
     path      {path}: the editor saved the patch under this file name
     get_patch {}: send the running patch (an editor attaching to a running engine)
     watch     {nodes, report}: nodes evaluated every frame whose output values come back in
@@ -36,6 +37,7 @@ Editor -> engine
               at time 0 runs)
     nudge     {beats}: shift the beat of every `time.beat` by `beats` (within +-0.5) next frame
     resync    {}: the next frame is the downbeat (beat 0 of a bar) of every `time.beat`
+    allow_send {allow}: let `osc.out` nodes send (as `--allow-send` does), or stop them
     retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
     quit      {unless_showing}: stop the engine (the editor closed on purpose); with
               `unless_showing`, only if its output window is closed (perform mode)
@@ -76,6 +78,7 @@ from typing import Any
 import numpy as np
 
 from nodes import Link, Patch, PatchEvent, PresetDeck, Recall, patch_from_dict, patch_to_dict
+from nodes._bindings import Binding
 
 SCHEMA_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -255,6 +258,10 @@ def event_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, A
                 for (node_id, pin), value in values.items()
             ]
         )
+    elif event.op == "binding":
+        binding = patch.bindings.get(event.value)
+        op["id"] = event.value
+        op["binding"] = binding.to_dict() if binding is not None else None
     else:
         return None
     return op
@@ -339,6 +346,9 @@ def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
             patch.update_settings(**settings)
         elif kind == "preset":
             patch.set_preset(str(op["name"]), _preset_values(op["values"], blobs))
+        elif kind == "binding":
+            found = op["binding"]
+            patch.set_binding(str(op["id"]), None if found is None else Binding.from_dict(found))
         elif kind != "pins":  # pins are derived by the engine's own set_value
             raise ProtocolError(f"edits: unknown op {kind!r}")
     except (KeyError, TypeError) as error:

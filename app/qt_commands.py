@@ -16,6 +16,8 @@ definition) are `DocumentEditCommand`s: they keep the whole document's state bef
 (node values are shared, not copied) and undo or redo by syncing the document back to it with
 primitive edits, re-adopting the same body objects, so the other commands' bodies stay the ones
 the document uses.
+
+Bindings (which control drives which pin) are edited by `SetBindingCommand`, one binding per step.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from PySide6.QtGui import QUndoCommand
 
 from nodes import Backdrop, Link, Patch, PatchError
+from nodes._bindings import Binding
 
 
 @dataclass(frozen=True)
@@ -395,3 +398,19 @@ class LayoutCommand(QUndoCommand):
             self._patch.set_backdrop(backdrop_id, old)
         for node_id, (old_pos, _new_pos) in self._moves.items():
             self._patch.set_position(node_id, old_pos)
+
+
+class SetBindingCommand(QUndoCommand):
+    """Add, change or remove one binding (None: absent), as one undo step."""
+
+    def __init__(self, patch: Patch, binding_id: str, binding: Binding | None, text: str) -> None:
+        super().__init__(text)
+        self._patch, self.binding_id = patch, binding_id
+        self._old = patch.bindings.get(binding_id)
+        self._new = binding
+
+    def redo(self) -> None:
+        self._patch.set_binding(self.binding_id, self._new)
+
+    def undo(self) -> None:
+        self._patch.set_binding(self.binding_id, self._old)

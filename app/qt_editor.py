@@ -63,6 +63,12 @@ at the pointer), pins a dragged link fits (app.qt_pin_hints) and failure marks d
 (app.qt_failure_marks, from the statuses `decorate_nodes` reads). Nodes added from the library go
 in free space near the view's centre (app.placement).
 
+Live control (app.qt_bindings): the inspector's pin menu learns a binding (the engine answers
+`learned` with the control that moved; the binding is added as an undo step) or binds an OSC
+address typed; the Bindings panel lists and edits them; `live_values` from the engine go into the
+document as live edits. A patch opened from a file with `osc.out` nodes sends nothing until the
+person allows it (app.qt_allow_send; `--allow-send` skips the question).
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """
@@ -88,6 +94,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QApplication,
     QColorDialog,
+    QDialog,
     QDockWidget,
     QDoubleSpinBox,
     QFileDialog,
@@ -104,9 +111,17 @@ from PySide6.QtWidgets import (
 
 from app.engine import FrameLog
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
-from app.engine_protocol import EditBatch, patch_from_message, patch_message
+from app.engine_protocol import (
+    EditBatch,
+    ProtocolError,
+    decode_value,
+    patch_from_message,
+    patch_message,
+)
 from app.patch_info import output_node
 from app.placement import free_position
+from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
+from app.qt_bindings import QtBindingsPanel, QtLearn, bindings_of, default_range
 from app.qt_breadcrumbs import QtBreadcrumbBar
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import (
@@ -115,6 +130,7 @@ from app.qt_commands import (
     NodeRecord,
     RemoveNodesCommand,
     RenameDefinitionCommand,
+    SetBindingCommand,
     SetValueCommand,
     same_value,
 )
@@ -154,6 +170,7 @@ from nodes import (
     nudge_beats,
     resync_beats,
 )
+from nodes._bindings import Binding
 
 FRAME_INTERVAL_MS = 16
 NUDGE_BEATS = 0.05  # how far one nudge shifts the beat (25 ms at 120 BPM)
@@ -209,6 +226,11 @@ class QtEditorWindow(QMainWindow):
         self.canvas = QtPatchCanvas(self.undo_stack)
         self.breadcrumbs = QtBreadcrumbBar(self.canvas)
         self.inspector = QtInspector()
+        self.inspector.can_learn = engine is not None
+        self.bindings_panel = QtBindingsPanel(self.undo_stack)
+        self.learn = QtLearn(self._send_learn, self.statusBar().showMessage, self)
+        self.always_allow_send = False  # `patchbay edit --allow-send`: every patch may send
+        self.send_allowed = True  # whether the document's osc.out nodes may send
         self.preview = QtPreview(self._texture_source if self.gl is not None else None)
         # The gpu.output texture; GL widgets exist only when there is GL.
         self.output_preview = QtTexturePreview() if self.gl is not None else None
@@ -262,6 +284,12 @@ class QtEditorWindow(QMainWindow):
         self.inspector.retry_requested.connect(
             lambda node_id: self.retry_node(self.canvas.eval_id(node_id))
         )
+        self.inspector.learn_requested.connect(self.learn.toggle)
+        self.inspector.bind_osc_requested.connect(self.bind_to_osc_address)
+        self.inspector.unbind_requested.connect(self.unbind_pin)
+        self.learn.changed.connect(self.inspector.set_learning)
+        self.bindings_panel.node_requested.connect(self.show_node)
+        self.bindings_panel.refused.connect(self._on_refused)
         self.library.create_requested.connect(self._create_at_center)
         self.library.instance_requested.connect(self._instance_at_center)
         self.library.rename_requested.connect(self.rename_definition)
@@ -323,6 +351,11 @@ class QtEditorWindow(QMainWindow):
         self.docks["Presets"] = self._dock(
             "Presets", self.presets_panel, Qt.DockWidgetArea.LeftDockWidgetArea
         )
+        self.docks["Bindings"] = self._dock(
+            "Bindings", self.bindings_panel, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
+        self.tabifyDockWidget(self.docks["Messages"], self.docks["Bindings"])
+        self.docks["Messages"].raise_()
         self.resize(1400, 850)
         right = [self.docks[title] for title in ("Inspector", "Preview", "Output")]
         self.resizeDocks(right, [380, 220, 200], Qt.Orientation.Vertical)
@@ -504,6 +537,7 @@ class QtEditorWindow(QMainWindow):
         self.output_screen_menu = view.addMenu("Output &Screen")
         self.output_screen_menu.setEnabled(False)
         self.output_screen_menu.aboutToShow.connect(self._fill_output_screen_menu)
+        self.allow_send_action = self._action(view, "Allow OSC &Sending…", self.offer_allow_send)
         view.addSeparator()
         self.legend_action = self._action(view, "&Legend", self._toggle_legend, "F1")
         self.legend_action.setCheckable(True)
@@ -569,9 +603,15 @@ class QtEditorWindow(QMainWindow):
         return self.gl is not None
 
     # ------------------------------------------------------------------ the patch
-    def set_patch(self, patch: Patch, path: Path | None, *, send: bool = True) -> None:
+    def set_patch(
+        self, patch: Patch, path: Path | None, *, send: bool = True, from_file: bool = False
+    ) -> None:
         """Edit `patch` from now on (the undo history starts over). With an engine, the patch
-        is sent to it unless `send` is False (it came from the engine)."""
+        is sent to it unless `send` is False (it came from the engine). A patch `from_file` (not
+        made in this editor) with `osc.out` nodes may not send until the person allows it
+        (`offer_allow_send`)."""
+        self.learn.cancel(quiet=True)
+        self.send_allowed = self.always_allow_send or not from_file or not osc_send_targets(patch)
         if self.engine is None:
             self.evaluator.close()
             self.context.release_all()  # GPU nodes give their textures back to the pool
@@ -597,8 +637,10 @@ class QtEditorWindow(QMainWindow):
                 self.send_patch()
         else:
             self.context = ExecutionContext(self.gl)
+            self._tell_send_allowed()
             self.evaluator = DualEvaluator(patch, self.context)
             self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self.bindings_panel.set_patch(patch)
         if self.output_preview is not None:
             self.output_preview.set_source(output_source(self.evaluator))
         if self.output_window is not None:
@@ -612,6 +654,7 @@ class QtEditorWindow(QMainWindow):
         self.banner.setText("Frozen export: read-only. Open the source patch to edit.")
         self.canvas.viewer().setInteractive(not read_only)
         self.inspector.setEnabled(not read_only)
+        self.bindings_panel.setEnabled(not read_only)
         self.library.setEnabled(not read_only)
         self.presets_panel.setEnabled(not read_only)
         self.save_action.setEnabled(not read_only)
@@ -656,6 +699,10 @@ class QtEditorWindow(QMainWindow):
                 4000,
             )
         self.failed_thumbnails.on_patch_event(event)
+        learning = self.learn.target
+        removed = event.node_id if event.op == "remove_node" and event.definition is None else None
+        if learning is not None and learning[0] == removed:
+            self.learn.cancel()
         node_id = self.inspector.node_id
         if node_id is None or event.definition != inside:
             return
@@ -666,6 +713,8 @@ class QtEditorWindow(QMainWindow):
             self.inspector.refresh_values()
         if event.op == "remove_node" and event.node_id == node_id:
             self._on_selection([])
+        if event.op == "binding":
+            self.inspector.refresh_bindings()
 
     # ------------------------------------------------------------------ the engine
     def _show_definitions(self) -> None:
@@ -693,6 +742,7 @@ class QtEditorWindow(QMainWindow):
         if self.engine is None:
             return
         self._edits.clear()  # the whole patch supersedes them
+        self._tell_send_allowed()  # first: the patch must not send before it may
         message, blobs = patch_message(self.patch)
         message["path"] = str(self.path) if self.path else None
         self.engine.send(message, blobs)
@@ -797,6 +847,10 @@ class QtEditorWindow(QMainWindow):
         elif kind in ("error", "engine_failed"):
             self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
             self.messages.add("engine", str(message.get("message")))
+        elif kind == "learned":
+            self._on_learned(message)
+        elif kind == "live_values":
+            self._apply_live_values(message)
 
     def _request_visible_thumbnails(self) -> None:
         textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
@@ -836,10 +890,14 @@ class QtEditorWindow(QMainWindow):
                 if message.get("type") == "patch":
                     path = message.get("path")
                     patch = patch_from_message(message, blobs)
-                    self.set_patch(patch, Path(path) if isinstance(path, str) else None, send=False)
+                    where = Path(path) if isinstance(path, str) else None
+                    # Its osc.out nodes send once allowed here (as a file's: it may be one).
+                    self.set_patch(patch, where, send=False, from_file=True)
                     self.session.mark_unsaved()  # what the engine plays may not be saved
                     self._update_title()
                     self._send_watch()
+                    if not self.send_allowed:
+                        self.offer_allow_send()
                     return True
             time.sleep(0.01)
         return False
@@ -864,8 +922,10 @@ class QtEditorWindow(QMainWindow):
         except PatchError as error:
             self.report_error(str(error))
             return False
-        self.set_patch(patch, Path(path))
+        self.set_patch(patch, Path(path), from_file=True)
         self.session.remember_recent(Path(path))
+        if not self.send_allowed:
+            self.offer_allow_send()
         return True
 
     def save(self) -> bool:
@@ -955,9 +1015,11 @@ class QtEditorWindow(QMainWindow):
             self.session.release([chosen])
             self.report_error(f"{error}; the autosaved work stays in {chosen.patch_file}")
             return False
-        self.set_patch(patch, chosen.original)
+        self.set_patch(patch, chosen.original, from_file=True)
         self.session.mark_unsaved()
         self._update_title()
+        if not self.send_allowed:
+            self.offer_allow_send()
         return True
 
     # ------------------------------------------------------------------ dialogs (tests replace)
@@ -1001,6 +1063,18 @@ class QtEditorWindow(QMainWindow):
         name, accepted = QInputDialog.getText(self, title, "Definition name:", text=default)
         return name.strip() if accepted else None
 
+    def ask_allow_send(self, targets: list[str]) -> bool:
+        """Whether the document's osc.out nodes may send to `targets`."""
+        name = self.path.name if self.path is not None else "This patch"
+        return QtAllowSendDialog(name, targets, self).exec() == QDialog.DialogCode.Accepted
+
+    def ask_osc_address(self, target: str, suggested: str) -> str | None:
+        """An OSC address to bind `target` (node.pin) to (None: cancelled)."""
+        address, accepted = QInputDialog.getText(
+            self, "Bind to OSC address", f"OSC address driving {target}:", text=suggested
+        )
+        return address.strip() if accepted else None
+
     def report_error(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
         QMessageBox.warning(self, "patchbay", message)
@@ -1029,6 +1103,117 @@ class QtEditorWindow(QMainWindow):
             self.inspector.refresh_values()
             return
         self.undo_stack.push(command)
+
+    # ------------------------------------------------------------------ bindings
+    def _send_learn(self, message: dict[str, Any]) -> None:
+        if self.engine is not None:
+            self.send_edits()  # the pin's node may be new
+            self.engine.send(message)
+
+    def _on_learned(self, message: dict[str, Any]) -> None:
+        """The engine's answer to learn: bind the pin to the control that moved."""
+        taken = self.learn.take(message)
+        if taken is None:
+            return  # cancelled meanwhile
+        node_id, pin, source, device = taken
+        if self.bind_pin(node_id, pin, source, device):
+            self.docks["Bindings"].raise_()
+            on = f" on {device}" if device else ""
+            self.statusBar().showMessage(f"Bound {node_id}.{pin} to {source}{on}", 8000)
+
+    def bind_pin(self, node_id: str, pin: str, source: str, device: str = "") -> bool:
+        """Bind a pin of the document to a control as one undo step, over the pin's range
+        (app.qt_bindings.default_range); False (and why) if it cannot be or already is."""
+        patch = self.patch
+        inst = patch.nodes.get(node_id)
+        spec = inst.input(pin) if inst is not None else None
+        if inst is None or spec is None:
+            self._on_refused(f"cannot bind {node_id}.{pin}: the document has no such input")
+            return False
+        for key in bindings_of(patch, node_id, pin):
+            if (patch.bindings[key].source, patch.bindings[key].device) == (source, device):
+                self.statusBar().showMessage(f"{node_id}.{pin} is bound to {source} already", 6000)
+                return False
+        low, high = default_range(inst, spec)
+        try:
+            binding = Binding(source, node_id, pin, low, high, device=device)
+        except PatchError as error:
+            self._on_refused(str(error))
+            return False
+        text = f"bind {node_id}.{pin} to {source}"
+        self.undo_stack.push(SetBindingCommand(patch, patch.new_binding_id(), binding, text))
+        return True
+
+    def bind_to_osc_address(self, node_id: str, pin: str) -> None:
+        """The inspector's "Bind to OSC address…": bind the pin to an address typed."""
+        address = self.ask_osc_address(f"{node_id}.{pin}", f"/{node_id}/{pin}")
+        if not address:
+            return
+        source = "osc:" + (address if address.startswith("/") else "/" + address)
+        if self.bind_pin(node_id, pin, source):
+            self.statusBar().showMessage(f"Bound {node_id}.{pin} to {source}", 8000)
+
+    def unbind_pin(self, node_id: str, pin: str) -> None:
+        """Remove the bindings of a pin, as one undo step."""
+        doomed = bindings_of(self.patch, node_id, pin)
+        if not doomed:
+            return
+        self.undo_stack.beginMacro(f"remove the binding of {node_id}.{pin}")
+        for key in doomed:
+            self.undo_stack.push(SetBindingCommand(self.patch, key, None, "remove binding"))
+        self.undo_stack.endMacro()
+        self.statusBar().showMessage(f"{node_id}.{pin} is no longer bound", 6000)
+
+    def show_node(self, node_id: str) -> None:
+        """Select a node of the document on the canvas and bring it into view."""
+        if self.canvas.trail:
+            self.canvas.go_to(0)
+        if node_id in self.canvas.patch.nodes:
+            self.canvas.select([node_id])
+            self.canvas.frame([node_id])
+
+    def _apply_live_values(self, message: dict[str, Any]) -> None:
+        """Values the engine's live controls set: into the document as live edits (the
+        inspector follows; they are not sent back, nor undone). Anything malformed is skipped."""
+        values = message.get("values")
+        if not isinstance(values, list):
+            return
+        patch = self.patch
+        for entry in values:
+            if not isinstance(entry, list) or len(entry) != 3:
+                continue
+            node_id, pin, encoded = entry
+            inst = patch.nodes.get(node_id) if isinstance(node_id, str) else None
+            if inst is None or not isinstance(pin, str) or inst.input(pin) is None:
+                continue
+            try:
+                patch.set_value(node_id, pin, decode_value(encoded, []), live=True)
+            except (PatchError, ProtocolError, ValueError, TypeError):
+                continue
+
+    def _tell_send_allowed(self) -> None:
+        """Tell whoever runs the patch whether its osc.out nodes may send."""
+        if self.engine is not None:
+            self.engine.send({"type": "allow_send", "allow": self.send_allowed})
+            return
+        services = self.context.services
+        services.options["allow_send"] = self.send_allowed
+        if "osc" in services:
+            self.context.service("osc").allow_send = self.send_allowed
+
+    def offer_allow_send(self) -> None:
+        """Ask whether the document's osc.out nodes may send (View > Allow OSC Sending…, and
+        on opening a file that has some)."""
+        targets = osc_send_targets(self.patch)
+        if not targets:
+            self.statusBar().showMessage("This patch has no osc.out node: it sends nothing", 6000)
+            return
+        self.send_allowed = self.ask_allow_send(targets)
+        self._tell_send_allowed()
+        count = len(targets)
+        state = "may send" if self.send_allowed else "stays off"
+        plural = "s" if count != 1 else ""
+        self.statusBar().showMessage(f"OSC sending to {count} target{plural} {state}", 6000)
 
     def _free_spot(self) -> tuple[float, float]:
         """Where a node added from the library goes: near the view's centre, on no other
@@ -1189,6 +1374,7 @@ class QtEditorWindow(QMainWindow):
         node_id = node_ids[0] if len(node_ids) == 1 else None
         if node_id is not None and node_id not in shown.nodes:
             node_id = None
+        self.inspector.bindings_enabled = self.canvas.definition_name is None  # the document's
         self.inspector.set_node(shown if node_id else None, node_id)
         outputs = [o.name for o in shown.nodes[node_id].spec.outputs] if node_id else []
         path = self.canvas.eval_id(node_id) if node_id else None
@@ -1597,6 +1783,7 @@ class QtEditorWindow(QMainWindow):
             app.removeEventFilter(self._undo_router)
         self._timer.stop()
         self._autosave.stop()
+        self.learn.cancel(quiet=True)  # and its key filter leaves the application
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()
             self.engine.close(stop_engine=True, unless_showing=True)

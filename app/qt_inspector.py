@@ -11,16 +11,24 @@ The inspector never writes to the Patch. It emits `value_edited(node_id, pin, va
 the editor turns that into an undoable command. A slider drag carries one gesture token from press
 to release, so the whole drag merges into one undo step. `refresh_values` puts Patch values back
 into the widgets (after undo, say) with their signals blocked, so nothing echoes.
+
+Bindings: right-click a float, int or bool input (its name or its field) for "Learn MIDI/OSC…",
+"Bind to OSC address…" and, when it is bound, "Remove binding"; the inspector only emits the
+request (`learn_requested`, `bind_osc_requested`, `unbind_requested`). A bound pin's name carries
+a mark with its sources (`◉ midi:cc:1:7`); the pin that learn waits for is highlighted
+(`set_learning`). Pins the live-control runtime writes (hint "live") are shown, not edited.
 """
 
 from __future__ import annotations
 
+import html
 import itertools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QContextMenuEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QDoubleSpinBox,
@@ -28,6 +36,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QSlider,
     QSpinBox,
@@ -35,10 +44,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.qt_bindings import bindable, bindings_of
 from app.qt_code_editor import QtCodeField
 from nodes import Patch, PinSpec
 
 SLIDER_STEPS = 1000
+BOUND_COLOR = "#6ab0ff"
+LEARNING_STYLE = "background: #4a3a08; color: #ffe9a0; border: 1px solid #e0b030; padding: 2px;"
+LEARN_TEXT = "Learn MIDI/OSC…"
+BIND_OSC_TEXT = "Bind to OSC address…"
+UNBIND_TEXT = "Remove binding"
+CANCEL_LEARN_TEXT = "Cancel learn"
 _gestures = itertools.count(1)
 
 
@@ -109,12 +125,20 @@ class QtInspector(QWidget):
 
     value_edited = Signal(str, str, object, object)  # node id, pin, value, gesture token or None
     retry_requested = Signal(str)  # node id: run a node bypassed for taking too long again
+    learn_requested = Signal(str, str)  # node id, pin: bind it to the next control moved
+    bind_osc_requested = Signal(str, str)  # node id, pin: bind it to an OSC address typed
+    unbind_requested = Signal(str, str)  # node id, pin: remove its bindings
 
     def __init__(self) -> None:
         super().__init__()
         self.patch: Patch | None = None
         self.node_id: str | None = None
         self._setters: dict[str, Callable[[Any], None]] = {}
+        self._labels: dict[str, QLabel] = {}  # pin -> its name in the form
+        self.bindings_enabled = True  # False while the inspected node is a definition's
+        self.can_learn = True  # learning needs a process that receives controls
+        self.learning: tuple[str, str] | None = None  # the pin learn waits for
+        self.menu: QMenu | None = None  # the last pin menu opened
         self._code_fields: dict[str, QtCodeField] = {}
         self._reusable: dict[str, QtCodeField] = {}  # while set_node rebuilds the same node
         self._title = QLabel("No node selected")
@@ -148,6 +172,7 @@ class QtInspector(QWidget):
         self._code_fields = {}
         self.patch, self.node_id = patch, node_id
         self._setters.clear()
+        self._labels.clear()
         while self._form.rowCount():
             self._form.removeRow(0)
         self._error.hide()
@@ -164,7 +189,13 @@ class QtInspector(QWidget):
             if isinstance(widget, QtCodeField):
                 self._form.addRow(widget)  # the panel's whole width: code needs it
             else:
-                self._form.addRow(pin.name, widget)
+                label = QLabel(pin.name)
+                label.setTextFormat(Qt.TextFormat.RichText)
+                self._labels[pin.name] = label
+                self._form.addRow(label, widget)
+                for part in (label, widget, *widget.findChildren(QWidget)):
+                    part.installEventFilter(self)
+        self.refresh_bindings()
         for unused in self._reusable.values():
             unused.deleteLater()
         self._reusable = {}
@@ -196,6 +227,12 @@ class QtInspector(QWidget):
         link = self.patch.link_into(self.node_id, pin.name)
         if link is not None:
             return QLabel(f"← {link.src}.{link.src_pin}")
+        if pin.hint == "live":
+            live = QLabel()
+            live.setToolTip("Set by a live control while the patch plays (read-only)")
+            live.setStyleSheet("color: #9fd49f;")
+            self._setters[pin.name] = lambda v: live.setText(_format_value(v))
+            return live
         if pin.hint == "slider" or (pin.minimum is not None and pin.maximum is not None):
             field = _SliderField(
                 lambda pin=pin: self._slider_range(pin),
@@ -278,6 +315,79 @@ class QtInspector(QWidget):
             return
         for name, setter in self._setters.items():
             setter(inst.values[name])
+
+    # ------------------------------------------------------------------ bindings
+    def pin_label(self, pin: str) -> QLabel:
+        """The name of an input in the form (with its binding mark)."""
+        return self._labels[pin]
+
+    def refresh_bindings(self) -> None:
+        """Mark the bound inputs with their sources, and the one learn waits for."""
+        if self.patch is None or self.node_id is None:
+            return
+        bindings = self.patch.bindings
+        for pin, label in self._labels.items():
+            sources = [bindings[key].source for key in bindings_of(self.patch, self.node_id, pin)]
+            text = pin
+            if self.bindings_enabled and sources:
+                marks = "<br>".join(f"◉ {html.escape(source)}" for source in sources)
+                text += f"<br><small style='color: {BOUND_COLOR}'>{marks}</small>"
+            waiting = self.learning == (self.node_id, pin)
+            if waiting:
+                text += "<br><small>⟳ learning…</small>"
+            label.setText(text)
+            label.setStyleSheet(LEARNING_STYLE if waiting else "")
+            label.setToolTip("Bound to " + ", ".join(sources) if sources else "")
+
+    def set_learning(self, target: tuple[str, str] | None) -> None:
+        """Highlight the pin learn waits for (None: learn is not armed)."""
+        self.learning = target
+        self.refresh_bindings()
+
+    def pin_menu(self, pin: str) -> QMenu | None:
+        """The binding menu of an input, or None for one no control can drive."""
+        if self.patch is None or self.node_id is None or not self.bindings_enabled:
+            return None
+        spec = self.patch.nodes[self.node_id].input(pin)
+        if spec is None or not bindable(spec) or self.patch.link_into(self.node_id, pin):
+            return None
+        node_id = self.node_id
+        menu = QMenu(self)
+        waiting = self.learning == (node_id, pin)
+        learn = menu.addAction(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
+        learn.setEnabled(self.can_learn)
+        if not self.can_learn:
+            learn.setToolTip("Learning listens in the engine process (patchbay edit)")
+        learn.triggered.connect(lambda _=False: self.learn_requested.emit(node_id, pin))
+        bind = menu.addAction(BIND_OSC_TEXT)
+        bind.triggered.connect(lambda _=False: self.bind_osc_requested.emit(node_id, pin))
+        if bindings_of(self.patch, node_id, pin):
+            unbind = menu.addAction(UNBIND_TEXT)
+            unbind.triggered.connect(lambda _=False: self.unbind_requested.emit(node_id, pin))
+        return menu
+
+    def _pin_of(self, widget: QObject) -> str | None:
+        for pin, label in self._labels.items():
+            field = self.pin_widget(pin)
+            inside = isinstance(widget, QWidget) and field.isAncestorOf(widget)
+            if widget is label or widget is field or inside:
+                return pin
+        return None
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ContextMenu and isinstance(event, QContextMenuEvent):
+            pin = self._pin_of(watched)
+            menu = self.pin_menu(pin) if pin is not None else None
+            if menu is not None:
+                self._show_menu(menu, event.globalPos())
+                return True
+        return super().eventFilter(watched, event)
+
+    def _show_menu(self, menu: QMenu, where: QPoint) -> None:
+        if self.menu is not None:
+            self.menu.deleteLater()
+        self.menu = menu
+        menu.popup(where)
 
     def set_state(
         self, node_class: str, status: str, error: str | None, bypassed: bool = False

@@ -29,6 +29,9 @@ class ScriptedDialogs:
         self.restore = False
         self.errors: list[str] = []
         self.asked_unsaved = 0
+        self.allow_send = False
+        self.asked_allow_send: list[list[str]] = []  # the targets of each question
+        self.osc_address: str | None = None
 
     def install(self, window: QtEditorWindow) -> None:
         window.ask_unsaved = self._ask_unsaved
@@ -36,6 +39,12 @@ class ScriptedDialogs:
         window.ask_save_path = lambda: self.save_path
         window.ask_restore = lambda offered: offered[0] if self.restore else None
         window.report_error = self.errors.append
+        window.ask_allow_send = self._ask_allow_send
+        window.ask_osc_address = lambda target, suggested: self.osc_address
+
+    def _ask_allow_send(self, targets: list[str]) -> bool:
+        self.asked_allow_send.append(targets)
+        return self.allow_send
 
     def _ask_unsaved(self) -> str:
         self.asked_unsaved += 1
