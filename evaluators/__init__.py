@@ -28,10 +28,10 @@ from evaluators._view import ExpandedPatch, inlined
 
 __all__ = [
     "CONST",
-    "Controls",
     "EVALUATOR_KINDS",
     "HOT",
     "USER",
+    "Controls",
     "DualEvaluator",
     "Evaluator",
     "EvaluatorKind",
