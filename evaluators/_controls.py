@@ -162,7 +162,10 @@ class Controls:
         if self._learning is not None:
             names = tuple(name for name in ("osc", "midi") if name in FACTORIES)
         for name in names:
+            opened = name in self.ctx.services
             service = self.ctx.service(name)
+            if not opened:
+                service.begin_frame()  # made after the drain: its first drain is now
             if name == "osc":
                 self._listen(service, plan.osc_addresses)
             elif name == "midi":
