@@ -69,6 +69,7 @@ Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from pathlib import Path
@@ -103,7 +104,13 @@ from PySide6.QtWidgets import (
 
 from app.engine import FrameLog
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
-from app.engine_protocol import EditBatch, patch_from_message, patch_message
+from app.engine_protocol import (
+    EditBatch,
+    ProtocolError,
+    decode_value,
+    patch_from_message,
+    patch_message,
+)
 from app.patch_info import output_node
 from app.placement import free_position
 from app.qt_breadcrumbs import QtBreadcrumbBar
@@ -696,8 +703,8 @@ class QtEditorWindow(QMainWindow):
         assert self.engine is not None
         step = self.refresh_steps.run
         step("edits", self.send_edits)
-        for message, _ in step("engine messages", self.engine.poll) or ():
-            step("engine message", self._on_engine_message, message)
+        for message, blobs in step("engine messages", self.engine.poll) or ():
+            step("engine message", self._on_engine_message, message, blobs)
         remote = self.engine.evaluator
         self._frame = remote.frame
         self._ticks += 1
@@ -717,10 +724,12 @@ class QtEditorWindow(QMainWindow):
             self._fps, self._fps_since = remote.fps, now
             step("status bar", self._update_status)
 
-    def _on_engine_message(self, message: dict[str, Any]) -> None:
+    def _on_engine_message(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
         assert self.engine is not None
         kind = message.get("type")
-        if kind == "restarted":
+        if kind == "live_values":
+            self._apply_live_values(message.get("values"), blobs or [])
+        elif kind == "restarted":
             bypassed = message.get("bypassed")
             why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
             self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
@@ -734,6 +743,21 @@ class QtEditorWindow(QMainWindow):
         elif kind in ("error", "engine_failed"):
             self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
             self.messages.add("engine", str(message.get("message")))
+
+    def _apply_live_values(self, values: Any, blobs: list[bytes]) -> None:
+        """What the engine's live controls set, as live edits of the document (not sent back,
+        not undone); the inspector follows through the patch's events."""
+        for entry in values if isinstance(values, list) else ():
+            if not (isinstance(entry, list) and len(entry) == 3):
+                continue
+            node_id, pin, value = (str(entry[0]), str(entry[1]), entry[2])
+            instance = self.patch.nodes.get(node_id)
+            if instance is None:
+                continue
+            with contextlib.suppress(PatchError, ProtocolError):
+                value = decode_value(value, blobs)
+                if not same_value(instance.values.get(pin), value):
+                    self.patch.set_value(node_id, pin, value, live=True)
 
     def _request_visible_thumbnails(self) -> None:
         textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
