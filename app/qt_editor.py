@@ -146,7 +146,14 @@ from app.qt_pin_hints import QtPinHints
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
 from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
-from evaluators import DualEvaluator, Evaluator, ExecutionContext, NodeClass, NodeStatus
+from evaluators import (
+    Controls,
+    DualEvaluator,
+    Evaluator,
+    ExecutionContext,
+    NodeClass,
+    NodeStatus,
+)
 from evaluators.gl_service import GLService, texture_alive
 from nodes import (
     DEFAULT_BPM,
@@ -233,6 +240,7 @@ class QtEditorWindow(QMainWindow):
         self.evaluator: Evaluator = (
             engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
         )
+        self.controls = Controls(self.patch, self.context)  # live controls without an engine
         self._unsubscribe: Any = None
         self._frame = 0
         self._ticks = 0
@@ -554,6 +562,7 @@ class QtEditorWindow(QMainWindow):
         else:
             self.context = ExecutionContext(self.gl)
             self.evaluator = DualEvaluator(patch, self.context)
+            self.controls = Controls(patch, self.context)
             self._unsubscribe = patch.subscribe(self._on_patch_event)
         if self.output_preview is not None:
             self.output_preview.set_source(output_source(self.evaluator))
@@ -1239,6 +1248,7 @@ class QtEditorWindow(QMainWindow):
         """One frame of the local evaluator, and what shows its results (every view of them
         with `show_all`, as after a step; else those due)."""
         step = self.refresh_steps.run
+        step("controls", self.controls.before_frame)
         if self.gl is None:
             step("frame", self.evaluator.run_frame, self.clock(), self._frame)
         else:
