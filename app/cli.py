@@ -100,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
             "show",
             "subpatch",
             "load",
+            "controls",
         ),
         help="run only these sections",
     )
