@@ -9,7 +9,9 @@
   and a sink, run by the dual evaluator (flat) with the controls runtime. Frame time (the
   controls' drain and edits plus the evaluator's frame) when all 1,000 controls move every frame
   (one OSC bundle of 1,000 messages, received before the frame starts), when they rest, and for
-  the same patch without bindings; medians and the ratio moving / none.
+  the same patch without bindings, resting and with its 1,000 sliders set by plain value edits
+  each frame (what the evaluator alone costs for those cones); medians, the ratio moving / none
+  and the controls' own share per control ((moving - edited) / 1,000).
 """
 
 from __future__ import annotations
@@ -118,8 +120,11 @@ def knobs_patch(count: int, bound: bool) -> Patch:
     return patch
 
 
-def _frame_times(count: int, bound: bool, moving: bool, frames: int) -> list[float]:
+def _frame_times(
+    count: int, bound: bool, moving: bool, frames: int, edited: bool = False
+) -> list[float]:
     patch = knobs_patch(count, bound)
+    knobs = [node_id for node_id, node in patch.nodes.items() if node.type_id == "input.float"]
     port = _free_port()
     evaluator = DualEvaluator(patch)
     evaluator.ctx.services.options["osc_port"] = port
@@ -142,6 +147,9 @@ def _frame_times(count: int, bound: bool, moving: bool, frames: int) -> list[flo
                 while osc.pending() < count and time.perf_counter() < deadline:
                     time.sleep(0.0005)
             started = time.perf_counter()
+            if edited:
+                for i, knob in enumerate(knobs):
+                    patch.set_value(knob, "value", float((frame + i) % STEPS))
             controls.before_frame()
             evaluator.run_frame(frame / FPS, frame)
             if frame >= 10:  # after the flat build, and the server warm
@@ -158,13 +166,16 @@ def load(count: int, frames: int) -> dict[str, Any]:
     moving = statistics.median(_frame_times(count, True, True, frames))
     resting = statistics.median(_frame_times(count, True, False, frames))
     none = statistics.median(_frame_times(count, False, False, frames))
+    edited = statistics.median(_frame_times(count, False, False, frames, edited=True))
     return {
         "controls": count,
         "moving_median_ms": moving,
         "resting_median_ms": resting,
         "no_bindings_median_ms": none,
+        "plain_edits_median_ms": edited,
         "moving_vs_none": moving / none if none else float("inf"),
-        "moving_ms_per_control": (moving - none) / count,
+        "moving_vs_plain_edits": moving / edited if edited else float("inf"),
+        "controls_ms_per_control": (moving - edited) / count,
     }
 
 
