@@ -49,13 +49,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluators._services import FACTORIES
-from nodes import Patch, PatchError, resync_beats
+from nodes import Patch, PatchError, PatchEvent, resync_beats
 from nodes._bindings import BINDABLE_TYPES, CROSSFADER_TARGET, PRESET_TARGET, Binding
 
 MAX_EVENTS_PER_FRAME = 65536
 MAX_QUEUED_NOTES = 1024
 TOUCH = 1.0 / 512  # positions this close (of the whole travel) touch: pickup and scale meet
 INPUT_TYPES = frozenset({"osc.in", "midi.cc", "midi.note"})
+LIVE_PINS = frozenset({"value", "arrived", "pending", "velocity"})  # set here, not by people
 _OSC_PREFIX = "osc:"
 
 
@@ -117,13 +118,15 @@ class Controls:
         on_preset: Callable[[str], None] | None = None,
         on_crossfade: Callable[[float], None] | None = None,
     ) -> None:
-        self.patch = patch
         self.ctx = ctx
         self.on_preset = on_preset
         self.on_crossfade = on_crossfade
         self.dropped = 0  # events beyond MAX_EVENTS_PER_FRAME, notes beyond MAX_QUEUED_NOTES
         self._plan = _Plan()
-        self._plan_key: tuple[int, int, int] | None = None
+        self._plan_stale = True
+        self._unsubscribe: Callable[[], None] | None = None
+        self._patch = patch
+        self.patch = patch
         self._learning: tuple[str, str] | None = None
         self._learned: dict[str, Any] | None = None
         self._osc_pending: dict[str, int] = {}  # address -> triggers still to fire
@@ -132,6 +135,31 @@ class Controls:
         self._takeovers: dict[str, _Takeover] = {}
         self._preset_x: dict[str, float] = {}  # @preset binding -> its control's last position
         self._listened: tuple[Any, frozenset[str]] = (None, frozenset())  # OSC service, addresses
+
+    @property
+    def patch(self) -> Patch:
+        return self._patch
+
+    @patch.setter
+    def patch(self, patch: Patch) -> None:
+        """Play `patch` from the next frame on (the engine's new copy); takeover and queued
+        triggers of bindings and addresses that go on are kept."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._patch = patch
+        self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self._plan_stale = True
+
+    def _on_patch_event(self, event: PatchEvent) -> None:
+        """Work the plan out again when what it holds may have changed: nodes, links, bindings,
+        or the pins that pick an input node's messages (not the live pins this runtime sets)."""
+        if event.definition is not None or self._plan_stale:
+            return
+        if event.kind == "structural" or event.op == "binding":
+            self._plan_stale = True
+        elif event.op == "set_value" and event.pin not in LIVE_PINS:
+            instance = self._patch.nodes.get(event.node_id or "")
+            self._plan_stale = instance is not None and instance.type_id in INPUT_TYPES
 
     # ------------------------------------------------------------------ learn
     def learn(self, node: str, pin: str) -> None:
@@ -347,13 +375,11 @@ class Controls:
 
     # ------------------------------------------------------------------ the plan
     def _current_plan(self) -> _Plan:
-        patch = self.patch
-        key = (id(patch), patch.revision, patch.value_revision)
-        if key != self._plan_key:
-            self._plan_key = key
+        if self._plan_stale:
+            self._plan_stale = False
             self._plan = self._make_plan()
             self._osc_active = set(self._plan.osc_inputs)  # loaded live pins settle to now
-            live = set(patch.bindings)
+            live = set(self._patch.bindings)
             for table in (self._takeovers, self._preset_x):
                 for gone in [binding_id for binding_id in table if binding_id not in live]:
                     del table[gone]

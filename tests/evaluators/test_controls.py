@@ -455,3 +455,34 @@ def test_a_bound_knob_turn_reruns_only_its_cone(make_evaluator: Any, osc: FakeSe
     assert evaluator.status(ids["const"]) == "cached"
     assert evaluator.node_class(ids["const"]) == "CONST"
     assert frame() == 0  # the control rests: nothing runs
+
+
+def test_the_controls_follow_edits_of_addresses_and_bindings(osc: FakeService) -> None:
+    patch = Patch()
+    listener = patch.add_node("osc.in", {"address": "/a"}, node_id="in")
+    slider = patch.add_node("input.float", {"max": 10.0}, node_id="slider")
+    rig = Rig(patch)
+    rig.frame()
+    patch.set_value(listener, "address", "/b")
+    osc.send("osc:/a", 0.25)
+    osc.send("osc:/b", 0.5)
+    rig.frame()
+    assert (rig.value(listener), rig.value(listener, "arrived")) == (0.5, 1)
+    assert osc.listened == {"/a", "/b"}
+    patch.set_binding("binding1", Binding("osc:/a", slider, "value", 0.0, 10.0))
+    osc.send("osc:/a", 0.25)
+    rig.frame()
+    assert rig.value(slider) == 2.5
+    assert rig.value(listener, "arrived") == 0  # the frame after: nothing arrived for /b
+    patch.set_binding("binding1", None)
+    osc.send("osc:/a", 0.75)
+    rig.frame()
+    assert rig.value(slider) == 2.5
+
+
+def test_live_pins_saved_in_a_file_settle_on_the_first_frame(osc: FakeService) -> None:
+    patch = Patch()
+    listener = patch.add_node("osc.in", {"address": "/go", "arrived": 3, "pending": 2})
+    rig = Rig(patch)
+    rig.frame()
+    assert (rig.value(listener, "arrived"), rig.value(listener, "pending")) == (0, 0)
