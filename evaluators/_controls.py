@@ -31,9 +31,10 @@ not touched at all.
 - A binding whose target node or pin is missing, or whose pin cannot be bound, is skipped.
 - Learn: `learn(node, pin)` arms it (and listens to every OSC address); the next event of any
   source wins, `take_learned()` returns it once.
-- MIDI clock: with the patch setting `tempo_source` = "midi", the tempo the MIDI service measures
-  (`tempo()`, None until it knows) becomes `ctx.live_bpm`; a MIDI start (`take_start()`) makes
-  the next frame the downbeat of every `time.beat`.
+- MIDI clock: with the patch setting `tempo_source` = "midi" (which opens the MIDI service), the
+  tempo the MIDI service measures (`tempo()`, None until it knows; held to MIN_BPM..MAX_BPM)
+  becomes `ctx.live_bpm`; a MIDI start (`take_start()`) makes the next frame the downbeat of
+  every `time.beat`.
 - At most `MAX_EVENTS_PER_FRAME` events are handled a frame; more are counted (`dropped`).
 
 Assumes it runs on the frame thread, as the services do. Only the document's own nodes are driven
@@ -51,6 +52,7 @@ from typing import Any
 from evaluators._services import FACTORIES
 from nodes import Patch, PatchError, PatchEvent, resync_beats
 from nodes._bindings import BINDABLE_TYPES, CROSSFADER_TARGET, PRESET_TARGET, Binding
+from nodes._tempo import MAX_BPM, MIN_BPM
 
 MAX_EVENTS_PER_FRAME = 65536
 MAX_QUEUED_NOTES = 1024
@@ -189,6 +191,8 @@ class Controls:
         names = plan.services
         if self._learning is not None:
             names = tuple(name for name in ("osc", "midi") if name in FACTORIES)
+        elif "midi" not in names and "midi" in FACTORIES and self._follows_midi_clock():
+            names = (*names, "midi")
         for name in names:
             opened = name in self.ctx.services
             service = self.ctx.service(name)
@@ -233,7 +237,8 @@ class Controls:
                     triggered.add(source)
                 else:
                     osc_values[address] = value
-                    positions[(source, device)] = min(1.0, max(0.0, value))
+                    if value == value:  # a NaN has no position
+                        positions[(source, device)] = min(1.0, max(0.0, value))
             elif source.startswith("midi:note:"):
                 queue = self._note_queues.get((source, device))
                 if queue is None:
@@ -362,13 +367,16 @@ class Controls:
         except PatchError:
             return
 
+    def _follows_midi_clock(self) -> bool:
+        return bool(self._patch.settings.get("tempo_source") == "midi")
+
     def _follow_midi_clock(self, midi: Any) -> None:
         ctx = self.ctx
         if midi is None:
             ctx.live_bpm = None
             return
-        tempo = midi.tempo() if self.patch.settings.get("tempo_source") == "midi" else None
-        ctx.live_bpm = float(tempo) if tempo else None
+        tempo = midi.tempo() if self._follows_midi_clock() else None
+        ctx.live_bpm = min(MAX_BPM, max(MIN_BPM, tempo)) if tempo and math.isfinite(tempo) else None
         take_start = getattr(midi, "take_start", None)
         if take_start is not None and take_start():
             resync_beats(ctx.states.values())

@@ -128,7 +128,7 @@ def test_osc_positions_clamp_and_map_onto_the_pin(osc: FakeService) -> None:
     rig = Rig(patch)
     rig.frame()
     assert osc.listened == {"/knob"}
-    for sent, expected in ((0.25, 2.5), (7.0, 10.0), (-3.0, 0.0)):
+    for sent, expected in ((0.25, 2.5), (float("nan"), 2.5), (7.0, 10.0), (-3.0, 0.0)):
         osc.send("osc:/knob", sent)
         rig.frame()
         assert rig.value(node) == expected
@@ -407,6 +407,7 @@ def test_midi_clock_sets_the_tempo_and_a_start_resyncs_the_beat(midi: FakeServic
     midi.bpm = 133.0
     rig.frame()
     assert rig.ctx.bpm == 120.0  # the tempo follows the clock only when the patch says so
+    patch.set_binding("b", None)  # the setting alone opens the MIDI service
     patch.update_settings(tempo_source="midi")
     rig.frame()
     assert rig.ctx.bpm == 133.0
@@ -414,6 +415,9 @@ def test_midi_clock_sets_the_tempo_and_a_start_resyncs_the_beat(midi: FakeServic
     midi.started = True
     rig.frame()
     assert clock.resyncing
+    midi.bpm = 5000.0  # beyond any tempo: held to the highest
+    rig.frame()
+    assert rig.ctx.bpm == 999.0
     midi.bpm = None  # the clock stopped: the patch's own tempo again
     rig.frame()
     assert rig.ctx.bpm == 120.0
