@@ -360,11 +360,15 @@ class Engine:
     def recall_preset(self, name: str) -> None:
         """Jump to the preset `name` with live value edits (a control bound to `@preset`); pins
         that cannot take a value are left as they are."""
-        values = self.patch.presets.get(name)
-        for (node_id, pin), value in (values or {}).items():
+        for (node_id, pin), value in (self.patch.presets.get(name) or {}).items():
+            instance = self.patch.nodes.get(node_id)
+            if instance is None:
+                continue
+            with contextlib.suppress(PatchError, ValueError):  # ValueError: arrays (set again)
+                if bool(instance.values.get(pin) == value):
+                    continue
             with contextlib.suppress(PatchError):
-                if node_id in self.patch.nodes and self.patch.value(node_id, pin) != value:
-                    self.patch.set_value(node_id, pin, value, live=True)
+                self.patch.set_value(node_id, pin, value, live=True)
 
     # ----------------------------------------------------------------- clock and frames
     def clock(self) -> float:

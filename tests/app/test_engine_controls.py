@@ -11,8 +11,8 @@ import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
 from app.engine import Engine
-from app.engine_protocol import EditBatch, apply_edits, decode_value
-from nodes import Patch
+from app.engine_protocol import EditBatch, ProtocolError, apply_edits, decode_value
+from nodes import Patch, PatchError
 from nodes._bindings import Binding
 from tests.app.test_engine import EditorEnd
 from tests.evaluators.test_osc import free_udp_port
@@ -121,3 +121,30 @@ def test_controls_apply_while_paused(engine: Engine, port: int) -> None:
     editor.read_until("live_values", lambda m: ["knob", "value", 2.5] in m["values"])
     assert engine.patch.value("knob", "value") == 2.5
     assert engine.frame == frame  # no frame ran, as with an inspector edit while paused
+
+
+def test_a_control_bound_to_a_preset_recalls_it(port: int) -> None:
+    patch = bound_patch()
+    patch.presets["loud"] = {("knob", "value"): 9.0, ("ghost", "value"): 1.0}
+    patch.set_binding("binding2", Binding("osc:/scene/loud", "@preset", "loud"))
+    engine = Engine(patch, services={"osc_port": port})
+    try:
+        editor = EditorEnd(engine, patch.copy())
+        editor.read_until("report")
+        SimpleUDPClient("127.0.0.1", port).send_message("/scene/loud", 1.0)
+        editor.read_until("live_values", lambda m: ["knob", "value", 9.0] in m["values"])
+        assert engine.patch.value("knob", "value") == 9.0
+        assert not [m for m in editor.received if m["type"] in ("resync", "error")]
+    finally:
+        engine.close()
+
+
+def test_a_malformed_binding_op_is_refused_with_a_reason() -> None:
+    patch = bound_patch()
+    bad = {"rev": patch.revision, "vrev": patch.value_revision + 1}
+    with pytest.raises(PatchError, match="binding source 'nope'"):
+        apply_edits(patch, {**bad, "ops": [{"op": "binding", "id": "b", "binding": {
+            "source": "nope", "node": "knob", "pin": "value"}}]}, [])  # fmt: skip
+    with pytest.raises(ProtocolError, match="edits binding: malformed"):
+        apply_edits(patch, {**bad, "ops": [{"op": "binding", "binding": None}]}, [])
+    assert list(patch.bindings) == ["binding1"]
