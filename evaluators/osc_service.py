@@ -23,8 +23,9 @@ fit, addresses and type tags that end, type tags python-osc knows with all their
 The server binds `127.0.0.1` unless the process was told another host (`--osc-host`), on the port of
 the process's `osc_port` option (`--osc-port`), else the patch's `settings.osc_port`, else
 `DEFAULT_PORT`; port 0 turns input off. A port that cannot be bound is one line on stderr and the
-patch plays without OSC input. The port is read when the first OSC node runs, and bound when the
-first `listen()` or `listen_any()` comes (a patch that only sends listens nowhere).
+patch plays without OSC input. The port is read when the service is made (the first frame of a
+patch with OSC nodes or bindings, or a learn), and bound when the first `listen()` or
+`listen_any()` comes (a patch that only sends listens nowhere).
 
 Sending: `send(host, port, address, value)` from the frame thread, on one UDP socket. Nothing is
 sent unless the process allows it (`allow_send`, `--allow-send`): a patch from a file is a
