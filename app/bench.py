@@ -19,6 +19,9 @@ Sections:
   patch inlined by hand: flat and lazy frame times side by side, building the expanded view, and
   with the dual evaluator the time from a value edit and from a structural edit inside the
   definition to the end of the first frame in which every instance shows it.
+- controls: live controls (app/controls_bench.py): latency from an OSC packet sent over loopback to
+  the end of the first frame that uses it at 60 fps pacing (median and p99, ms and frames), and
+  the frame time with 1,000 bound controls moving at once against the same patch without bindings.
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -524,6 +527,12 @@ def _show_section(quick: bool) -> Report:
     return show_bench(quick)
 
 
+def _controls_section(quick: bool) -> Report:
+    from app.controls_bench import controls_bench
+
+    return controls_bench(quick)
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -545,6 +554,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "subpatch": lambda: subpatch_section(100, 100, 5 if quick else 21, 2 if quick else 5),
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
         "memory": lambda: memory_section(3 if quick else 10),
+        "controls": lambda: _controls_section(quick),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

@@ -101,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
             "subpatch",
             "load",
             "memory",
+            "controls",
         ),
         help="run only these sections",
     )

@@ -11,6 +11,12 @@ of a frame, so an edit lands between two frames and the frame loop never waits f
 engine answers with reports at most `REPORT_HZ` times a second, handed to a sender thread that
 keeps only the newest unsent report: a slow or stuck editor can never hold a frame back.
 
+Live controls (evaluators._controls): `step()` applies them before each frame, and while paused
+too, as edits are applied. The values they set are live edits of the engine's patch; the latest per
+pin goes to the editor in a `live_values` message with the next report (one in flight at a time:
+what comes meanwhile is merged into the next), so its inspector follows and its file saves them.
+A `learn` message arms learn; the control caught goes back in a `learned` message.
+
 Reports carry the statuses of the level the editor's canvas shows (`level` message: the path of
 the instance it is inside, `blob1/inner2`, or "" for the document's own nodes), round robin.
 
@@ -71,6 +77,7 @@ from app.engine_protocol import (
     ProtocolError,
     apply_deck_message,
     apply_edits,
+    encode_value,
     patch_from_message,
     patch_message,
     report_value,
@@ -78,8 +85,8 @@ from app.engine_protocol import (
 from app.exit_codes import EXIT_HUNG
 from app.refresh import FailedPictures, RefreshSteps
 from app.transport import TransportClock, checked_step
-from evaluators import DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
-from nodes import Patch, PatchError, PresetDeck, nudge_beats, resync_beats
+from evaluators import Controls, DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
+from nodes import Patch, PatchError, PatchEvent, PresetDeck, nudge_beats, resync_beats
 
 REPORT_HZ = 30.0
 REPORT_NODES = 128
@@ -183,6 +190,7 @@ class EditorLink:
         self._inbox = inbox
         self._pending: list[tuple[dict[str, Any], list[bytes]]] = []
         self._report: tuple[dict[str, Any], list[bytes]] | None = None
+        self._live: tuple[dict[str, Any], list[bytes]] | None = None
         self._wake = threading.Condition()
         threading.Thread(target=self._read, name="editor-reader", daemon=True).start()
         threading.Thread(target=self._write, name="editor-writer", daemon=True).start()
@@ -196,6 +204,16 @@ class EditorLink:
         with self._wake:
             self._report = (message, blobs)
             self._wake.notify()
+
+    def post_live(self, message: dict[str, Any], blobs: list[bytes]) -> bool:
+        """Post a `live_values` message, unless the last one is not written yet (False: the
+        caller keeps its values for later, so a slow editor costs no memory here)."""
+        with self._wake:
+            if self._live is not None:
+                return False
+            self._live = (message, blobs)
+            self._wake.notify()
+            return True
 
     def close(self) -> None:
         with self._wake:
@@ -224,12 +242,15 @@ class EditorLink:
     def _write(self) -> None:
         while True:
             with self._wake:
-                while not (self.closed or self._pending or self._report):
+                while not (self.closed or self._pending or self._report or self._live):
                     self._wake.wait()
                 if self.closed:
                     return
                 batch, self._pending = self._pending, []
                 report, self._report = self._report, None
+                live = self._live
+            if live is not None:
+                batch.append(live)
             if report is not None:
                 batch.append(report)
             try:
@@ -238,6 +259,9 @@ class EditorLink:
             except (OSError, ValueError, TypeError):  # TypeError: closed under this thread
                 self.closed = True
                 return
+            if live is not None:
+                with self._wake:
+                    self._live = None  # written: the next one may come
 
 
 class EngineServer:
@@ -330,7 +354,17 @@ class Engine:
         self.fps = 0.0
         self.refresh_steps = RefreshSteps("patchbay engine")
         self.failed_pictures = FailedPictures()
-        self._unsubscribe = patch.subscribe(self.failed_pictures.on_patch_event)
+        # live values set since the last `live_values` message went out: (node, pin) -> value
+        self._live_values: dict[tuple[str, str], Any] = {}
+        self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self.controls = Controls(
+            patch, self.ctx, on_preset=self.presets.recall, on_crossfade=self.presets.set_crossfade
+        )
+
+    def _on_patch_event(self, event: PatchEvent) -> None:
+        self.failed_pictures.on_patch_event(event)
+        if event.live and event.definition is None and event.node_id and event.pin:
+            self._live_values[event.node_id, event.pin] = event.value
 
     # ----------------------------------------------------------------- clock and frames
     def clock(self) -> float:
@@ -367,8 +401,13 @@ class Engine:
     def step(self, t: float | None = None, then: Callable[[], None] | None = None) -> None:
         """Apply what editors sent, run one frame (at clock `t`, default the engine's clock)
         unless paused (or stepping), call `then()` while the frame's GL work is current (a
-        headless player reads its output there), and report when one is due."""
+        headless player reads its output there), and report when one is due. Live controls apply
+        before the frame, and while paused too (as edits do)."""
         self.drain()
+        self.refresh_steps.run("controls", self.controls.before_frame)
+        learned = self.controls.take_learned()
+        if learned is not None and self.editor is not None:
+            self.editor.post({"type": "learned", **learned})
         images: list[tuple[dict[str, Any], bytes]] = []
         if not self.paused or self._step_once:
             self._step_once = False
@@ -488,6 +527,12 @@ class Engine:
             self.output_open = bool(message.get("open"))
             if self.on_output_request is not None:
                 self.on_output_request(message)
+        elif kind == "learn":
+            node, pin = message.get("node"), message.get("pin")
+            if node is None:
+                self.controls.cancel_learn()
+            else:
+                self.controls.learn(str(node), str(pin))
         elif kind == "retry":
             node_id = str(message.get("node"))
             if node_id in self.graph.nodes:
@@ -572,9 +617,11 @@ class Engine:
         self.evaluator.close()
         self._unsubscribe()
         self.failed_pictures.clear()
-        self._unsubscribe = patch.subscribe(self.failed_pictures.on_patch_event)
+        self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self._live_values.clear()
         self.patch = patch
         self.presets.attach(patch)
+        self.controls.patch = patch
         self.evaluator = DualEvaluator(patch, context=self.ctx)
         self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
         self._watch()
@@ -591,7 +638,22 @@ class Engine:
             self.fps = self._fps_frames / (now - self._fps_since)
             self._fps_frames, self._fps_since = 0, now
         self._report_at = now
+        if self._live_values:
+            self._post_live_values(editor)
         editor.post_report(self.report([meta for meta, _ in images]), [b for _, b in images])
+
+    def _post_live_values(self, editor: EditorLink) -> None:
+        """The latest live value of each pin since the last `live_values` message, unless that
+        one is still on its way (then they wait, merged, for the next report)."""
+        blobs: list[bytes] = []
+        values = []
+        for (node_id, pin), value in self._live_values.items():
+            try:
+                values.append([node_id, pin, encode_value(value, blobs)])
+            except ValueError:  # a value no message can carry (the editor keeps its own)
+                continue
+        if editor.post_live({"type": "live_values", "values": values}, blobs):
+            self._live_values.clear()
 
     def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
         """The report message (without image blobs)."""

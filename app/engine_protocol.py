@@ -38,6 +38,8 @@ Editor -> engine
     nudge     {beats}: shift the beat of every `time.beat` by `beats` (within +-0.5) next frame
     resync    {}: the next frame is the downbeat (beat 0 of a bar) of every `time.beat`
     allow_send {allow}: let `osc.out` nodes send (as `--allow-send` does), or stop them
+    learn     {node, pin}: the next control event (OSC, MIDI) of any source is learned for that
+              pin (the engine answers `learned`); {node: null} cancels
     retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
     quit      {unless_showing}: stop the engine (the editor closed on purpose); with
               `unless_showing`, only if its output window is closed (perform mode)
@@ -57,6 +59,11 @@ Engine -> editor
               `values` maps id -> {pin: value} (see `report_value`); `bypassed` maps the nodes
               the watchdog stopped to the reason; `images` lists {node, pin, size, role}
               (role: thumbnail or preview) whose RGBA pixels follow as blobs
+    learned   {node, pin, source, device}: the control that `learn` caught (the editor adds the
+              binding, an edit like any other: the `binding` op)
+    live_values {values: [[node, pin, value], ...]}: values the engine's live controls (and
+              preset recalls) set since the last one, the latest per pin, at most with each
+              report; the editor applies them as live edits (`set_value(..., live=True)`)
     error     {message}: a message that could not be applied (one line)
 
 The engine checks revisions after every `edits` message: its copy of the patch counts structural
@@ -64,7 +71,8 @@ and value edits like the editor's, so equal counters mean equal documents. Edits
 consequences of others (the pins a shader file derives, the links that go with them) are made by
 the engine's own copy; their echoes in the batch are no-ops, and at the end of the batch the
 counters agree again. (Checking after each single op could not work: a consequence is counted
-before the op that caused it has reached the engine.)
+before the op that caused it has reached the engine.) Live values (`PatchEvent.live`) are counted
+by neither side and never sent as edits: they come from the engine.
 """
 
 from __future__ import annotations

@@ -75,6 +75,7 @@ Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from pathlib import Path
@@ -157,7 +158,14 @@ from app.qt_presets import QtPresetsPanel
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
 from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
-from evaluators import DualEvaluator, Evaluator, ExecutionContext, NodeClass, NodeStatus
+from evaluators import (
+    Controls,
+    DualEvaluator,
+    Evaluator,
+    ExecutionContext,
+    NodeClass,
+    NodeStatus,
+)
 from evaluators.gl_service import GLService, texture_alive
 from nodes import (
     DEFAULT_BPM,
@@ -256,6 +264,7 @@ class QtEditorWindow(QMainWindow):
         self.evaluator: Evaluator = (
             engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
         )
+        self.controls = Controls(self.patch, self.context)  # live controls without an engine
         self._unsubscribe: Any = None
         self._frame = 0
         self._ticks = 0
@@ -639,6 +648,7 @@ class QtEditorWindow(QMainWindow):
             self.context = ExecutionContext(self.gl)
             self._tell_send_allowed()
             self.evaluator = DualEvaluator(patch, self.context)
+            self.controls = Controls(patch, self.context)
             self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.bindings_panel.set_patch(patch)
         if self.output_preview is not None:
@@ -809,8 +819,8 @@ class QtEditorWindow(QMainWindow):
         assert self.engine is not None
         step = self.refresh_steps.run
         step("edits", self.send_edits)
-        for message, _ in step("engine messages", self.engine.poll) or ():
-            step("engine message", self._on_engine_message, message)
+        for message, blobs in step("engine messages", self.engine.poll) or ():
+            step("engine message", self._on_engine_message, message, blobs)
         remote = self.engine.evaluator
         self._frame = remote.frame
         self._ticks += 1
@@ -830,10 +840,12 @@ class QtEditorWindow(QMainWindow):
             self._fps, self._fps_since = remote.fps, now
             step("status bar", self._update_status)
 
-    def _on_engine_message(self, message: dict[str, Any]) -> None:
+    def _on_engine_message(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
         assert self.engine is not None
         kind = message.get("type")
-        if kind == "restarted":
+        if kind == "live_values":
+            self._apply_live_values(message.get("values"), blobs or [])
+        elif kind == "restarted":
             bypassed = message.get("bypassed")
             why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
             self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
@@ -849,8 +861,21 @@ class QtEditorWindow(QMainWindow):
             self.messages.add("engine", str(message.get("message")))
         elif kind == "learned":
             self._on_learned(message)
-        elif kind == "live_values":
-            self._apply_live_values(message)
+
+    def _apply_live_values(self, values: Any, blobs: list[bytes]) -> None:
+        """What the engine's live controls set, as live edits of the document (not sent back,
+        not undone); the inspector follows through the patch's events."""
+        for entry in values if isinstance(values, list) else ():
+            if not (isinstance(entry, list) and len(entry) == 3):
+                continue
+            node_id, pin, value = (str(entry[0]), str(entry[1]), entry[2])
+            instance = self.patch.nodes.get(node_id)
+            if instance is None or instance.input(pin) is None:
+                continue
+            with contextlib.suppress(PatchError, ProtocolError, ValueError, TypeError):
+                value = decode_value(value, blobs)
+                if not same_value(instance.values.get(pin), value):
+                    self.patch.set_value(node_id, pin, value, live=True)
 
     def _request_visible_thumbnails(self) -> None:
         textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
@@ -1172,25 +1197,6 @@ class QtEditorWindow(QMainWindow):
             self.canvas.select([node_id])
             self.canvas.frame([node_id])
 
-    def _apply_live_values(self, message: dict[str, Any]) -> None:
-        """Values the engine's live controls set: into the document as live edits (the
-        inspector follows; they are not sent back, nor undone). Anything malformed is skipped."""
-        values = message.get("values")
-        if not isinstance(values, list):
-            return
-        patch = self.patch
-        for entry in values:
-            if not isinstance(entry, list) or len(entry) != 3:
-                continue
-            node_id, pin, encoded = entry
-            inst = patch.nodes.get(node_id) if isinstance(node_id, str) else None
-            if inst is None or not isinstance(pin, str) or inst.input(pin) is None:
-                continue
-            try:
-                patch.set_value(node_id, pin, decode_value(encoded, []), live=True)
-            except (PatchError, ProtocolError, ValueError, TypeError):
-                continue
-
     def _tell_send_allowed(self) -> None:
         """Tell whoever runs the patch whether its osc.out nodes may send."""
         if self.engine is not None:
@@ -1498,6 +1504,7 @@ class QtEditorWindow(QMainWindow):
         with `show_all`, as after a step; else those due)."""
         step = self.refresh_steps.run
         t = self.session.clock.frame_time()
+        step("controls", self.controls.before_frame)
         step("presets", self.preset_deck.step, t, self.context.bpm)
         if self.gl is None:
             step("frame", self.evaluator.run_frame, t, self._frame)

@@ -12,6 +12,7 @@ from evaluators._context import (
     ExecutionContext,
     bind_compute,
 )
+from evaluators._controls import Controls
 from evaluators._dual import DualEvaluator
 from evaluators._factory import EVALUATOR_KINDS, EvaluatorKind, make_evaluator
 from evaluators._flat import FlatEvaluator, FlatProgram
@@ -31,6 +32,7 @@ __all__ = [
     "EVALUATOR_KINDS",
     "HOT",
     "USER",
+    "Controls",
     "DualEvaluator",
     "Evaluator",
     "EvaluatorKind",

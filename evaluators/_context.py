@@ -13,8 +13,10 @@ same context to its lazy and its flat half), which is what makes swaps invisible
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
 - `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
-  properties such as `resolution` and `bpm`; `folder`: the patch's `folder` (relative file names
-  in values resolve against it; None: the current directory).
+  properties such as `resolution` and `bpm` (`live_bpm`, when set, wins over the `bpm` setting: a
+  tempo that a live source such as MIDI clock gives, set by the controls runtime); `folder`: the
+  patch's `folder` (relative file names in values resolve against it; None: the current
+  directory).
 - `bypassed`: nodes that ran longer than `time_budget` seconds in one frame (default
   `NODE_TIME_BUDGET_SECONDS`), with the message they report ("took 1.3 s, bypassed; retry to run
   it again"), measured on `busy_clock()`, which stops while the garbage collector runs (a pause
@@ -115,6 +117,7 @@ class ExecutionContext:
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.feedback: dict[tuple[str, str], Any] = {}
         self.settings: dict[str, Any] = {}
+        self.live_bpm: float | None = None
         self.folder: Path | None = None
         self.cache_epoch = 0
         self.frames_run = 0
@@ -186,7 +189,10 @@ class ExecutionContext:
 
     @property
     def bpm(self) -> float:
-        """The patch tempo in beats per minute: the `bpm` setting, else 120."""
+        """The patch tempo in beats per minute: the live tempo when one is set (MIDI clock), else
+        the `bpm` setting, else 120."""
+        if self.live_bpm is not None:
+            return self.live_bpm
         return float(self.settings.get("bpm", DEFAULT_BPM))
 
     def advance(self, t: float, frame: int) -> None:

@@ -65,6 +65,10 @@ class _ShortSwitchInterval:
                 sys.setswitchinterval(_ShortSwitchInterval._saved)
 
 
+def _no_pause() -> None:
+    pass
+
+
 def compile_program(
     token: int,
     snapshot: PatchSnapshot,
@@ -75,7 +79,12 @@ def compile_program(
     """Compile a flat program; a failure to compile is reported, never raised."""
     started = time.perf_counter()
     try:
-        program: FlatProgram | None = FlatProgram(snapshot, ctx, watched, pause)
+        built = FlatProgram(snapshot, ctx, watched, pause)
+        # The program runs on the frame thread from now on, where waiting for the builder's
+        # turn would stall frames (value edits walk the program's graph: many at once, e.g. live
+        # controls, took a wait of WAIT_SECONDS every few nodes).
+        built.ir.pause = _no_pause
+        program: FlatProgram | None = built
         problem = None
     except Exception as error:  # a bug in compiling must not stop the frame loop
         program, problem = None, f"{type(error).__name__}: {error}"

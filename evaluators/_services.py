@@ -73,8 +73,11 @@ class Services:
     def prepare_frame(self) -> None:
         """Drain the services' queues for the coming frame now, before the evaluator runs it (the
         frame loop does, to apply live controls to the patch first); that frame's
-        `frame_started()` then drains nothing more. Frame thread only."""
-        self.frame_started()
+        `frame_started()` then drains nothing more. Frame thread only. Called again before that
+        frame runs (a paused engine applies controls without running frames), it drains again."""
+        self._frame_thread = threading.get_ident()
+        for service in self._made.values():
+            service.begin_frame()
         self._prepared = True
 
     def frame_started(self) -> None:

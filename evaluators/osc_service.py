@@ -3,16 +3,15 @@
 Receiving: the server thread reads datagrams from a UDP socket, parses them with python-osc and only
 enqueues: `(address, value)` per message (value: the first argument when it is a number or a bool,
 else None), or `MALFORMED` for a datagram that is no OSC packet. It touches nothing else. The frame
-thread drains the queue in `begin_frame()`, at the start of a frame:
+thread drains the queue in `begin_frame()`, at the start of a frame, into the frame's list of
+control events (`take_controls()`, evaluators._control_events), in arrival order. What the events
+do (coalescing values, queueing triggers, bindings, learn) is the controls runtime's work
+(evaluators._controls).
 
-- continuous values coalesce: `value(address)` is the first argument of the latest message that
-  had a number, however many came in since the last frame (100 messages in one frame apply once);
-- triggers are queued, none lost: each message arrived gives its address one frame on which
-  `triggered(address)` is true, so 5 messages in one frame fire on the next 5 frames; `count`
-  tells how many messages arrived in the last drain.
-- malformed datagrams are counted (`malformed`) and dropped; messages to addresses no node
-  listens to are counted (`ignored`) and dropped; beyond `MAX_QUEUED` messages waiting for a
-  frame, more are counted (`dropped`) and dropped, so a flood cannot grow memory.
+- malformed datagrams are counted (`malformed`) and dropped; messages to addresses nobody listens
+  to (`listen`) are counted (`ignored`) and dropped, unless the service listens to every address
+  (`listen_any`, while a control is learned); beyond `MAX_QUEUED` messages waiting for a frame,
+  more are counted (`dropped`) and dropped, so a flood cannot grow memory.
 
 We parse with `OscPacket` and not python-osc's `Dispatcher`, which passes over malformed packets
 without counting them and sleeps on a bundle timed in the future (a stranger's packet could hold the
@@ -24,8 +23,9 @@ fit, addresses and type tags that end, type tags python-osc knows with all their
 The server binds `127.0.0.1` unless the process was told another host (`--osc-host`), on the port of
 the process's `osc_port` option (`--osc-port`), else the patch's `settings.osc_port`, else
 `DEFAULT_PORT`; port 0 turns input off. A port that cannot be bound is one line on stderr and the
-patch plays without OSC input. The port is read when the first OSC node runs, and bound when the
-first `listen()` comes (a patch that only sends listens nowhere).
+patch plays without OSC input. The port is read when the service is made (the first frame of a
+patch with OSC nodes or bindings, or a learn), and bound when the first `listen()` or
+`listen_any()` comes (a patch that only sends listens nowhere).
 
 Sending: `send(host, port, address, value)` from the frame thread, on one UDP socket. Nothing is
 sent unless the process allows it (`allow_send`, `--allow-send`): a patch from a file is a
@@ -41,11 +41,12 @@ import queue
 import socket
 import sys
 import threading
-from collections import Counter
 from typing import Any, TextIO
 
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_packet import OscPacket
+
+from evaluators._control_events import ControlEvent, osc_source
 
 DEFAULT_PORT = 9000
 DEFAULT_HOST = "127.0.0.1"
@@ -147,10 +148,9 @@ class OscService:
         self._log = log if log is not None else sys.stderr
         self._inbox: queue.Queue[Any] = queue.Queue(MAX_QUEUED)
         self._listened: set[str] = set()
-        self._latest: dict[str, float] = {}
-        self._pending: Counter[str] = Counter()  # triggers not fired yet, per address
-        self._fired: set[str] = set()
-        self._count: Counter[str] = Counter()
+        self._any = False  # keep messages to every address (learning a control)
+        self._opened = False  # the server was started (or refused) by a first listen
+        self._controls: list[ControlEvent] = []  # drained for the current frame
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -221,24 +221,23 @@ class OscService:
     # ------------------------------------------------------------------ the frame thread
     def begin_frame(self) -> None:
         """Drain what arrived since the last frame (what arrives meanwhile waits for the next)."""
-        inbox, listened = self._inbox, self._listened
-        self._count.clear()
-        for _ in range(inbox.qsize()):
+        inbox, listened, keep_any = self._inbox, self._listened, self._any
+        controls: list[ControlEvent] = []
+        for _ in range(inbox.qsize()):  # at most MAX_QUEUED
             item = inbox.get_nowait()
             if item is MALFORMED:
                 self.malformed += 1
                 continue
             address, value = item
-            if address not in listened:
+            if not keep_any and address not in listened:
                 self.ignored += 1
                 continue
-            if value is not None:
-                self._latest[address] = value
-            self._pending[address] += 1
-            self._count[address] += 1
-        self._fired = set(self._pending)
-        self._pending.subtract(self._fired)
-        self._pending = +self._pending  # drops the addresses with nothing left to fire
+            controls.append(ControlEvent(osc_source(address), value))
+        self._controls = controls
+
+    def take_controls(self) -> list[ControlEvent]:
+        """The messages drained for the current frame, in arrival order."""
+        return self._controls
 
     def pending(self) -> int:
         """Messages and malformed datagrams received and not drained yet."""
@@ -248,18 +247,21 @@ class OscService:
         """Keep the messages to `address` from now on."""
         if not address.startswith("/"):
             raise ValueError(f"OSC address {address!r} must start with '/'")
-        if not self._listened and self._address[1]:
-            self._start(*self._address)
+        self._open()
         self._listened.add(address)
 
-    def value(self, address: str, default: float = 0.0) -> float:
-        return self._latest.get(address, default)
+    def listen_any(self, on: bool) -> None:
+        """Keep the messages to every address (`on`) or only to those listened to."""
+        if on:
+            self._open()
+        self._any = on
 
-    def triggered(self, address: str) -> bool:
-        return address in self._fired
-
-    def count(self, address: str) -> int:
-        return self._count[address]
+    def _open(self) -> None:
+        """Bind the server on the first listen (once: a refused port is one line, not one per
+        address)."""
+        if not self._opened and self._address[1]:
+            self._start(*self._address)
+        self._opened = True
 
     def send(self, host: str, port: int, address: str, value: Any) -> None:
         """Send one message; PermissionError unless sending is allowed."""

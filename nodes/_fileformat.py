@@ -9,7 +9,11 @@
 written only when there are some, so files without backdrops are what they were; older readers
 ignore it (the schema allows keys it does not know), so it needs no new version. `presets` (the
 document only: {name: {"values": [{"node", "pin", "value"}, ...]}}, pins sorted) works the same
-way; each preset's pins must exist and its values go through the pin's coercion.
+way; each preset's pins must exist and its values go through the pin's coercion. `bindings` (the
+document only: [{"id", "source", "node", "pin", "range": [low, high], "curve", "takeover",
+"device"}, ...] in the patch's order; nodes/_bindings.py) too: only bindings whose target exists
+are written (a node's bindable input, or the `@preset` / `@crossfader` targets), and loading
+refuses one whose target does not.
 
 Version 2 added `definitions` (subpatches: nodes/_definitions.py); a patch without definitions is
 still written as version 1, which every patchbay reads, and version 1 files load as they always
@@ -72,6 +76,15 @@ from typing import Any
 import jsonschema
 import numpy as np
 
+from nodes._bindings import (
+    BINDABLE_TYPES,
+    CROSSFADER_TARGET,
+    CURVES,
+    PRESET_TARGET,
+    TAKEOVERS,
+    Binding,
+    checked_source,
+)
 from nodes._errors import (
     CycleError,
     PatchError,
@@ -150,6 +163,23 @@ _PRESETS = {
         },
     },
 }
+_BINDINGS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["id", "source", "node", "pin"],
+        "properties": {
+            "id": {"type": "string", "minLength": 1},
+            "source": {"type": "string"},
+            "node": {"type": "string"},
+            "pin": {"type": "string"},
+            "range": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+            "curve": {"enum": list(CURVES)},
+            "takeover": {"enum": list(TAKEOVERS)},
+            "device": {"type": "string"},
+        },
+    },
+}
 _LINKS = {
     "type": "array",
     "items": {
@@ -182,6 +212,7 @@ SCHEMA: dict[str, Any] = {
         "links": _LINKS,
         "backdrops": _BACKDROPS,
         "presets": _PRESETS,
+        "bindings": _BINDINGS,
         "definitions": {
             "type": "object",
             "propertyNames": {"minLength": 1, "pattern": "^[^/]+$"},
@@ -339,6 +370,13 @@ def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) ->
             ]}
             for name, values in patch.presets.items()
         }  # fmt: skip
+    bindings = [
+        {"id": binding_id, **binding.to_dict()}
+        for binding_id, binding in patch.bindings.items()
+        if _binding_target_kept(patch, binding)
+    ]
+    if bindings:  # absent when there are none, as presets
+        document["bindings"] = bindings
     if sidecar is None and arrays:
         raise ValueError("large arrays need a sidecar file; use save_patch")
     return document
@@ -428,6 +466,7 @@ def _patch_from_document(
     _fill(patch, document["nodes"], document["links"], sidecars, limits, fail)
     _add_backdrops(patch, document.get("backdrops", []), fail)
     _add_presets(patch, document.get("presets", {}), sidecars, limits, fail)
+    _add_bindings(patch, document.get("bindings", []), fail)
     try:
         patch.end_deferred_checks()
     except PatchError as problem:
@@ -497,6 +536,53 @@ def _add_presets(
             except ValueError as problem:
                 raise fail(_place([*place, "value"]), str(problem)) from None
         patch.presets[name] = values
+
+
+def _binding_target_problem(patch: Patch, binding: Binding) -> tuple[str, str] | None:
+    """(field, problem) when the binding's target is not there to drive, else None."""
+    if binding.node == PRESET_TARGET:
+        return None
+    if binding.node == CROSSFADER_TARGET:
+        return None if binding.pin == "position" else ("pin", "the crossfader's pin is position")
+    instance = patch.nodes.get(binding.node)
+    if instance is None:
+        return "node", f"no node {shown(binding.node)} in the patch"
+    pin = instance.input(binding.pin)
+    if pin is None:
+        return "pin", f"node {shown(instance.id)} ({instance.type_id}) has no input " + shown(
+            binding.pin
+        )
+    if pin.type not in BINDABLE_TYPES:
+        return "pin", f"{instance.id}.{pin.name} is a {pin.type} input: a control cannot drive it"
+    return None
+
+
+def _binding_target_kept(patch: Patch, binding: Binding) -> bool:
+    """False for a binding whose target is gone: the patch keeps it (for an undo), files not."""
+    return _binding_target_problem(patch, binding) is None
+
+
+def _add_bindings(patch: Patch, entries: list[dict[str, Any]], fail: Any) -> None:
+    """Put the (schema-checked) bindings into `patch`: each a valid binding of a target that
+    exists, ids used once."""
+    for index, entry in enumerate(entries):
+        place = ["bindings", index]
+        if entry["id"] in patch.bindings:
+            raise fail(_place([*place, "id"]), f"binding id {shown(entry['id'])} is used twice")
+        try:
+            checked_source(entry["source"])
+        except PatchValueError as problem:
+            raise fail(_place([*place, "source"]), str(problem)) from None
+        if not all(math.isfinite(number) for number in entry.get("range", ())):
+            raise fail(_place([*place, "range"]), "must be finite numbers")
+        try:
+            binding = Binding.from_dict(entry)
+        except PatchValueError as problem:
+            raise fail(_place(place), str(problem)) from None
+        missing = _binding_target_problem(patch, binding)
+        if missing is not None:
+            raise fail(_place([*place, missing[0]]), missing[1])
+        patch.set_binding(entry["id"], binding)
 
 
 def _innermost_first(definitions: Mapping[str, Any], fail: Any) -> list[str]:

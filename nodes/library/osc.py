@@ -1,10 +1,11 @@
 """OSC nodes: `osc.in` plays a patch from an OSC surface, `osc.out` sends values to one.
 
-Both reach the OSC service through the execution context (`ctx.service("osc")`, made on the frame
-thread when the first OSC node runs; see evaluators.osc_service for the threading and the rules on
-ports and sending). `osc.in` is NONDETERMINISTIC, so its downstream cone runs every frame: the
-values it gives change between frames without any edit of the patch, which the cache keys of USER
-nodes (made from value edits) cannot see yet.
+`osc.in` is a USER input: its outputs are a pure function of its pins. The controls runtime
+(evaluators._controls) listens to its `address` and writes its live pins (`value`, `arrived`,
+`pending`, hint "live": the inspector shows them read-only) with live value edits when messages
+arrive, so only its cone reruns, and only on frames where something changed. `osc.out` reaches the
+OSC service through the execution context (`ctx.service("osc")`, made on the frame thread; see
+evaluators.osc_service for the threading and the rules on ports and sending).
 """
 
 from __future__ import annotations
@@ -14,20 +15,24 @@ from typing import Any
 from nodes._spec import Determinism, node
 
 HOT = Determinism.NONDETERMINISTIC
+USER = Determinism.USER_INPUT
+LIVE = "live"
 
 
 @node(
     "osc.in",
-    determinism=HOT,
+    determinism=USER,
     outputs={"out": "float", "trigger": "bool", "count": "int"},
+    hints={"value": LIVE, "arrived": LIVE, "pending": LIVE},
 )
-def osc_in(ctx: Any, address: str = "/fader/1") -> tuple[float, bool, int]:
+def osc_in(address: str = "/fader/1", value: float = 0.0, arrived: int = 0,
+           pending: int = 0) -> tuple[float, bool, int]:  # fmt: skip
     """The latest OSC message to `address`: `out` is its first argument (a number; messages
     without one leave it as it was), `trigger` is true on one frame per message received (none
-    lost: five in one frame fire on five frames), `count` is how many arrived since last frame."""
-    osc = ctx.service("osc")
-    osc.listen(address)
-    return osc.value(address), osc.triggered(address), osc.count(address)
+    lost: five in one frame fire on five frames), `count` is how many arrived since last frame.
+    The live pins are written by the controls runtime: `value` (the latest number), `arrived`
+    (messages taken this frame) and `pending` (triggers still to fire, one per frame)."""
+    return value, pending > 0, arrived
 
 
 class SentState:

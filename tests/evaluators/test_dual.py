@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import numpy as np
 import pytest
 
-from evaluators import DualEvaluator, FlatProgram
+from evaluators import DualEvaluator, FlatProgram, _dual
 from nodes import Patch
 from tests.waiting import BUILD_TIMEOUT_S
 
@@ -101,4 +102,33 @@ def test_a_program_that_fails_to_compile_keeps_the_patch_running_lazily(
     assert dual.last_build_error == "RuntimeError: compiler bug"
     assert dual.builds == 1  # the same patch is not compiled again and again
     assert dual.output("out") == pytest.approx(np.sin(4 / 60))
+    dual.close()
+
+
+def test_a_swapped_in_program_never_waits_for_the_builder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The builder's yield point lets frames run first while it compiles; the program it hands
+    over runs on the frame thread, where waiting for the builder would stall frames (many value
+    edits at once walk the program's graph long enough to reach it)."""
+    frame_thread = threading.get_ident()
+    waits_on_frame_thread = []
+    builder_yield = _dual._Builder._yield
+
+    def counted(builder: object) -> None:
+        if threading.get_ident() == frame_thread:
+            waits_on_frame_thread.append(1)
+        builder_yield(builder)
+
+    monkeypatch.setattr(_dual._Builder, "_yield", counted)
+    patch = Patch()
+    knobs = [patch.add_node("input.float") for _ in range(300)]
+    for knob in knobs:
+        patch.connect(knob, "out", patch.add_node("output.value"), "in")
+    dual = flat_dual(patch)
+    assert dual.mode == "flat"
+    for frame in range(2, 5):
+        for knob in knobs:
+            patch.set_value(knob, "value", float(frame))
+        dual.run_frame(frame / 60, frame)
+    assert dual.mode == "flat"
+    assert waits_on_frame_thread == []
     dual.close()

@@ -1,7 +1,9 @@
 """OSC in and out over loopback with python-osc clients and servers in the test, every evaluator.
 
-Waits are by deadline (`poll_until`): a message counts as received once the service's server
-thread has queued it, and must then show on the next frame.
+`osc.in` is driven by the controls runtime (evaluators._controls), as the frame loops of the engine
+and the player do: `Controls.before_frame()` before every `run_frame`. Waits are by deadline
+(`poll_until`): a message counts as received once the service's server thread has queued it, and
+must then show on the next frame.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_server import ThreadingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
 
-from evaluators import ExecutionContext, NodeStatus
+from evaluators import Controls, ExecutionContext, NodeStatus
+from evaluators._control_events import ControlEvent
 from evaluators.osc_service import OscService, well_formed
 from nodes import Patch
 from tests.waiting import poll_until
@@ -34,7 +37,8 @@ def free_udp_port() -> int:
 
 
 class Player:
-    """An evaluator on a patch with one `osc.in` node, its pins watched, frames counted."""
+    """An evaluator on a patch with one `osc.in` node and its controls runtime, its pins watched,
+    frames counted."""
 
     def __init__(self, make_evaluator: Any, address: str, **options: Any) -> None:
         self.patch = Patch()
@@ -44,6 +48,7 @@ class Player:
         self.evaluator = make_evaluator(self.patch)
         self.evaluator.ctx.services.options.update(options)
         self.evaluator.watch([self.node])
+        self.controls = Controls(self.patch, self.evaluator.ctx)
         self.frame = 0
         self.step()  # the first frame opens the service
 
@@ -52,6 +57,7 @@ class Player:
         return self.evaluator.ctx.service("osc")
 
     def step(self) -> tuple[float, bool, int]:
+        self.controls.before_frame()
         self.evaluator.run_frame(self.frame / 60.0, self.frame)
         self.frame += 1
         return tuple(self.evaluator.output(self.node, pin) for pin in ("out", "trigger", "count"))
@@ -323,7 +329,8 @@ def test_a_flood_between_two_frames_is_bounded_and_counted(monkeypatch: pytest.M
             service._enqueue(("/fader/1", float(value)))  # what the server thread does
         assert (service.pending(), service.dropped) == (3, 2)
         service.begin_frame()
-        assert service.value("/fader/1") == 2.0
-        assert service.count("/fader/1") == 3
+        assert service.take_controls() == [
+            ControlEvent("osc:/fader/1", float(value)) for value in range(3)
+        ]
     finally:
         service.close()
