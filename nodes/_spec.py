@@ -151,10 +151,21 @@ class NodeSpec:
     # The input whose value compute returns unchanged (a pass-through, such as a subpatch's
     # outlet): an evaluator may read what feeds that input instead of running the node.
     passthrough: str | None = None
+    # One sentence per pin (inputs and outputs by name; a name that is both shares it), shown by
+    # the library panel, tooltips and `patchbay nodes --json`. The node's own sentence is the
+    # first sentence of `doc` (`summary`).
+    pin_docs: Mapping[str, str] = field(default_factory=dict)
     _input_index: Mapping[str, PinSpec] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_input_index", {pin.name: pin for pin in self.inputs})
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the node's doc (its one-line description)."""
+        text = " ".join(self.doc.split())
+        end = text.find(". ")
+        return text if end < 0 else text[: end + 1]
 
     @property
     def stateful(self) -> bool:
@@ -220,8 +231,10 @@ def node(
     dynamic_from: tuple[str, ...] = (),
     capture: Callable[[Any, Any, Any], Any] | None = None,
     passthrough: str | None = None,
+    docs: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare and register a node type from a function; see the module note for the rules."""
+    """Declare and register a node type from a function; see the module note for the rules.
+    `docs`: one sentence per pin name (inputs and outputs)."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         params = list(inspect.signature(fn).parameters.values())
@@ -284,6 +297,7 @@ def node(
                 dynamic_from=dynamic_from,
                 capture=capture,
                 passthrough=passthrough,
+                pin_docs=dict(docs or {}),
             )
         )
         return fn
