@@ -363,8 +363,12 @@ class Engine:
 
     def _on_patch_event(self, event: PatchEvent) -> None:
         self.failed_pictures.on_patch_event(event)
-        if event.live and event.definition is None and event.node_id and event.pin:
-            self._live_values[event.node_id, event.pin] = event.value
+        if event.op != "set_value" or event.definition is not None or not event.node_id:
+            return
+        if event.live:
+            self._live_values[event.node_id, event.pin or ""] = event.value
+        else:  # an editor's edit of the pin: newer than the live values it had not heard of
+            self._live_values.pop((event.node_id, event.pin or ""), None)
 
     # ----------------------------------------------------------------- clock and frames
     def clock(self) -> float:
@@ -499,6 +503,8 @@ class Engine:
             if "_error" in message:
                 raise ProtocolError(message["_error"])
             self.replace_patch(message["_patch"])
+            if isinstance(message.get("seq"), int):  # the editor's edits it holds
+                self._applied = [message["seq"], self.frame]
             path = message.get("path")
             self.document_path = path if isinstance(path, str) else None
         elif kind == "edits":
@@ -652,7 +658,9 @@ class Engine:
                 values.append([node_id, pin, encode_value(value, blobs)])
             except ValueError:  # a value no message can carry (the editor keeps its own)
                 continue
-        if editor.post_live({"type": "live_values", "values": values}, blobs):
+        # `seq`: the last edits applied; the editor keeps its own value of a pin it edited later
+        message = {"type": "live_values", "values": values, "seq": self._applied[0] or 0}
+        if editor.post_live(message, blobs):
             self._live_values.clear()
 
     def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:

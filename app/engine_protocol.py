@@ -9,8 +9,9 @@ values are decoded by the file format's rules (numeric arrays only) and patches 
 
 Editor -> engine
     hello     {schema, role: "editor"}: first message; the engine answers `hello`
-    patch     {rev, vrev, document, arrays, folder, path}: the whole patch (resync); large
-              arrays as blobs described in `arrays`; `path` is the editor's file name for it
+    patch     {rev, vrev, document, arrays, folder, path, seq}: the whole patch (resync); large
+              arrays as blobs described in `arrays`; `path` is the editor's file name for it;
+              `seq` the last `edits` seq it includes
     edits     {seq, rev, vrev, ops}: the change events of the editor's Patch since the last
               message (one op each, see `event_op`), sent once per turn of the editor's loop,
               numbered, and tagged with the document's revisions after them (a binding
@@ -61,9 +62,11 @@ Engine -> editor
               (role: thumbnail or preview) whose RGBA pixels follow as blobs
     learned   {node, pin, source, device}: the control that `learn` caught (the editor adds the
               binding, an edit like any other: the `binding` op)
-    live_values {values: [[node, pin, value], ...]}: values the engine's live controls (and
+    live_values {values: [[node, pin, value], ...], seq}: values the engine's live controls (and
               preset recalls) set since the last one, the latest per pin, at most with each
-              report; the editor applies them as live edits (`set_value(..., live=True)`)
+              report; the editor applies them as live edits (`set_value(..., live=True)`),
+              except to pins it set in edits after `seq` (the last it had applied): a person's
+              edit the engine had not heard of yet is newer
     error     {message}: a message that could not be applied (one line)
 
 The engine checks revisions after every `edits` message: its copy of the patch counts structural
@@ -284,11 +287,20 @@ class EditBatch:
         self._ops: list[dict[str, Any]] = []
         self._blobs: list[bytes] = []
         self.sent = 0  # batches taken so far: the `seq` of the last one
+        # (node, pin) -> the `seq` of the batch that last set its value
+        self.value_seq: dict[tuple[str, str], int] = {}
 
     def add(self, event: PatchEvent) -> None:
         op = event_op(self.patch, event, self._blobs)
         if op is not None:
             self._ops.append(op)
+            if event.op == "set_value" and event.definition is None:
+                self.value_seq[str(event.node_id), str(event.pin)] = self.sent + 1
+
+    def edited_after(self, node_id: str, pin: str, seq: int) -> bool:
+        """Whether this document set the pin in a batch after `seq` (or not sent yet): a live
+        value the engine set before it heard of that edit is older than the document's."""
+        return self.value_seq.get((node_id, pin), 0) > seq
 
     def take(self) -> tuple[dict[str, Any], list[bytes]] | None:
         """The `edits` message of what was added, or None if nothing was; starts a new batch."""

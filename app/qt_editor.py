@@ -755,6 +755,7 @@ class QtEditorWindow(QMainWindow):
         self._tell_send_allowed()  # first: the patch must not send before it may
         message, blobs = patch_message(self.patch)
         message["path"] = str(self.path) if self.path else None
+        message["seq"] = self._edits.sent  # it holds every edit batched so far
         self.engine.send(message, blobs)
         self._send_watch()
         self._send_level()
@@ -844,7 +845,10 @@ class QtEditorWindow(QMainWindow):
         assert self.engine is not None
         kind = message.get("type")
         if kind == "live_values":
-            self._apply_live_values(message.get("values"), blobs or [])
+            seq = message.get("seq")
+            self._apply_live_values(
+                message.get("values"), blobs or [], seq if isinstance(seq, int) else 0
+            )
         elif kind == "restarted":
             bypassed = message.get("bypassed")
             why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
@@ -862,15 +866,18 @@ class QtEditorWindow(QMainWindow):
         elif kind == "learned":
             self._on_learned(message)
 
-    def _apply_live_values(self, values: Any, blobs: list[bytes]) -> None:
+    def _apply_live_values(self, values: Any, blobs: list[bytes], seq: int = 0) -> None:
         """What the engine's live controls set, as live edits of the document (not sent back,
-        not undone); the inspector follows through the patch's events."""
+        not undone); the inspector follows through the patch's events. A pin the document set
+        in edits after `seq` (the last the engine had applied) keeps the document's value."""
         for entry in values if isinstance(values, list) else ():
             if not (isinstance(entry, list) and len(entry) == 3):
                 continue
             node_id, pin, value = (str(entry[0]), str(entry[1]), entry[2])
             instance = self.patch.nodes.get(node_id)
             if instance is None or instance.input(pin) is None:
+                continue
+            if self._edits.edited_after(node_id, pin, seq):
                 continue
             with contextlib.suppress(PatchError, ProtocolError, ValueError, TypeError):
                 value = decode_value(value, blobs)

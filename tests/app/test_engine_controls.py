@@ -148,3 +148,27 @@ def test_a_malformed_binding_op_is_refused_with_a_reason() -> None:
     with pytest.raises(ProtocolError, match="edits binding: malformed"):
         apply_edits(patch, {**bad, "ops": [{"op": "binding", "binding": None}]}, [])
     assert list(patch.bindings) == ["binding1"]
+
+
+def test_an_editors_edit_wins_over_live_values_it_had_not_heard_of(
+    engine: Engine, port: int
+) -> None:
+    """A fader moves while the person types a value: a `live_values` message on its way carries
+    the last edits the engine had applied, so the editor keeps the value it typed after them, and
+    the engine drops a pending live value of the pin when the typed edit arrives."""
+    document = bound_patch()
+    editor = EditorEnd(engine, document)
+    editor.read_until("report")
+    client = SimpleUDPClient("127.0.0.1", port)
+    client.send_message("/knob", 0.5)
+    in_flight = editor.read_until("live_values", lambda m: ["knob", "value", 5.0] in m["values"])
+    document.set_value("knob", "value", 2.0)  # typed before that message reached the editor
+    assert editor.edits.edited_after("knob", "value", in_flight["seq"])  # so the editor skips it
+    assert not editor.edits.edited_after("out", "in", in_flight["seq"])
+    client.send_message("/knob", 0.75)  # live again in the engine before the edit arrives
+    assert poll_until(lambda: (engine.step(), engine.patch.value("knob", "value"))[1] == 7.5)
+    editor.send_edits()
+    assert poll_until(lambda: (engine.step(), engine.patch.value("knob", "value"))[1] == 2.0)
+    assert ("knob", "value") not in engine._live_values  # the typed value is the newer one
+    latest = editor.read_until("report", lambda m: m["applied"][0] == editor.edits.sent)
+    assert latest["applied"][0] == editor.edits.sent
