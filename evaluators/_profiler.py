@@ -1,0 +1,505 @@
+"""The profiler: why each node ran, when, and for how long, kept for the last frames.
+
+Every evaluator owns one through its `FrameObserver` (the dual evaluator's lazy half and its flat
+programs share it). A frame is `begin(frame)`, what ran, then `end()`:
+
+- individual runs (the lazy walker's nodes, a flat program's CONST/USER and pulled nodes) are
+  recorded by `ran(node_id, started, seconds, reason, detail, phase)`; the walker times each node
+  already (evaluators/_context.py `busy_clock`), so a run costs one tuple more;
+- a flat program's HOT step list is one `hot_ran(...)` a frame. Its reasons are static per
+  program (`HotSteps`, made when the lists are assembled), and per-step times would cost about
+  half a flat frame, so the steps are timed one by one only on sampled frames (every
+  `sample_every`-th profiled frame, and the frame after any frame over `budget`); other frames
+  record the list's total time and count a run for each of its nodes;
+- cache hits: the nodes a frame served from their cached result (`hits`): where the lazy walk
+  stopped at a cached node; in a flat program every clean CONST/USER node it holds.
+
+Why a CONST/USER node ran (`cause`): it never ran before ("first run"); its own stamp changed by a
+value edit ("value edited", or "user input changed" when the edit was live: `PatchEvent.live`) or
+by a link made or removed at an input ("input changed"); the cache key of a source changed ("input
+changed", naming the pin and the source; "user input changed" when that source ran for one);
+`retry` ran it ("forced"); nothing about it changed but its result was gone ("program swapped" in
+a new program's first frame, else "cache evicted"). HOT nodes run every frame ("HOT", or
+"non-deterministic" for the sources of time and noise themselves); `hot_chain` finds the path to
+the source when asked.
+
+Kept: the last `frames` frame records (a ring), the frames longer than `budget` (the last
+`keep_over_budget` of them), and per node since the start: runs and hits by reason, measured
+seconds and the number of measured runs (numpy arrays indexed by interned node ids). Totals and
+medians are worked out when asked (`report`), never per frame. Timestamps are `busy_clock`
+seconds (a clock that stops while the garbage collector runs).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from evaluators._context import busy_clock
+
+# Reasons, as small integers (they index the per-node count table).
+FIRST_RUN, INPUT_CHANGED, VALUE_EDITED, USER_INPUT_CHANGED = 0, 1, 2, 3
+HOT_RUN, NONDETERMINISTIC, CACHE_EVICTED, PROGRAM_SWAPPED = 4, 5, 6, 7
+FORCED, CACHE_HIT = 8, 9
+REASON_TEXT = (
+    "first run",
+    "input changed",
+    "value edited",
+    "user input changed",
+    "HOT",
+    "non-deterministic",
+    "cache evicted",
+    "program swapped",
+    "forced",
+    "cache hit",
+)
+RUN_REASONS = tuple(range(CACHE_HIT))  # every reason but the hit: what counts as a run
+
+# Frame phases: one track each in a trace.
+PHASES = ("lazy", "cold", "hot", "pulled")
+LAZY_PHASE, COLD_PHASE, HOT_PHASE, PULLED_PHASE = PHASES
+
+Signature = tuple[int, tuple[tuple[str, str | None, int], ...]]
+"""What a CONST/USER node's result depends on: its stamp and, per linked input pin, (pin, source
+node, source cache key)."""
+
+Run = tuple[str, float, float, int, str | None, str]
+"""(node id, start, seconds, reason, detail, phase)"""
+
+
+class HotSteps:
+    """What a flat step list records: per step the node it belongs to, its reason, and whether
+    it is the node's first (compute) step; made once per list."""
+
+    __slots__ = ("first", "indices", "node_ids", "nodes", "reasons", "unique_indices")
+
+    def __init__(self, node_ids: Sequence[str], reasons: Sequence[int]) -> None:
+        self.node_ids = list(node_ids)
+        self.reasons = np.asarray(reasons, dtype=np.int64)
+        first = [True] * len(self.node_ids)
+        for k in range(1, len(self.node_ids)):
+            first[k] = self.node_ids[k] != self.node_ids[k - 1]
+        self.first = np.asarray(first, dtype=bool)
+        self.nodes = [node for node, is_first in zip(self.node_ids, first, strict=True) if is_first]
+        self.indices: np.ndarray | None = None  # interned by the profiler on first use
+        self.unique_indices: np.ndarray | None = None
+
+
+class FrameRecord:
+    """One profiled frame: see the module note."""
+
+    __slots__ = (
+        "frame",
+        "hits",
+        "hits_seen",
+        "hot",
+        "hot_seconds",
+        "hot_started",
+        "hot_starts",
+        "hot_times",
+        "runs",
+        "seconds",
+        "started",
+    )
+
+    def __init__(self, frame: int, started: float) -> None:
+        self.frame = frame
+        self.started = started
+        self.seconds = 0.0
+        self.runs: list[Run] = []
+        self.hits: Sequence[str] = ()  # a flat program's clean nodes (shared, not copied)
+        self.hits_seen: list[str] = []  # nodes served from their cache one by one
+        self.hot: HotSteps | None = None
+        self.hot_started = 0.0
+        self.hot_seconds = 0.0
+        self.hot_starts: np.ndarray | None = None  # per step, on sampled frames only
+        self.hot_times: np.ndarray | None = None
+
+    def reasons(self) -> dict[str, str]:
+        """Node id -> what happened to it this frame, in words (a run's reason, or "cache hit")."""
+        found = dict.fromkeys([*self.hits, *self.hits_seen], REASON_TEXT[CACHE_HIT])
+        if self.hot is not None:
+            for node_id, reason in zip(self.hot.node_ids, self.hot.reasons, strict=True):
+                found[node_id] = REASON_TEXT[reason]
+        for node_id, _, _, reason, _, _ in self.runs:
+            found[node_id] = REASON_TEXT[reason]
+        return found
+
+    def samples(self) -> list[tuple[str, float]]:
+        """(node id, seconds) of every node run timed in this frame."""
+        found = [(run[0], run[2]) for run in self.runs]
+        if self.hot is not None and self.hot_times is not None:
+            found += [
+                (node_id, float(seconds))
+                for node_id, seconds, first in zip(
+                    self.hot.node_ids, self.hot_times, self.hot.first, strict=True
+                )
+                if first
+            ]
+        return found
+
+
+class Profiler:
+    """Records node runs frame by frame; see the module note."""
+
+    def __init__(
+        self,
+        frames: int = 600,
+        budget: float = 1.0 / 60.0,
+        sample_every: int = 32,
+        keep_over_budget: int = 100,
+    ) -> None:
+        self.enabled = True
+        self.budget = budget
+        self.sample_every = max(1, sample_every)
+        self.frames: deque[FrameRecord] = deque(maxlen=frames)
+        self.over_budget: deque[FrameRecord] = deque(maxlen=keep_over_budget)
+        self.frames_profiled = 0
+        self.frame = -1  # the frame number of the last frame begun
+        self.current: FrameRecord | None = None
+        self.timing = False  # time this frame's HOT steps one by one
+        self.fresh_program = False  # this frame is a flat program's first
+        self._time_next = True  # the first frame is sampled
+        self._ids: dict[str, int] = {}
+        self._names: list[str] = []
+        self._counts = np.zeros((64, len(REASON_TEXT)), dtype=np.int64)
+        self._measured = np.zeros(64)
+        self._timed = np.zeros(64, dtype=np.int64)
+        self._pending_hot: HotSteps | None = None  # HOT runs counted later, frames at a time
+        self._pending_hot_frames = 0
+        self._pending_hits: Sequence[str] | None = None
+        self._pending_hit_frames = 0
+        self.last_run: dict[str, tuple[int, int, str | None]] = {}  # frame, reason, detail
+        self.signatures: dict[str, Signature] = {}
+        self.edits: dict[str, tuple[set[str], bool]] = {}  # value edits not run yet: pins, live
+        self.forced: set[str] = set()
+        self._frame_reasons: dict[str, int] = {}  # individual runs this frame
+
+    # ----------------------------------------------------------------- edits
+    def on_event(self, event: Any) -> None:
+        """Note value edits (and whether they were live) until the edited node runs."""
+        if event.op == "set_value" and event.node_id is not None:
+            pins, live = self.edits.get(event.node_id, (set(), True))
+            pins.add(event.pin or "")
+            self.edits[event.node_id] = (pins, live and bool(event.live))
+        elif event.op == "remove_node" and event.node_id is not None:
+            self.edits.pop(event.node_id, None)
+            self.signatures.pop(event.node_id, None)
+
+    def force(self, node_id: str) -> None:
+        """`retry(node_id)` was asked: its next run is "forced"."""
+        self.forced.add(node_id)
+
+    # ----------------------------------------------------------------- frames
+    def begin(self, frame: int) -> None:
+        if not self.enabled:
+            self.current = None
+            self.timing = False
+            return
+        self.frame = frame
+        self.current = FrameRecord(frame, busy_clock())
+        self.frames_profiled += 1
+        self.timing = self._time_next or self.frames_profiled % self.sample_every == 0
+        self._time_next = False
+        self._frame_reasons.clear()
+
+    def end(self) -> None:
+        record = self.current
+        if record is None:
+            return
+        self.current = None
+        record.seconds = busy_clock() - record.started
+        self.frames.append(record)
+        if record.seconds > self.budget:
+            self.over_budget.append(record)
+            self._time_next = True  # the next frame shows which HOT step it was
+        self.forced.clear()
+        for node_id, _, seconds, reason, detail, _ in record.runs:
+            i = self._ids.get(node_id)
+            if i is None:
+                i = self._intern(node_id)
+            self._counts[i, reason] += 1
+            self._measured[i] += seconds
+            self._timed[i] += 1
+            self.last_run[node_id] = (record.frame, reason, detail)
+        for node_id in record.hits_seen:
+            i = self._ids.get(node_id)
+            self._counts[self._intern(node_id) if i is None else i, CACHE_HIT] += 1
+        if record.hits:
+            if record.hits is not self._pending_hits:
+                self._flush_hits()
+                self._pending_hits = record.hits
+            self._pending_hit_frames += 1
+        hot = record.hot
+        if hot is not None:
+            if hot is not self._pending_hot:
+                self._flush_hot()
+                self._pending_hot = hot
+            self._pending_hot_frames += 1
+            if record.hot_times is not None:
+                self._hot_indices(hot)
+                np.add.at(self._measured, hot.indices, record.hot_times)
+                np.add.at(self._timed, hot.unique_indices, 1)
+
+    def ran(
+        self, node_id: str, started: float, seconds: float, reason: int, detail: str | None,
+        phase: str,
+    ) -> None:  # fmt: skip
+        """One node run (not a flat HOT list: `hot_ran`)."""
+        record = self.current
+        if record is not None:
+            record.runs.append((node_id, started, seconds, reason, detail, phase))
+            self._frame_reasons[node_id] = reason
+
+    def hit(self, node_id: str) -> None:
+        """`node_id` was served from its cache (the lazy walker stopped there, or a flat program
+        took an identical node's result)."""
+        record = self.current
+        if record is not None:
+            record.hits_seen.append(node_id)
+
+    def hits_served(self, node_ids: Sequence[str]) -> None:
+        """A flat program served these nodes from their cached results (the same sequence
+        object frame after frame while nothing changes: it is counted, not copied)."""
+        record = self.current
+        if record is not None:
+            record.hits = node_ids
+
+    def hot_ran(
+        self, steps: HotSteps, started: float, seconds: float,
+        starts: list[float] | None = None, times: list[float] | None = None,
+    ) -> None:  # fmt: skip
+        """A flat HOT list ran: in `seconds` as a whole, and per step when it was timed."""
+        record = self.current
+        if record is None:
+            return
+        record.hot = steps
+        record.hot_started = started
+        record.hot_seconds = seconds
+        if times is not None and starts is not None:
+            record.hot_starts = np.asarray(starts)
+            record.hot_times = np.asarray(times)
+
+    def cause(self, node_id: str, signature: Signature) -> tuple[int, str | None]:
+        """Why a CONST/USER node runs now, and a detail (the pin, the source): see the module
+        note. Remembers `signature` for its next run."""
+        previous = self.signatures.get(node_id)
+        self.signatures[node_id] = signature
+        edit = self.edits.pop(node_id, None)
+        if node_id in self.forced:
+            return FORCED, None
+        if previous is None:
+            return FIRST_RUN, None
+        stamp, sources = signature
+        if previous[0] != stamp and edit is not None:
+            pins, live = edit
+            return (USER_INPUT_CHANGED if live else VALUE_EDITED), ", ".join(sorted(pins))
+        before = {pin: (src, key) for pin, src, key in previous[1]}
+        for pin, src, key in sources:
+            if before.get(pin) != (src, key):
+                if before.get(pin, (None,))[0] != src:
+                    return INPUT_CHANGED, f"{pin}: link changed"
+                upstream = self._frame_reasons.get(src) if src is not None else None
+                code = USER_INPUT_CHANGED if upstream == USER_INPUT_CHANGED else INPUT_CHANGED
+                return code, f"{pin} from {src}"
+        if previous[0] != stamp or len(previous[1]) != len(sources):
+            return INPUT_CHANGED, "link changed"
+        return (PROGRAM_SWAPPED if self.fresh_program else CACHE_EVICTED), None
+
+    # ----------------------------------------------------------------- queries
+    def _intern(self, node_id: str) -> int:
+        i = self._ids[node_id] = len(self._names)
+        self._names.append(node_id)
+        if i >= len(self._measured):
+            size = 2 * len(self._measured)
+            self._counts = np.concatenate([self._counts, np.zeros_like(self._counts)])[:size]
+            self._measured = np.concatenate([self._measured, np.zeros_like(self._measured)])
+            self._timed = np.concatenate([self._timed, np.zeros_like(self._timed)])
+        return i
+
+    def _indices(self, node_ids: Iterable[str]) -> np.ndarray:
+        ids = self._ids
+        return np.asarray(
+            [ids[n] if n in ids else self._intern(n) for n in node_ids], dtype=np.int64
+        )
+
+    def _hot_indices(self, hot: HotSteps) -> None:
+        if hot.indices is None:
+            hot.indices = self._indices(hot.node_ids)
+            hot.unique_indices = self._indices(hot.nodes)
+
+    def _flush_hot(self) -> None:
+        hot, count = self._pending_hot, self._pending_hot_frames
+        self._pending_hot, self._pending_hot_frames = None, 0
+        if hot is None or not count:
+            return
+        self._hot_indices(hot)
+        np.add.at(self._counts, (hot.indices[hot.first], hot.reasons[hot.first]), count)
+
+    def _flush_hits(self) -> None:
+        hits, count = self._pending_hits, self._pending_hit_frames
+        self._pending_hits, self._pending_hit_frames = None, 0
+        if hits is None or not count:
+            return
+        np.add.at(self._counts, (self._indices(hits), CACHE_HIT), count)
+
+    def counts(self, node_id: str) -> dict[str, int]:
+        """Runs by reason and hits of a node since profiling began (reason text -> count)."""
+        self._flush_hot()
+        self._flush_hits()
+        i = self._ids.get(node_id)
+        if i is None:
+            return {}
+        return {REASON_TEXT[r]: int(n) for r, n in enumerate(self._counts[i]) if n}
+
+    def medians(self) -> dict[str, float]:
+        """Median measured self seconds per node over the frames in the ring."""
+        by_node: dict[str, list[float]] = {}
+        for record in self.frames:
+            for node_id, seconds in record.samples():
+                by_node.setdefault(node_id, []).append(seconds)
+        return {node_id: float(np.median(values)) for node_id, values in by_node.items()}
+
+    def report(self, top: int | None = None) -> list[dict[str, Any]]:
+        """The costliest nodes first: per node its runs, cache hits, runs by reason, measured
+        runs and seconds, median self time and estimated total (mean measured time x runs)."""
+        self._flush_hot()
+        self._flush_hits()
+        medians = self.medians()
+        rows = []
+        for i, node_id in enumerate(self._names):
+            counts = self._counts[i]
+            runs = int(counts[list(RUN_REASONS)].sum())
+            timed = int(self._timed[i])
+            measured = float(self._measured[i])
+            rows.append(
+                {
+                    "node": node_id,
+                    "runs": runs,
+                    "hits": int(counts[CACHE_HIT]),
+                    "reasons": {
+                        REASON_TEXT[r]: int(counts[r]) for r in RUN_REASONS if counts[r]
+                    },
+                    "timed_runs": timed,
+                    "measured_seconds": measured,
+                    "median_seconds": medians.get(node_id, 0.0),
+                    "total_seconds": measured / timed * runs if timed else 0.0,
+                }
+            )
+        rows.sort(key=lambda row: (-row["total_seconds"], -row["runs"], row["node"]))
+        return rows if top is None else rows[:top]
+
+    def explain(
+        self,
+        node_id: str,
+        cls: str,
+        chain: list[str],
+        source_type: str,
+        status: str,
+        bypassed: str | None,
+    ) -> list[str]:
+        """The reason chain of a node in plain words. `chain`: for a HOT node, the path from the
+        non-deterministic source to it (`hot_chain`), whose type is `source_type`."""
+        lines = []
+        if cls == "HOT":
+            if len(chain) <= 1:
+                lines.append(f"non-deterministic: {source_type} runs every frame")
+            else:
+                path = " -> ".join(chain[1:])
+                lines.append(
+                    f"HOT because it depends on {source_type} ({chain[0]}) through {path}"
+                )
+        elif cls == "USER":
+            lines.append("USER: runs again when a user input upstream of it changes")
+        else:
+            lines.append("CONST: runs once, then its cached result is served")
+        if bypassed:
+            lines.append(f"bypassed: {bypassed}")
+        last = self.last_run.get(node_id)
+        if cls == "HOT" and status == "ok":
+            lines.append(f"ran at frame {self.frame}: {'HOT' if chain[1:] else 'non-deterministic'}")
+        elif last is not None:
+            frame, reason, detail = last
+            suffix = f" ({detail})" if detail else ""
+            lines.append(f"ran at frame {frame}: {REASON_TEXT[reason]}{suffix}")
+        if status == "cached":
+            if last is not None:
+                lines.append(f"cached: inputs unchanged since frame {last[0]}")
+            else:
+                lines.append("cached: its result was kept from before profiling began")
+        counts = self.counts(node_id)
+        if counts:
+            runs = sum(n for reason, n in counts.items() if reason != REASON_TEXT[CACHE_HIT])
+            hits = counts.get(REASON_TEXT[CACHE_HIT], 0)
+            lines.append(f"{runs} runs and {hits} cache hits since profiling began")
+        return lines
+
+    # ----------------------------------------------------------------- export
+    def trace(self) -> dict[str, Any]:
+        """The frames in the ring as a Chrome / Perfetto trace (Trace Event Format): one "X"
+        event per frame on the "frame" track and per node run on its phase's track; HOT lists
+        of frames that were not sampled are one event for the whole list."""
+        tracks = {"frame": 0, **{phase: n + 1 for n, phase in enumerate(PHASES)}}
+        events: list[dict[str, Any]] = [
+            {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
+            for name, tid in tracks.items()
+        ]
+        origin = self.frames[0].started if self.frames else 0.0
+
+        def event(name: str, track: str, start: float, seconds: float, **args: Any) -> None:
+            events.append(
+                {
+                    "name": name,
+                    "cat": track,
+                    "ph": "X",
+                    "pid": 1,
+                    "tid": tracks[track],
+                    "ts": round((start - origin) * 1e6, 3),
+                    "dur": round(seconds * 1e6, 3),
+                    "args": args,
+                }
+            )
+
+        for record in self.frames:
+            event(f"frame {record.frame}", "frame", record.started, record.seconds,
+                  frame=record.frame)  # fmt: skip
+            for node_id, started, seconds, reason, detail, phase in record.runs:
+                event(node_id, phase, started, seconds, frame=record.frame,
+                      reason=REASON_TEXT[reason], detail=detail or "")  # fmt: skip
+            hot = record.hot
+            if hot is None:
+                continue
+            if record.hot_times is None or record.hot_starts is None:
+                event("HOT steps", HOT_PHASE, record.hot_started, record.hot_seconds,
+                      frame=record.frame, steps=len(hot.node_ids))  # fmt: skip
+                continue
+            for node_id, reason, started, seconds in zip(
+                hot.node_ids, hot.reasons, record.hot_starts, record.hot_times, strict=True
+            ):
+                event(node_id, HOT_PHASE, float(started), float(seconds), frame=record.frame,
+                      reason=REASON_TEXT[reason])  # fmt: skip
+        return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def hot_chain(
+    node_id: str,
+    hot_sources: Callable[[str], Iterable[str]],
+    nondeterministic: Callable[[str], bool],
+) -> list[str]:
+    """The path [source, ..., node_id] from a non-deterministic node to a HOT node, following
+    `hot_sources` (a node's HOT non-feedback sources) upstream; [node_id] for the source itself."""
+    path = [node_id]
+    seen = {node_id}
+    current = node_id
+    while not nondeterministic(current):
+        upstream = next((src for src in hot_sources(current) if src not in seen), None)
+        if upstream is None:
+            break
+        path.append(upstream)
+        seen.add(upstream)
+        current = upstream
+    path.reverse()
+    return path
