@@ -19,6 +19,10 @@ Sections:
   patch inlined by hand: flat and lazy frame times side by side, building the expanded view, and
   with the dual evaluator the time from a value edit and from a structural edit inside the
   definition to the end of the first frame in which every instance shows it.
+- profiler: the flat evaluator on a 10,000-node HOT chain with its profiler on (the default: HOT
+  steps timed one by one on every 32nd frame), off (`profiler.enabled = False`: the frame loop as
+  it was before there was a profiler), and timing every frame (what `patchbay profile` does):
+  median and mean frame times side by side, and the overheads against "off".
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -107,6 +111,14 @@ def _interleaved_medians(
     """Median frame seconds per method, the methods taking turns frame by frame (in reverse
     order every other frame, so none always follows the same one) so that the machine's noise
     falls on all of them alike."""
+    samples = _interleaved_samples(runs, frames, warmup)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _interleaved_samples(
+    runs: dict[str, Callable[[float, int], None]], frames: int, warmup: int = 3
+) -> dict[str, list[float]]:
+    """Frame seconds per method, taking turns as `_interleaved_medians` does."""
     samples: dict[str, list[float]] = {name: [] for name in runs}
     order = list(runs.items())
     for frame in range(warmup + frames):
@@ -115,7 +127,30 @@ def _interleaved_medians(
             run(frame / 60.0, frame)
             if frame >= warmup:
                 samples[name].append(time.perf_counter() - started)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
+
+
+def profiler_section(size: int, frames: int) -> Report:
+    """Flat frames of a HOT chain with the profiler on, off and timing every frame."""
+    patch = hot_chain(size)
+    evaluators = {name: FlatEvaluator(patch) for name in ("off", "on", "every_frame")}
+    evaluators["off"].observer.profiler.enabled = False
+    evaluators["every_frame"].observer.profiler.sample_every = 1
+    samples = _interleaved_samples(
+        {name: evaluator.run_frame for name, evaluator in evaluators.items()}, frames
+    )
+    outputs = {evaluator.output("sink") for evaluator in evaluators.values()}
+    for evaluator in evaluators.values():
+        evaluator.close()
+    row: Report = {"nodes": len(patch.nodes), "frames": frames, "outputs_agree": len(outputs) == 1}
+    for name, values in samples.items():
+        row[f"{name}_median_ms"] = statistics.median(values) * 1e3
+        row[f"{name}_mean_ms"] = statistics.fmean(values) * 1e3
+    for name in ("on", "every_frame"):
+        for stat in ("median", "mean"):
+            ratio = row[f"{name}_{stat}_ms"] / row[f"off_{stat}_ms"]
+            row[f"{name}_{stat}_overhead_percent"] = (ratio - 1.0) * 100.0
+    return row
 
 
 def evaluator_section(sizes: list[int], frames: int) -> Report:
@@ -502,6 +537,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "show": lambda: _show_section(quick),
         "subpatch": lambda: subpatch_section(100, 100, 5 if quick else 21, 2 if quick else 5),
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
+        "profiler": lambda: profiler_section(1000 if quick else 10000, 64 if quick else 320),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

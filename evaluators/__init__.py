@@ -20,6 +20,7 @@ from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 from evaluators._observer import FrameObserver
 from evaluators._patch_graph import PatchGraph
+from evaluators._profiler import Profiler
 from evaluators._path import NodePath
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
@@ -46,6 +47,7 @@ __all__ = [
     "NodeStatus",
     "PatchGraph",
     "PatchSnapshot",
+    "Profiler",
     "Progress",
     "bind_compute",
     "freeze",

@@ -241,8 +241,9 @@ class Profiler:
             self._pending_hot_frames += 1
             if record.hot_times is not None:
                 self._hot_indices(hot)
-                np.add.at(self._measured, hot.indices, record.hot_times)
-                np.add.at(self._timed, hot.unique_indices, 1)
+                size = len(self._measured)
+                self._measured += np.bincount(hot.indices, record.hot_times, size)
+                self._timed[hot.unique_indices] += 1
 
     def ran(
         self, node_id: str, started: float, seconds: float, reason: int, detail: str | None,
@@ -270,7 +271,7 @@ class Profiler:
 
     def hot_ran(
         self, steps: HotSteps, started: float, seconds: float,
-        starts: list[float] | None = None, times: list[float] | None = None,
+        starts: np.ndarray | None = None, times: np.ndarray | None = None,
     ) -> None:  # fmt: skip
         """A flat HOT list ran: in `seconds` as a whole, and per step when it was timed."""
         record = self.current
@@ -280,8 +281,8 @@ class Profiler:
         record.hot_started = started
         record.hot_seconds = seconds
         if times is not None and starts is not None:
-            record.hot_starts = np.asarray(starts)
-            record.hot_times = np.asarray(times)
+            record.hot_starts = starts
+            record.hot_times = times
 
     def cause(self, node_id: str, signature: Signature) -> tuple[int, str | None]:
         """Why a CONST/USER node runs now, and a detail (the pin, the source): see the module
@@ -337,7 +338,7 @@ class Profiler:
         if hot is None or not count:
             return
         self._hot_indices(hot)
-        np.add.at(self._counts, (hot.indices[hot.first], hot.reasons[hot.first]), count)
+        self._counts[hot.unique_indices, hot.reasons[hot.first]] += count
 
     def _flush_hits(self) -> None:
         hits, count = self._pending_hits, self._pending_hit_frames
