@@ -10,8 +10,8 @@
     patchbay bench [--json] [--quick]
 
 Only the editor and windowed playback import Qt, and only when they are asked for: `check`, `nodes`,
-`bench`, `profile` and headless `run` work where Qt cannot even be imported. Bad input never prints a
-traceback: one line naming the problem, and exit status 2.
+`bench`, `profile` and headless `run` work where Qt cannot even be imported. Bad input never prints
+a traceback: one line naming the problem, and exit status 2.
 
 LIMITS: a patch file is data from a stranger, loaded within the documented resource limits
 (nodes/_limits.py: `patchbay check --help` lists them). For a file the person trusts, `--trust`

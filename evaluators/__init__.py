@@ -20,8 +20,8 @@ from evaluators._graph import GraphIR, PatchSnapshot
 from evaluators._lazy import LazyEvaluator
 from evaluators._observer import FrameObserver
 from evaluators._patch_graph import PatchGraph
-from evaluators._profiler import Profiler
 from evaluators._path import NodePath
+from evaluators._profiler import Profiler
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
 from evaluators._view import ExpandedPatch, inlined

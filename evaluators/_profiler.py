@@ -240,10 +240,10 @@ class Profiler:
                 self._pending_hot = hot
             self._pending_hot_frames += 1
             if record.hot_times is not None:
-                self._hot_indices(hot)
+                indices, unique = self._hot_indices(hot)
                 size = len(self._measured)
-                self._measured += np.bincount(hot.indices, record.hot_times, size)
-                self._timed[hot.unique_indices] += 1
+                self._measured += np.bincount(indices, record.hot_times, size)
+                self._timed[unique] += 1
 
     def ran(
         self, node_id: str, started: float, seconds: float, reason: int, detail: str | None,
@@ -327,25 +327,27 @@ class Profiler:
             [ids[n] if n in ids else self._intern(n) for n in node_ids], dtype=np.int64
         )
 
-    def _hot_indices(self, hot: HotSteps) -> None:
-        if hot.indices is None:
+    def _hot_indices(self, hot: HotSteps) -> tuple[np.ndarray, np.ndarray]:
+        """Interned ids of a step list's nodes: per step, and per node."""
+        if hot.indices is None or hot.unique_indices is None:
             hot.indices = self._indices(hot.node_ids)
             hot.unique_indices = self._indices(hot.nodes)
+        return hot.indices, hot.unique_indices
 
     def _flush_hot(self) -> None:
         hot, count = self._pending_hot, self._pending_hot_frames
         self._pending_hot, self._pending_hot_frames = None, 0
         if hot is None or not count:
             return
-        self._hot_indices(hot)
-        self._counts[hot.unique_indices, hot.reasons[hot.first]] += count
+        _, unique = self._hot_indices(hot)
+        self._counts[unique, hot.reasons[hot.first]] += count
 
     def _flush_hits(self) -> None:
         hits, count = self._pending_hits, self._pending_hit_frames
         self._pending_hits, self._pending_hit_frames = None, 0
         if hits is None or not count:
             return
-        np.add.at(self._counts, (self._indices(hits), CACHE_HIT), count)
+        np.add.at(self._counts[:, CACHE_HIT], self._indices(hits), count)
 
     def counts(self, node_id: str) -> dict[str, int]:
         """Runs by reason and hits of a node since profiling began (reason text -> count)."""
@@ -370,7 +372,7 @@ class Profiler:
         self._flush_hot()
         self._flush_hits()
         medians = self.medians()
-        rows = []
+        rows: list[dict[str, Any]] = []
         for i, node_id in enumerate(self._names):
             counts = self._counts[i]
             runs = int(counts[list(RUN_REASONS)].sum())
@@ -381,9 +383,7 @@ class Profiler:
                     "node": node_id,
                     "runs": runs,
                     "hits": int(counts[CACHE_HIT]),
-                    "reasons": {
-                        REASON_TEXT[r]: int(counts[r]) for r in RUN_REASONS if counts[r]
-                    },
+                    "reasons": {REASON_TEXT[r]: int(counts[r]) for r in RUN_REASONS if counts[r]},
                     "timed_runs": timed,
                     "measured_seconds": measured,
                     "median_seconds": medians.get(node_id, 0.0),
@@ -410,9 +410,7 @@ class Profiler:
                 lines.append(f"non-deterministic: {source_type} runs every frame")
             else:
                 path = " -> ".join(chain[1:])
-                lines.append(
-                    f"HOT because it depends on {source_type} ({chain[0]}) through {path}"
-                )
+                lines.append(f"HOT because it depends on {source_type} ({chain[0]}) through {path}")
         elif cls == "USER":
             lines.append("USER: runs again when a user input upstream of it changes")
         else:
@@ -421,7 +419,9 @@ class Profiler:
             lines.append(f"bypassed: {bypassed}")
         last = self.last_run.get(node_id)
         if cls == "HOT" and status == "ok":
-            lines.append(f"ran at frame {self.frame}: {'HOT' if chain[1:] else 'non-deterministic'}")
+            lines.append(
+                f"ran at frame {self.frame}: {'HOT' if chain[1:] else 'non-deterministic'}"
+            )
         elif last is not None:
             frame, reason, detail = last
             suffix = f" ({detail})" if detail else ""
