@@ -22,7 +22,8 @@ Sections:
 - profiler: the flat evaluator on a 10,000-node HOT chain with its profiler on (the default: HOT
   steps timed one by one on every 32nd frame), off (`profiler.enabled = False`: the frame loop as
   it was before there was a profiler), and timing every frame (what `patchbay profile` does):
-  median and mean frame times side by side, and the overheads against "off".
+  median and mean frame times side by side, and the overheads against "off"; the lazy
+  evaluator's median frame with the profiler on and off.
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -130,8 +131,9 @@ def _interleaved_samples(
     return samples
 
 
-def profiler_section(size: int, frames: int) -> Report:
-    """Flat frames of a HOT chain with the profiler on, off and timing every frame."""
+def profiler_section(size: int, frames: int, lazy_frames: int) -> Report:
+    """Flat frames of a HOT chain with the profiler on, off and timing every frame; and lazy
+    frames (every node timed one by one anyway) with the profiler on and off."""
     patch = hot_chain(size)
     evaluators = {name: FlatEvaluator(patch) for name in ("off", "on", "every_frame")}
     evaluators["off"].observer.profiler.enabled = False
@@ -140,9 +142,11 @@ def profiler_section(size: int, frames: int) -> Report:
         {name: evaluator.run_frame for name, evaluator in evaluators.items()}, frames
     )
     outputs = {evaluator.output("sink") for evaluator in evaluators.values()}
+    recorded = {name: len(e.observer.profiler.frames) for name, e in evaluators.items()}
     for evaluator in evaluators.values():
         evaluator.close()
     row: Report = {"nodes": len(patch.nodes), "frames": frames, "outputs_agree": len(outputs) == 1}
+    row["frames_recorded"] = recorded
     for name, values in samples.items():
         row[f"{name}_median_ms"] = statistics.median(values) * 1e3
         row[f"{name}_mean_ms"] = statistics.fmean(values) * 1e3
@@ -150,6 +154,14 @@ def profiler_section(size: int, frames: int) -> Report:
         for stat in ("median", "mean"):
             ratio = row[f"{name}_{stat}_ms"] / row[f"off_{stat}_ms"]
             row[f"{name}_{stat}_overhead_percent"] = (ratio - 1.0) * 100.0
+    lazy = {name: LazyEvaluator(patch) for name in ("off", "on")}
+    lazy["off"].observer.profiler.enabled = False
+    medians = _interleaved_medians({n: e.run_frame for n, e in lazy.items()}, lazy_frames)
+    for evaluator in lazy.values():
+        evaluator.close()
+    row["lazy_off_median_ms"] = medians["off"] * 1e3
+    row["lazy_on_median_ms"] = medians["on"] * 1e3
+    row["lazy_on_median_overhead_percent"] = (medians["on"] / medians["off"] - 1.0) * 100.0
     return row
 
 
@@ -537,7 +549,9 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "show": lambda: _show_section(quick),
         "subpatch": lambda: subpatch_section(100, 100, 5 if quick else 21, 2 if quick else 5),
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
-        "profiler": lambda: profiler_section(1000 if quick else 10000, 64 if quick else 320),
+        "profiler": lambda: profiler_section(
+            1000 if quick else 10000, 64 if quick else 320, 8 if quick else 40
+        ),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

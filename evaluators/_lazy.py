@@ -378,9 +378,10 @@ class LazyEvaluator:
             self._status[node_id] = FAILED
             self._errors[node_id] = self.ctx.bypass(node_id, took)
         profiler = self.observer.profiler
-        if profiler.current is not None:
+        record = profiler.current
+        if record is not None:
             if cls == HOT:
-                profiler.ran(node_id, started, took, plan.reason, None, LAZY_PHASE)
+                record.pending += (node_id, started, took, plan.reason)
             else:
                 info = self.analysis.info
                 sources = tuple((pin, src, info(src)[1]) for pin, src in plan.linked)

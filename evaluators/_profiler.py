@@ -89,9 +89,16 @@ class HotSteps:
 
 
 class FrameRecord:
-    """One profiled frame: see the module note."""
+    """One profiled frame: see the module note.
+
+    Individual runs are collected as node id, start, seconds, reason, in one flat list, while the
+    frame runs (`pending`) and kept as compact arrays after it (`nodes`: interned node ids,
+    `starts`: seconds from the frame's start, `times`, `reasons_run`), so a ring of frames holds
+    few Python objects. `extras`: per run position, the
+    detail and phase of runs that have one (the lazy walker's HOT runs have none)."""
 
     __slots__ = (
+        "extras",
         "frame",
         "hits",
         "hits_seen",
@@ -100,16 +107,27 @@ class FrameRecord:
         "hot_started",
         "hot_starts",
         "hot_times",
-        "runs",
+        "names",
+        "nodes",
+        "pending",
+        "reasons_run",
         "seconds",
         "started",
+        "starts",
+        "times",
     )
 
-    def __init__(self, frame: int, started: float) -> None:
+    def __init__(self, frame: int, started: float, names: list[str]) -> None:
         self.frame = frame
         self.started = started
         self.seconds = 0.0
-        self.runs: list[Run] = []
+        self.names = names  # the profiler's interned node ids (only ever appended to)
+        self.pending: list[Any] = []  # node id, start, seconds, reason, ...: the frame's runs
+        self.extras: dict[int, tuple[str | None, str]] = {}
+        self.nodes = _NO_INDICES  # after the frame
+        self.starts = _NO_SECONDS
+        self.times = _NO_SECONDS
+        self.reasons_run = _NO_REASONS
         self.hits: Sequence[str] = ()  # a flat program's clean nodes (shared, not copied)
         self.hits_seen: list[str] = []  # nodes served from their cache one by one
         self.hot: HotSteps | None = None
@@ -118,28 +136,41 @@ class FrameRecord:
         self.hot_starts: np.ndarray | None = None  # per step, on sampled frames only
         self.hot_times: np.ndarray | None = None
 
+    def runs(self) -> list[Run]:
+        """(node id, start, seconds, reason, detail, phase) of each individual run."""
+        return [
+            (self.names[int(i)], self.started + float(start), float(seconds), int(reason),
+             *self.extras.get(k, (None, LAZY_PHASE)))
+            for k, (i, start, seconds, reason) in enumerate(
+                zip(self.nodes, self.starts, self.times, self.reasons_run, strict=True)
+            )
+        ]  # fmt: skip
+
     def reasons(self) -> dict[str, str]:
         """Node id -> what happened to it this frame, in words (a run's reason, or "cache hit")."""
         found = dict.fromkeys([*self.hits, *self.hits_seen], REASON_TEXT[CACHE_HIT])
         if self.hot is not None:
             for node_id, reason in zip(self.hot.node_ids, self.hot.reasons, strict=True):
                 found[node_id] = REASON_TEXT[reason]
-        for node_id, _, _, reason, _, _ in self.runs:
-            found[node_id] = REASON_TEXT[reason]
+        for i, reason in zip(self.nodes.tolist(), self.reasons_run.tolist(), strict=True):
+            found[self.names[i]] = REASON_TEXT[reason]
         return found
 
-    def samples(self) -> list[tuple[str, float]]:
-        """(node id, seconds) of every node run timed in this frame."""
-        found = [(run[0], run[2]) for run in self.runs]
-        if self.hot is not None and self.hot_times is not None:
-            found += [
-                (node_id, float(seconds))
-                for node_id, seconds, first in zip(
-                    self.hot.node_ids, self.hot_times, self.hot.first, strict=True
-                )
-                if first
-            ]
-        return found
+    def samples(self) -> tuple[np.ndarray, np.ndarray]:
+        """Interned node ids and seconds of every node run timed in this frame (a node's first
+        step only, in a flat HOT list)."""
+        if self.hot is None or self.hot_times is None or self.hot.indices is None:
+            return self.nodes, self.times
+        first = self.hot.first
+        return (
+            np.concatenate([self.nodes, self.hot.indices[first]]),
+            np.concatenate([self.times, self.hot_times[first]]),
+        )
+
+
+_NO_INDICES = np.zeros(0, dtype=np.int32)
+_NO_SECONDS = np.zeros(0, dtype=np.float32)
+_NO_REASONS = np.zeros(0, dtype=np.uint8)
 
 
 class Profiler:
@@ -163,6 +194,7 @@ class Profiler:
         self.timing = False  # time this frame's HOT steps one by one
         self.fresh_program = False  # this frame is a flat program's first
         self._time_next = True  # the first frame is sampled
+        self._forced_at = 0  # the last frame a frame over budget had the next one timed
         self._ids: dict[str, int] = {}
         self._names: list[str] = []
         self._counts = np.zeros((64, len(REASON_TEXT)), dtype=np.int64)
@@ -172,11 +204,13 @@ class Profiler:
         self._pending_hot_frames = 0
         self._pending_hits: Sequence[str] | None = None
         self._pending_hit_frames = 0
-        self.last_run: dict[str, tuple[int, int, str | None]] = {}  # frame, reason, detail
+        self._last_frame = np.full(64, -1, dtype=np.int64)  # per node: frame of its last run
+        self._last_reason = np.zeros(64, dtype=np.int64)
+        self._last_detail: dict[int, str | None] = {}
         self.signatures: dict[str, Signature] = {}
         self.edits: dict[str, tuple[set[str], bool]] = {}  # value edits not run yet: pins, live
         self.forced: set[str] = set()
-        self._frame_reasons: dict[str, int] = {}  # individual runs this frame
+        self._user_changed: set[str] = set()  # ran this frame for a user input
 
     # ----------------------------------------------------------------- edits
     def on_event(self, event: Any) -> None:
@@ -188,6 +222,10 @@ class Profiler:
         elif event.op == "remove_node" and event.node_id is not None:
             self.edits.pop(event.node_id, None)
             self.signatures.pop(event.node_id, None)
+            i = self._ids.get(event.node_id)
+            if i is not None:
+                self._last_frame[i] = -1  # a node added with this id has not run yet
+                self._last_detail.pop(i, None)
 
     def force(self, node_id: str) -> None:
         """`retry(node_id)` was asked: its next run is "forced"."""
@@ -200,11 +238,11 @@ class Profiler:
             self.timing = False
             return
         self.frame = frame
-        self.current = FrameRecord(frame, busy_clock())
+        self.current = FrameRecord(frame, busy_clock(), self._names)
         self.frames_profiled += 1
         self.timing = self._time_next or self.frames_profiled % self.sample_every == 0
         self._time_next = False
-        self._frame_reasons.clear()
+        self._user_changed.clear()
 
     def end(self) -> None:
         record = self.current
@@ -215,16 +253,12 @@ class Profiler:
         self.frames.append(record)
         if record.seconds > self.budget:
             self.over_budget.append(record)
-            self._time_next = True  # the next frame shows which HOT step it was
+            if not self.timing and self.frames_profiled - self._forced_at >= self.sample_every:
+                self._time_next = True  # the next frame shows which HOT step it was
+                self._forced_at = self.frames_profiled
         self.forced.clear()
-        for node_id, _, seconds, reason, detail, _ in record.runs:
-            i = self._ids.get(node_id)
-            if i is None:
-                i = self._intern(node_id)
-            self._counts[i, reason] += 1
-            self._measured[i] += seconds
-            self._timed[i] += 1
-            self.last_run[node_id] = (record.frame, reason, detail)
+        if record.pending:
+            self._fold_runs(record)
         for node_id in record.hits_seen:
             i = self._ids.get(node_id)
             self._counts[self._intern(node_id) if i is None else i, CACHE_HIT] += 1
@@ -245,15 +279,41 @@ class Profiler:
                 self._measured += np.bincount(indices, record.hot_times, size)
                 self._timed[unique] += 1
 
+    def _fold_runs(self, record: FrameRecord) -> None:
+        """Turn a frame's run lists into arrays and add them to the per-node totals."""
+        pending, record.pending = record.pending, []
+        ids, starts, times, codes = pending[0::4], pending[1::4], pending[2::4], pending[3::4]
+        indices = list(map(self._ids.get, ids))
+        if None in indices:
+            indices = [self._intern_id(n) for n in ids]
+        nodes = np.asarray(indices, dtype=np.int32)
+        reasons = np.asarray(codes, dtype=np.uint8)
+        seconds = np.asarray(times)
+        record.nodes, record.reasons_run = nodes, reasons
+        record.starts = (np.asarray(starts) - record.started).astype(np.float32)
+        record.times = seconds.astype(np.float32)
+        size, columns = self._counts.shape
+        cells = nodes.astype(np.int64) * columns + reasons
+        self._counts += np.bincount(cells, minlength=size * columns).reshape(size, columns)
+        self._measured += np.bincount(nodes, seconds, size)
+        self._timed += np.bincount(nodes, minlength=size)
+        self._last_frame[nodes] = record.frame
+        self._last_reason[nodes] = reasons
+        for k, (detail, _) in record.extras.items():
+            self._last_detail[int(nodes[k])] = detail
+
     def ran(
         self, node_id: str, started: float, seconds: float, reason: int, detail: str | None,
         phase: str,
     ) -> None:  # fmt: skip
-        """One node run (not a flat HOT list: `hot_ran`)."""
+        """One node run (not a flat HOT list: `hot_ran`). The lazy walker appends its HOT runs
+        to `current.pending` itself (no detail, the lazy phase)."""
         record = self.current
         if record is not None:
-            record.runs.append((node_id, started, seconds, reason, detail, phase))
-            self._frame_reasons[node_id] = reason
+            record.extras[len(record.pending) // 4] = (detail, phase)
+            if reason == USER_INPUT_CHANGED:
+                self._user_changed.add(node_id)
+            record.pending += (node_id, started, seconds, reason)
 
     def hit(self, node_id: str) -> None:
         """`node_id` was served from its cache (the lazy walker stopped there, or a flat program
@@ -303,8 +363,7 @@ class Profiler:
             if before.get(pin) != (src, key):
                 if before.get(pin, (None,))[0] != src:
                     return INPUT_CHANGED, f"{pin}: link changed"
-                upstream = self._frame_reasons.get(src) if src is not None else None
-                code = USER_INPUT_CHANGED if upstream == USER_INPUT_CHANGED else INPUT_CHANGED
+                code = USER_INPUT_CHANGED if src in self._user_changed else INPUT_CHANGED
                 return code, f"{pin} from {src}"
         if previous[0] != stamp or len(previous[1]) != len(sources):
             return INPUT_CHANGED, "link changed"
@@ -315,11 +374,20 @@ class Profiler:
         i = self._ids[node_id] = len(self._names)
         self._names.append(node_id)
         if i >= len(self._measured):
-            size = 2 * len(self._measured)
-            self._counts = np.concatenate([self._counts, np.zeros_like(self._counts)])[:size]
+            self._counts = np.concatenate([self._counts, np.zeros_like(self._counts)])
             self._measured = np.concatenate([self._measured, np.zeros_like(self._measured)])
             self._timed = np.concatenate([self._timed, np.zeros_like(self._timed)])
+            self._last_frame = np.concatenate(
+                [self._last_frame, np.full_like(self._last_frame, -1)]
+            )
+            self._last_reason = np.concatenate(
+                [self._last_reason, np.zeros_like(self._last_reason)]
+            )
         return i
+
+    def _intern_id(self, node_id: str) -> int:
+        i = self._ids.get(node_id)
+        return self._intern(node_id) if i is None else i
 
     def _indices(self, node_ids: Iterable[str]) -> np.ndarray:
         ids = self._ids
@@ -360,11 +428,21 @@ class Profiler:
 
     def medians(self) -> dict[str, float]:
         """Median measured self seconds per node over the frames in the ring."""
-        by_node: dict[str, list[float]] = {}
-        for record in self.frames:
-            for node_id, seconds in record.samples():
-                by_node.setdefault(node_id, []).append(seconds)
-        return {node_id: float(np.median(values)) for node_id, values in by_node.items()}
+        pairs = [record.samples() for record in self.frames]
+        if not pairs:
+            return {}
+        nodes = np.concatenate([nodes for nodes, _ in pairs])
+        seconds = np.concatenate([seconds for _, seconds in pairs])
+        order = np.argsort(nodes, kind="stable")
+        nodes, seconds = nodes[order], seconds[order]
+        bounds = np.flatnonzero(np.diff(nodes)) + 1
+        return {
+            self._names[int(group_nodes[0])]: float(np.median(group))
+            for group_nodes, group in zip(
+                np.split(nodes, bounds), np.split(seconds, bounds), strict=True
+            )
+            if len(group)
+        }
 
     def report(self, top: int | None = None) -> list[dict[str, Any]]:
         """The costliest nodes first: per node its runs, cache hits, runs by reason, measured
@@ -417,7 +495,11 @@ class Profiler:
             lines.append("CONST: runs once, then its cached result is served")
         if bypassed:
             lines.append(f"bypassed: {bypassed}")
-        last = self.last_run.get(node_id)
+        i = self._ids.get(node_id)
+        last = None
+        if i is not None and self._last_frame[i] >= 0:
+            reason = int(self._last_reason[i])
+            last = (int(self._last_frame[i]), reason, self._last_detail.get(i))
         if cls == "HOT" and status == "ok":
             lines.append(
                 f"ran at frame {self.frame}: {'HOT' if chain[1:] else 'non-deterministic'}"
@@ -467,7 +549,7 @@ class Profiler:
         for record in self.frames:
             event(f"frame {record.frame}", "frame", record.started, record.seconds,
                   frame=record.frame)  # fmt: skip
-            for node_id, started, seconds, reason, detail, phase in record.runs:
+            for node_id, started, seconds, reason, detail, phase in record.runs():
                 event(node_id, phase, started, seconds, frame=record.frame,
                       reason=REASON_TEXT[reason], detail=detail or "")  # fmt: skip
             hot = record.hot
