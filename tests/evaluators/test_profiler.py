@@ -117,9 +117,35 @@ def test_retry_logs_forced(make_evaluator) -> None:
     settled(evaluator)
     evaluator.ctx.bypass("j", 2.0)
     run(evaluator, range(5, 6))
+    assert any(line.startswith("bypassed: took 2.0 s") for line in evaluator.explain("j"))
     evaluator.retry("j")
     run(evaluator, range(6, 7))
     assert last_reasons(evaluator)["j"] == "forced"
+    assert "ran at frame 6: forced" in evaluator.explain("j")
+
+
+def test_dropped_cache_logs_cache_evicted(make_evaluator) -> None:
+    patch = two_branches()
+    evaluator = make_evaluator(patch)
+    settled(evaluator)
+    patch.update_settings(resolution=[320, 200])  # cache keys leave settings out: all dropped
+    run(evaluator, range(5, 6))
+    reasons = last_reasons(evaluator)
+    assert {reasons[node] for node in ("k", "j", "u", "m", "c")} == {"cache evicted"}
+
+
+def test_unrelated_structural_edit_keeps_cached_nodes(make_evaluator) -> None:
+    patch = two_branches()
+    evaluator = make_evaluator(patch)
+    settled(evaluator)
+    patch.add_node("value.float", {"value": 9.0}, node_id="z")
+    run(evaluator, range(5, 6))
+    if hasattr(evaluator, "wait_for_flat"):
+        assert evaluator.wait_for_flat()
+        run(evaluator, range(6, 7))  # the new program's first frame
+    reasons = last_reasons(evaluator)
+    assert reasons["k"] == reasons["j"] == reasons["c"] == "cache hit"
+    assert "z" not in reasons  # nothing needs it
 
 
 def test_slow_node_triggers_the_frame_capture_and_ranks_first(make_evaluator) -> None:
