@@ -736,7 +736,7 @@ class FlatProgram:
         chain = hot_chain(node_id, hot_sources, own_hot) if cls == HOT else [node_id]
         return self.observer.profiler.explain(
             node_id, cls, chain, ir.nodes[ir.index[chain[0]]].spec.id, self.status(node_id),
-            self.ctx.bypassed.get(node_id),
+            self.ctx.bypassed.get(node_id), self.ctx.frame,
         )  # fmt: skip
 
 

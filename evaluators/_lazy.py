@@ -227,7 +227,7 @@ class LazyEvaluator:
         chain = hot_chain(node_id, self._hot_sources, self._own_hot) if cls == HOT else [node_id]
         return self.observer.profiler.explain(
             node_id, cls, chain, self.patch.nodes[chain[0]].spec.id, self.status(node_id),
-            self.ctx.bypassed.get(node_id),
+            self.ctx.bypassed.get(node_id), self.ctx.frame,
         )  # fmt: skip
 
     def _hot_sources(self, node_id: str) -> list[str]:

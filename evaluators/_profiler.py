@@ -5,12 +5,13 @@ programs share it). A frame is `begin(frame)`, what ran, then `end()`:
 
 - individual runs (the lazy walker's nodes, a flat program's CONST/USER and pulled nodes) are
   recorded by `ran(node_id, started, seconds, reason, detail, phase)`; the walker times each node
-  already (evaluators/_context.py `busy_clock`), so a run costs one tuple more;
+  already (evaluators/_context.py `busy_clock`), so a run costs four list entries more, turned
+  into numpy arrays when the frame ends;
 - a flat program's HOT step list is one `hot_ran(...)` a frame. Its reasons are static per
   program (`HotSteps`, made when the lists are assembled), and per-step times would cost about
   half a flat frame, so the steps are timed one by one only on sampled frames (every
-  `sample_every`-th profiled frame, and the frame after any frame over `budget`); other frames
-  record the list's total time and count a run for each of its nodes;
+  `sample_every`-th profiled frame, and the frame after a frame over `budget`, at most once a
+  sample period); other frames record the list's total time and count a run for each node;
 - cache hits: the nodes a frame served from their cached result (`hits`): where the lazy walk
   stopped at a cached node; in a flat program every clean CONST/USER node it holds.
 
@@ -479,9 +480,11 @@ class Profiler:
         source_type: str,
         status: str,
         bypassed: str | None,
+        frame: int,
     ) -> list[str]:
         """The reason chain of a node in plain words. `chain`: for a HOT node, the path from the
-        non-deterministic source to it (`hot_chain`), whose type is `source_type`."""
+        non-deterministic source to it (`hot_chain`), whose type is `source_type`; `status`: its
+        status in the last frame, `frame`."""
         lines = []
         if cls == "HOT":
             if len(chain) <= 1:
@@ -501,13 +504,11 @@ class Profiler:
             reason = int(self._last_reason[i])
             last = (int(self._last_frame[i]), reason, self._last_detail.get(i))
         if cls == "HOT" and status == "ok":
-            lines.append(
-                f"ran at frame {self.frame}: {'HOT' if chain[1:] else 'non-deterministic'}"
-            )
+            lines.append(f"ran at frame {frame}: {'HOT' if chain[1:] else 'non-deterministic'}")
         elif last is not None:
-            frame, reason, detail = last
+            ran_at, reason, detail = last
             suffix = f" ({detail})" if detail else ""
-            lines.append(f"ran at frame {frame}: {REASON_TEXT[reason]}{suffix}")
+            lines.append(f"ran at frame {ran_at}: {REASON_TEXT[reason]}{suffix}")
         if status == "cached":
             if last is not None:
                 lines.append(f"cached: inputs unchanged since frame {last[0]}")
