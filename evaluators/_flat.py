@@ -474,8 +474,9 @@ class FlatProgram:
         started = busy_clock()
         if self.timing or profiler.timing:
             self.timing = False
+            mark = profiler.since()
             starts, times = self._run_timed(steps)
-            profiler.hot_ran(info, started, busy_clock() - started, starts, times)
+            profiler.hot_ran(info, started, busy_clock() - started, starts, times, mark)
             return
         self._run_list(steps, index)
         took = busy_clock() - started
@@ -533,6 +534,8 @@ class FlatProgram:
     ) -> Exception | None:
         """Run one node's steps (a cold or pulled node), timed and recorded with `reason`;
         returns its failure, if any."""
+        profiler = self.observer.profiler
+        mark = profiler.since()
         started = busy_clock()
         failed = None
         for call, get, out in self.node_steps[i]:
@@ -545,7 +548,8 @@ class FlatProgram:
         took = busy_clock() - started
         if took > self.ctx.time_budget:
             self._bypass(i, took)
-        self.observer.profiler.ran(self.ir.ids[i], started, took, reason, detail, phase)
+        own = took - profiler.nested_seconds(mark)  # lazy inputs it pulled are recorded apart
+        profiler.ran(self.ir.ids[i], started, own, reason, detail, phase)
         return failed
 
     def retry(self, node_id: str) -> None:

@@ -360,6 +360,8 @@ class LazyEvaluator:
             else:  # _FED_BACK
                 args.append(self.ctx.feedback.get(first, values[second]))
         error = None
+        profiler = self.observer.profiler
+        mark = profiler.since()
         started = busy_clock()
         try:
             result = plan.fn(*args)
@@ -377,9 +379,10 @@ class LazyEvaluator:
         if took > self.ctx.time_budget:
             self._status[node_id] = FAILED
             self._errors[node_id] = self.ctx.bypass(node_id, took)
-        profiler = self.observer.profiler
         record = profiler.current
         if record is not None:
+            if pulls:
+                took -= profiler.nested_seconds(mark)  # recorded on their own
             if cls == HOT:
                 record.pending += (node_id, started, took, plan.reason)
             else:

@@ -24,6 +24,10 @@ a new program's first frame, else "cache evicted"). HOT nodes run every frame ("
 "non-deterministic" for the sources of time and noise themselves); `hot_chain` finds the path to
 the source when asked.
 
+Times are self times: what a node's lazy inputs evaluated while it ran (pulled nodes are recorded
+on their own) is taken off its time (`since`, `nested_seconds`, and `hot_ran` for a flat HOT
+step).
+
 Kept: the last `frames` frame records (a ring), the frames longer than `budget` (the last
 `keep_over_budget` of them), and per node since the start: runs and hits by reason, measured
 seconds and the number of measured runs (numpy arrays indexed by interned node ids). Totals and
@@ -316,6 +320,19 @@ class Profiler:
                 self._user_changed.add(node_id)
             record.pending += (node_id, started, seconds, reason)
 
+    def since(self) -> int:
+        """A mark in this frame's runs: `nested_seconds(mark)` sums the runs recorded after it."""
+        record = self.current
+        return len(record.pending) if record is not None else 0
+
+    def nested_seconds(self, mark: int) -> float:
+        """Seconds of the runs recorded since `mark` (each a self time, so their sum is the whole
+        time they took)."""
+        record = self.current
+        if record is None or len(record.pending) <= mark:
+            return 0.0
+        return float(sum(record.pending[mark + 2 :: 4]))
+
     def hit(self, node_id: str) -> None:
         """`node_id` was served from its cache (the lazy walker stopped there, or a flat program
         took an identical node's result)."""
@@ -332,9 +349,11 @@ class Profiler:
 
     def hot_ran(
         self, steps: HotSteps, started: float, seconds: float,
-        starts: np.ndarray | None = None, times: np.ndarray | None = None,
+        starts: np.ndarray | None = None, times: np.ndarray | None = None, mark: int = 0,
     ) -> None:  # fmt: skip
-        """A flat HOT list ran: in `seconds` as a whole, and per step when it was timed."""
+        """A flat HOT list ran: in `seconds` as a whole, and per step when it was timed; runs
+        recorded since `mark` were pulled by its steps (their time is taken off the step whose
+        interval they started in)."""
         record = self.current
         if record is None:
             return
@@ -342,6 +361,10 @@ class Profiler:
         record.hot_started = started
         record.hot_seconds = seconds
         if times is not None and starts is not None:
+            pulled = record.pending[mark:]
+            if pulled:
+                at = np.searchsorted(starts, np.asarray(pulled[1::4]), side="right") - 1
+                np.subtract.at(times, np.clip(at, 0, len(times) - 1), np.asarray(pulled[2::4]))
             record.hot_starts = starts
             record.hot_times = times
 

@@ -213,3 +213,24 @@ def test_trace_is_valid_trace_event_json(make_evaluator) -> None:
         assert event["dur"] >= 0
     assert {e["args"]["name"] for e in events if e["ph"] == "M"} >= {"frame", "hot", "lazy"}
     assert set(REASON_TEXT) >= {e["args"]["reason"] for e in complete if "reason" in e["args"]}
+
+
+def test_time_a_switch_pulls_is_the_pulled_nodes_not_the_switchs(make_evaluator) -> None:
+    """Self times: the 20 ms node behind a lazy input ranks first, not the switch pulling it."""
+    patch = Patch()
+    patch.add_node("time.seconds", node_id="t")
+    patch.add_node("debug.sleep", {"seconds": SLOW_SECONDS}, node_id="slow")
+    patch.connect("t", "out", "slow", "x")
+    patch.add_node("logic.switch", {"index": 0.0}, node_id="switch")
+    patch.connect("slow", "out", "switch", "in0")
+    patch.add_node("output.value", node_id="sink")
+    patch.connect("switch", "out", "sink", "in")
+    evaluator = make_evaluator(patch)
+    profiler = evaluator.observer.profiler
+    settled(evaluator)
+    ranking = [row["node"] for row in profiler.report()]
+    assert ranking[0] == "slow"
+    assert profiler.counts("slow") == {"non-deterministic": 5}
+    assert profiler.counts("switch") == {"HOT": 5}
+    pulled = [run for record in profiler.frames for run in record.runs() if run[0] == "slow"]
+    assert {run[5] for run in pulled} <= {"lazy", "pulled"} and len(pulled) == 5
