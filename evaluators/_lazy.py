@@ -37,7 +37,7 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._observer import FrameObserver, unreported_status
-from evaluators._profiler import HOT_RUN, LAZY_PHASE, NONDETERMINISTIC, hot_chain
+from evaluators._profiler import HOT_RUN, LAZY_PHASE, NONDETERMINISTIC, FrameRecord, hot_chain
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
@@ -141,6 +141,7 @@ class LazyEvaluator:
         self._status = self.observer.status  # this frame's status of every node visited
         self._errors = self.observer.errors
         self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
+        self._record: FrameRecord | None = None  # the profiler's record of this frame
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -164,11 +165,13 @@ class LazyEvaluator:
         profiler = self.observer.profiler
         profiler.begin(self.ctx.frame)
         profiler.fresh_program = False
+        self._record = profiler.current  # None while the profiler is off
         self._unsettled = set()
         for root in self._root_ids():
             self._evaluate(root)
         self._capture_feedback()
         profiler.end()
+        self._record = None
 
     def output(self, node_id: str, pin: str = "out") -> Any:
         return self._value_of(node_id, pin)
@@ -360,8 +363,8 @@ class LazyEvaluator:
             else:  # _FED_BACK
                 args.append(self.ctx.feedback.get(first, values[second]))
         error = None
-        profiler = self.observer.profiler
-        mark = profiler.since()
+        record = self._record
+        mark = len(record.pending) if pulls and record is not None else 0
         started = busy_clock()
         try:
             result = plan.fn(*args)
@@ -379,8 +382,8 @@ class LazyEvaluator:
         if took > self.ctx.time_budget:
             self._status[node_id] = FAILED
             self._errors[node_id] = self.ctx.bypass(node_id, took)
-        record = profiler.current
         if record is not None:
+            profiler = self.observer.profiler
             if pulls:
                 took -= profiler.nested_seconds(mark)  # recorded on their own
             if cls == HOT:
