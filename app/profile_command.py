@@ -8,9 +8,9 @@ ran. `--json` prints the same as one JSON document; `--trace OUT.json` writes th
 Chrome / Perfetto trace (Trace Event Format: open it in ui.perfetto.dev or chrome://tracing).
 Frames longer than `--budget` seconds (default 1/60) are counted and listed.
 
-Only the last `TRACE_FRAMES` frames are kept for medians and the trace; counts and totals cover
-every frame. A file that cannot be loaded or a trace that cannot be written is one line on stderr
-and exit status 2.
+Only the last `TRACE_FRAMES` frames are kept for medians and the trace (which holds the latest of
+them that fit in about a million events); counts and totals cover every frame. A file that cannot
+be loaded or a trace that cannot be written is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations

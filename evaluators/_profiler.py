@@ -545,16 +545,27 @@ class Profiler:
         return lines
 
     # ----------------------------------------------------------------- export
-    def trace(self) -> dict[str, Any]:
+    def trace(self, max_events: int = 1_000_000) -> dict[str, Any]:
         """The frames in the ring as a Chrome / Perfetto trace (Trace Event Format): one "X"
         event per frame on the "frame" track and per node run on its phase's track; HOT lists
-        of frames that were not sampled are one event for the whole list."""
+        of frames that were not sampled are one event for the whole list. Only the latest
+        frames that fit in about `max_events` events are written (at least one)."""
+        records: list[FrameRecord] = []
+        count = 0
+        for record in reversed(self.frames):
+            hot = record.hot
+            steps = len(hot.node_ids) if hot is not None and record.hot_times is not None else 0
+            count += 2 + len(record.nodes) + steps
+            if records and count > max_events:
+                break
+            records.append(record)
+        records.reverse()
         tracks = {"frame": 0, **{phase: n + 1 for n, phase in enumerate(PHASES)}}
         events: list[dict[str, Any]] = [
             {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
             for name, tid in tracks.items()
         ]
-        origin = self.frames[0].started if self.frames else 0.0
+        origin = records[0].started if records else 0.0
 
         def event(name: str, track: str, start: float, seconds: float, **args: Any) -> None:
             events.append(
@@ -570,7 +581,7 @@ class Profiler:
                 }
             )
 
-        for record in self.frames:
+        for record in records:
             event(f"frame {record.frame}", "frame", record.started, record.seconds,
                   frame=record.frame)  # fmt: skip
             for node_id, started, seconds, reason, detail, phase in record.runs():

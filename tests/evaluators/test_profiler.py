@@ -213,6 +213,8 @@ def test_trace_is_valid_trace_event_json(make_evaluator) -> None:
         assert event["dur"] >= 0
     assert {e["args"]["name"] for e in events if e["ph"] == "M"} >= {"frame", "hot", "lazy"}
     assert set(REASON_TEXT) >= {e["args"]["reason"] for e in complete if "reason" in e["args"]}
+    small = evaluator.observer.profiler.trace(max_events=1)  # the latest frame only
+    assert {e["args"]["frame"] for e in small["traceEvents"] if e["ph"] == "X"} == {3}
 
 
 def test_time_a_switch_pulls_is_the_pulled_nodes_not_the_switchs(make_evaluator) -> None:
