@@ -22,6 +22,11 @@ Sections:
 - controls: live controls (app/controls_bench.py): latency from an OSC packet sent over loopback to
   the end of the first frame that uses it at 60 fps pacing (median and p99, ms and frames), and
   the frame time with 1,000 bound controls moving at once against the same patch without bindings.
+- profiler: the flat evaluator on a 10,000-node HOT chain with its profiler on (the default: HOT
+  steps timed one by one on every 32nd frame), off (`profiler.enabled = False`: the frame loop as
+  it was before there was a profiler), and timing every frame (what `patchbay profile` does):
+  median and mean frame times side by side, and the overheads against "off"; the lazy
+  evaluator's median frame with the profiler on and off.
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -116,6 +121,14 @@ def _interleaved_medians(
     """Median frame seconds per method, the methods taking turns frame by frame (in reverse
     order every other frame, so none always follows the same one) so that the machine's noise
     falls on all of them alike."""
+    samples = _interleaved_samples(runs, frames, warmup)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _interleaved_samples(
+    runs: dict[str, Callable[[float, int], None]], frames: int, warmup: int = 3
+) -> dict[str, list[float]]:
+    """Frame seconds per method, taking turns as `_interleaved_medians` does."""
     samples: dict[str, list[float]] = {name: [] for name in runs}
     order = list(runs.items())
     for frame in range(warmup + frames):
@@ -124,7 +137,41 @@ def _interleaved_medians(
             run(frame / 60.0, frame)
             if frame >= warmup:
                 samples[name].append(time.perf_counter() - started)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
+
+
+def profiler_section(size: int, frames: int, lazy_frames: int) -> Report:
+    """Flat frames of a HOT chain with the profiler on, off and timing every frame; and lazy
+    frames (every node timed one by one anyway) with the profiler on and off."""
+    patch = hot_chain(size)
+    evaluators = {name: FlatEvaluator(patch) for name in ("off", "on", "every_frame")}
+    evaluators["off"].observer.profiler.enabled = False
+    evaluators["every_frame"].observer.profiler.sample_every = 1
+    samples = _interleaved_samples(
+        {name: evaluator.run_frame for name, evaluator in evaluators.items()}, frames
+    )
+    outputs = {evaluator.output("sink") for evaluator in evaluators.values()}
+    recorded = {name: len(e.observer.profiler.frames) for name, e in evaluators.items()}
+    for evaluator in evaluators.values():
+        evaluator.close()
+    row: Report = {"nodes": len(patch.nodes), "frames": frames, "outputs_agree": len(outputs) == 1}
+    row["frames_recorded"] = recorded
+    for name, values in samples.items():
+        row[f"{name}_median_ms"] = statistics.median(values) * 1e3
+        row[f"{name}_mean_ms"] = statistics.fmean(values) * 1e3
+    for name in ("on", "every_frame"):
+        for stat in ("median", "mean"):
+            ratio = row[f"{name}_{stat}_ms"] / row[f"off_{stat}_ms"]
+            row[f"{name}_{stat}_overhead_percent"] = (ratio - 1.0) * 100.0
+    lazy = {name: LazyEvaluator(patch) for name in ("off", "on")}
+    lazy["off"].observer.profiler.enabled = False
+    medians = _interleaved_medians({n: e.run_frame for n, e in lazy.items()}, lazy_frames)
+    for evaluator in lazy.values():
+        evaluator.close()
+    row["lazy_off_median_ms"] = medians["off"] * 1e3
+    row["lazy_on_median_ms"] = medians["on"] * 1e3
+    row["lazy_on_median_overhead_percent"] = (medians["on"] / medians["off"] - 1.0) * 100.0
+    return row
 
 
 def evaluator_section(sizes: list[int], frames: int) -> Report:
@@ -555,6 +602,9 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
         "memory": lambda: memory_section(3 if quick else 10),
         "controls": lambda: _controls_section(quick),
+        "profiler": lambda: profiler_section(
+            1000 if quick else 10000, 64 if quick else 320, 8 if quick else 40
+        ),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

@@ -5,12 +5,13 @@
                  [--print NODE.PIN ...] [--out DIR]
     patchbay freeze FILE -o OUT [LIMITS]
     patchbay check FILE [LIMITS]
+    patchbay profile FILE [LIMITS] [--frames N] [--json] [--trace OUT.json]
     patchbay nodes [--json]
     patchbay bench [--json] [--quick]
 
 Only the editor and windowed playback import Qt, and only when they are asked for: `check`, `nodes`,
-`bench` and headless `run` work where Qt cannot even be imported. Bad input never prints a
-traceback: one line naming the problem, and exit status 2.
+`bench`, `profile` and headless `run` work where Qt cannot even be imported. Bad input never prints
+a traceback: one line naming the problem, and exit status 2.
 
 LIMITS: a patch file is data from a stranger, loaded within the documented resource limits
 (nodes/_limits.py: `patchbay check --help` lists them). For a file the person trusts, `--trust`
@@ -80,6 +81,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     add_limit_arguments(check)
 
+    profile = commands.add_parser("profile", help="play headless and list the costliest nodes")
+    profile.add_argument("file")
+    add_limit_arguments(profile)
+    profile.add_argument("--frames", type=int, default=300, help="frames to play (default 300)")
+    profile.add_argument("--fps", type=float, default=60.0, help="frame clock rate")
+    profile.add_argument(
+        "--budget", type=float, default=1.0 / 60.0, help="frame budget, seconds (default 1/60)"
+    )
+    profile.add_argument("--top", type=int, default=20, help="nodes listed (default 20)")
+    profile.add_argument("--json", action="store_true", help="print one JSON document")
+    profile.add_argument("--trace", default=None, metavar="OUT.json", help="write a Chrome trace")
+
     listing = commands.add_parser("nodes", help="list the node library")
     listing.add_argument("--json", action="store_true")
 
@@ -102,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
             "load",
             "memory",
             "controls",
+            "profiler",
         ),
         help="run only these sections",
     )
@@ -110,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    known = {"edit", "run", "freeze", "check", "nodes", "bench", "-h", "--help"}
+    known = {"edit", "run", "freeze", "check", "profile", "nodes", "bench", "-h", "--help"}
     if args and args[0] not in known:
         args.insert(0, "edit")  # `patchbay FILE` opens the editor on FILE
     options = _parser().parse_args(args)
@@ -146,6 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.player import run_command
 
             return _guarded(lambda: run_command(options))
+        if command == "profile":
+            from app.profile_command import profile_command
+
+            return _guarded(lambda: profile_command(options))
         if command == "freeze":
             from app.export import freeze_command
 

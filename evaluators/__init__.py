@@ -23,6 +23,7 @@ from evaluators._memory_order import memory_order, peak_memory
 from evaluators._observer import FrameObserver
 from evaluators._patch_graph import PatchGraph
 from evaluators._path import NodePath
+from evaluators._profiler import Profiler
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
 from evaluators._view import ExpandedPatch, inlined
@@ -49,6 +50,7 @@ __all__ = [
     "NodeStatus",
     "PatchGraph",
     "PatchSnapshot",
+    "Profiler",
     "Progress",
     "bind_compute",
     "freeze",

@@ -86,6 +86,11 @@ def busy_clock() -> float:
     return time.perf_counter() - _COLLECTOR_TIME.spent
 
 
+def collector_seconds() -> float:
+    """Seconds the garbage collector has run so far in this process."""
+    return _COLLECTOR_TIME.spent
+
+
 WORKER_THREADS = 2
 
 HOT, USER, CONST = NodeClass.HOT, NodeClass.USER, NodeClass.CONST

@@ -331,6 +331,13 @@ class DualEvaluator:
     def node_class(self, node_id: str) -> NodeClass:
         return self.lazy.node_class(node_id)
 
+    def explain(self, node_id: str) -> list[str]:
+        """Why the node runs (or is served from its cache), in plain words, from whichever half
+        runs it (both write to the one profiler)."""
+        if self.program is not None and node_id in self.program.ir.index:
+            return self.program.explain(node_id)
+        return self.lazy.explain(node_id)
+
     def retry(self, node_id: str) -> None:
         """Run a node bypassed for taking too long again, from the next frame (the bypass is
         kept in the shared context, so both halves see it and its end)."""

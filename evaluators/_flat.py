@@ -26,6 +26,13 @@ frames (see evaluators/_context.py). CONST/USER and lazily pulled nodes are time
 run rarely). The HOT loop stays untimed: the whole list is timed, and only after a frame over the
 budget does the next frame run a timed copy of the loop, which finds the node and bypasses it; so a
 slow HOT node costs two slow frames, and the loop itself costs two clock reads a frame.
+
+Profiling (evaluators/_profiler.py): the reasons of HOT steps are static per program (`HotSteps`,
+made with the step lists). A frame hands the profiler the list's total time; on the profiler's
+sampled frames (and after a frame over its budget) the timed copy of the loop runs instead and
+hands over per-step times. CONST/USER and pulled nodes are recorded one by one with their cause,
+and the clean CONST/USER nodes of the main program as cache hits (one list, rebuilt only when
+something ran or was dirtied).
 """
 
 from __future__ import annotations
@@ -36,7 +43,9 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
-from evaluators._analysis import analyze, ir_node_info
+import numpy as np
+
+from evaluators._analysis import OWN_CLASS, analyze, ir_node_info
 from evaluators._context import (
     HOT,
     CacheEntry,
@@ -45,6 +54,7 @@ from evaluators._context import (
     bind_capture,
     bind_compute,
     busy_clock,
+    collector_seconds,
     default_outputs,
     error_text,
     last_output,
@@ -52,6 +62,15 @@ from evaluators._context import (
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
 from evaluators._observer import FrameObserver, unreported_status
 from evaluators._patch_graph import PatchGraph
+from evaluators._profiler import (
+    COLD_PHASE,
+    FORCED,
+    HOT_RUN,
+    NONDETERMINISTIC,
+    PULLED_PHASE,
+    HotSteps,
+    hot_chain,
+)
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, NodeInstance, Patch, PatchEvent
@@ -149,6 +168,9 @@ class FlatProgram:
         self.feedback = self._compile_feedback()
 
         # Per-node bookkeeping for CONST/USER nodes and per-frame status.
+        self.main_cold = [i for i in self.in_order if self.classes[i] != HOT]
+        self._hits: list[str] | None = None  # clean main CONST/USER nodes, for the profiler
+        self._cold_ran = -1  # serial of the last frame a CONST/USER node ran
         self.clean = [False] * len(ir)
         self.dirty_main: set[int] = set()  # CONST/USER nodes of the main program to run
         self.ran = [0] * len(ir)
@@ -177,6 +199,23 @@ class FlatProgram:
         self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
         pause()
         self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
+        pause()
+        self.hot_info = self._steps_info(self.hot_steps)
+        self._all_info: HotSteps | None = None  # made when caching is off
+
+    def _reason(self, i: int) -> int:
+        """Why node `i` runs when it runs every frame: its class, or caching being off."""
+        if self.classes[i] != HOT:
+            return FORCED
+        own_hot = OWN_CLASS[self.ir.nodes[i].spec.determinism] == HOT
+        return NONDETERMINISTIC if own_hot else HOT_RUN
+
+    def _steps_info(self, steps: list[Step]) -> HotSteps:
+        """What the profiler records for a step list: node and reason per step (static)."""
+        owner, ids = self.owner, self.ir.ids
+        nodes = [owner[out] for _, _, out in steps]
+        reasons = {i: self._reason(i) for i in dict.fromkeys(nodes)}
+        return HotSteps([ids[i] for i in nodes], [reasons[i] for i in nodes])
 
     def _guarded_regions(self, order: list[int]) -> dict[int, set[int]]:
         """Per source of a lazy or feedback link reached by the program, the nodes outside the
@@ -294,6 +333,7 @@ class FlatProgram:
                     self.observer.errors[ids[i]] = entry.error
             else:
                 self._mark_dirty(i)
+        self._hits = None
 
     def _mark_dirty(self, i: int) -> None:
         """A CONST/USER node must run again (HOT nodes run every frame anyway, in the HOT pass,
@@ -301,6 +341,7 @@ class FlatProgram:
         if self.classes[i] == HOT:
             return
         self.clean[i] = False
+        self._hits = None
         if i in self.main:
             self.dirty_main.add(i)
 
@@ -387,36 +428,61 @@ class FlatProgram:
         """One frame at the context's clock."""
         self.serial += 1
         self.observer.begin_frame()
+        profiler = self.observer.profiler
+        profiler.begin(self.ctx.frame)
+        profiler.fresh_program = self.serial == 1
         self.tainted: set[int] = set()
         if self.cache_epoch != self.ctx.cache_epoch:
             self.adopt_context()  # the context dropped its cache (e.g. a new resolution)
         if self.bypass_epoch != self.ctx.bypass_epoch:
             self._assemble_lists()  # a node was bypassed or retried
         if not self.caching:
-            self._run_main(self.all_steps, self.all_index)
+            if self._all_info is None:
+                self._all_info = self._steps_info(self.all_steps)
+            self._run_main(self.all_steps, self.all_index, self._all_info)
             self.observer.nodes_run += len(self.main)
         else:
             if self.dirty_main:
                 dirty, self.dirty_main = self.dirty_main, set()
                 for i in sorted(dirty, key=self.position.__getitem__):
-                    self._run_cold(i)
+                    self._run_cold(i, COLD_PHASE)
                     if not self.clean[i]:
                         self.dirty_main.add(i)  # unsettled (deferred input): again next frame
-            self._run_main(self.hot_steps, self.hot_index)
+            self._run_main(self.hot_steps, self.hot_index, self.hot_info)
             self.observer.nodes_run += self.hot_count
         if self.feedback:
             self._capture_feedback()
+        if profiler.current is not None:
+            if self.caching:
+                profiler.hits_served(self._served_from_cache())
+            profiler.end()
 
-    def _run_main(self, steps: list[Step], index: dict[int, int]) -> None:
-        """Run a step list, timed as a whole, or step by step after a frame over the budget."""
-        if self.timing:
-            self.timing = False
-            self._run_timed(steps)
-            return
+    def _served_from_cache(self) -> list[str]:
+        """The main program's clean CONST/USER nodes that did not run this frame (one list,
+        kept while nothing runs or is dirtied)."""
+        hits = self._hits
+        if hits is None or self._cold_ran >= self.serial - 1:
+            clean, ran, serial, ids = self.clean, self.ran, self.serial, self.ir.ids
+            hits = [ids[i] for i in self.main_cold if clean[i] and ran[i] != serial]
+            self._hits = hits
+        return hits
+
+    def _run_main(self, steps: list[Step], index: dict[int, int], info: HotSteps) -> None:
+        """Run a step list, timed as a whole, or step by step after a frame over the budget
+        and on the profiler's sampled frames."""
+        profiler = self.observer.profiler
         started = busy_clock()
+        if self.timing or profiler.timing:
+            self.timing = False
+            mark = profiler.since()
+            starts, times = self._run_timed(steps)
+            profiler.hot_ran(info, started, busy_clock() - started, starts, times, mark)
+            return
         self._run_list(steps, index)
-        if busy_clock() - started > self.ctx.time_budget:
+        took = busy_clock() - started
+        if took > self.ctx.time_budget:
             self.timing = True
+        profiler.hot_ran(info, started, took)
 
     def _run_list(self, steps: list[Step], index: dict[int, int]) -> None:
         slots = self.slots
@@ -431,26 +497,45 @@ class FlatProgram:
                 self._record_failure(i, problem)
                 start = index[out] + 1
 
-    def _run_timed(self, steps: list[Step]) -> None:
-        """The HOT loop with a clock around each step: bypasses the nodes over the budget."""
-        slots, clock, budget = self.slots, busy_clock, self.ctx.time_budget
+    def _run_timed(self, steps: list[Step]) -> tuple[np.ndarray, np.ndarray]:
+        """The HOT loop with a clock read after each step: bypasses the nodes over the budget.
+        Returns the start (on `busy_clock`) and the seconds of each step.
+
+        One `perf_counter` read a step, the differences taken afterwards; a step over the budget
+        in a frame the garbage collector ran in is not bypassed but timed again next frame."""
+        slots, clock = self.slots, time.perf_counter
+        collected = collector_seconds()
+        offset = busy_clock() - clock()
+        stamps = [clock()]
+        stamp = stamps.append
         for call, get, out in steps:
-            started = clock()
             try:
                 slots[out] = call(*get(slots))
             except Exception as problem:
                 self._record_failure(self.owner[out], problem)
-            took = clock() - started
-            if took > budget:
-                self._bypass(self.owner[out], took)
+            stamp(clock())
+        ends = np.asarray(stamps)
+        times = np.diff(ends)
+        over = np.flatnonzero(times > self.ctx.time_budget)
+        if over.size and collector_seconds() != collected:
+            self.timing = True  # the collector ran: time the steps again
+        elif over.size:
+            for k in over.tolist():
+                self._bypass(self.owner[steps[k][2]], float(times[k]))
+        return ends[:-1] + offset, times
 
     def _bypass(self, i: int, seconds: float) -> None:
         node_id = self.ir.ids[i]
         self.observer.status[node_id] = FAILED
         self.observer.errors[node_id] = self.ctx.bypass(node_id, seconds)
 
-    def _run_steps_timed(self, i: int) -> Exception | None:
-        """Run one node's steps (a cold or pulled node), timed; returns its failure, if any."""
+    def _run_steps_timed(
+        self, i: int, reason: int, detail: str | None, phase: str
+    ) -> Exception | None:
+        """Run one node's steps (a cold or pulled node), timed and recorded with `reason`;
+        returns its failure, if any."""
+        profiler = self.observer.profiler
+        mark = profiler.since()
         started = busy_clock()
         failed = None
         for call, get, out in self.node_steps[i]:
@@ -463,12 +548,15 @@ class FlatProgram:
         took = busy_clock() - started
         if took > self.ctx.time_budget:
             self._bypass(i, took)
+        own = took - profiler.nested_seconds(mark)  # lazy inputs it pulled are recorded apart
+        profiler.ran(self.ir.ids[i], started, own, reason, detail, phase)
         return failed
 
     def retry(self, node_id: str) -> None:
         """Run a bypassed node again from the next frame (the context forgets the bypass)."""
         self.ctx.unbypass(node_id)
         self.observer.errors.pop(node_id, None)
+        self.observer.profiler.force(node_id)
         i = self.ir.index.get(node_id)
         if i is not None:
             self._mark_dirty(i)
@@ -482,23 +570,34 @@ class FlatProgram:
             self.observer.status[node_id] = FAILED
             self.observer.errors[node_id] = error_text(problem)
 
-    def _run_cold(self, i: int) -> None:
+    def _run_cold(self, i: int, phase: str) -> None:
         """Run a CONST/USER node and cache its result, unless something it read is unsettled."""
         node_id, observer = self.ir.ids[i], self.observer
         if node_id in self.ctx.bypassed:
             observer.status[node_id] = FAILED
             return  # stays dirty: it runs once it is retried
+        self._hits = None
         shared = self.ctx.recall(node_id, self.keys[i])  # an identical node ran already
         if shared is not None:
             self._store(i, shared.outputs)
             self.clean[i] = True
             observer.status[node_id] = CACHED
+            observer.profiler.hit(node_id)
             return
         observer.nodes_run += 1
-        self.ran[i] = self.serial
+        self.ran[i] = self._cold_ran = self.serial
         observer.status[node_id] = OK
         observer.errors.pop(node_id, None)
-        failed = self._run_steps_timed(i)
+        reason, detail = FORCED, None
+        if observer.profiler.current is not None:
+            keys, ids = self.keys, self.ir.ids
+            sources = tuple(
+                (e.dst_pin, ids[e.src], keys[e.src])
+                for e in self.ir.in_edges[i]
+                if e.kind != FEEDBACK
+            )
+            reason, detail = observer.profiler.cause(node_id, (self.stamps[i], sources))
+        failed = self._run_steps_timed(i, reason, detail, phase)
         if any(
             e.src in self.tainted and (e.kind == EAGER or self.ran[e.src] == self.serial)
             for e in self.ir.in_edges[i]
@@ -522,7 +621,7 @@ class FlatProgram:
                 continue
             if self.classes[i] != HOT and self.caching:
                 if not self.clean[i]:
-                    self._run_cold(i)
+                    self._run_cold(i, PULLED_PHASE)
                 self.ran[i] = serial
                 continue
             self.ran[i] = serial
@@ -530,7 +629,7 @@ class FlatProgram:
                 self.observer.status[self.ir.ids[i]] = FAILED
                 continue
             self.observer.nodes_run += 1
-            self._run_steps_timed(i)
+            self._run_steps_timed(i, self._reason(i), None, PULLED_PHASE)
 
     def _capture_feedback(self) -> None:
         serial, main = self.serial, self.main
@@ -624,6 +723,26 @@ class FlatProgram:
     def error(self, node_id: str) -> str | None:
         return self.observer.error(node_id, self.status(node_id), self.ctx.bypassed, None)
 
+    def explain(self, node_id: str) -> list[str]:
+        """Why the node runs (or is served from its cache), in plain words (see
+        `Profiler.explain`)."""
+        i = self.ir.index[node_id]
+        ir, classes = self.ir, self.classes
+        cls = classes[i]
+
+        def hot_sources(node: str) -> list[str]:
+            edges = ir.in_edges[ir.index[node]]
+            return [ir.ids[e.src] for e in edges if e.kind != FEEDBACK and classes[e.src] == HOT]
+
+        def own_hot(node: str) -> bool:
+            return OWN_CLASS[ir.nodes[ir.index[node]].spec.determinism] == HOT
+
+        chain = hot_chain(node_id, hot_sources, own_hot) if cls == HOT else [node_id]
+        return self.observer.profiler.explain(
+            node_id, cls, chain, ir.nodes[ir.index[chain[0]]].spec.id, self.status(node_id),
+            self.ctx.bypassed.get(node_id), self.ctx.frame,
+        )  # fmt: skip
+
 
 def program_output(
     patch: PatchGraph, ctx: ExecutionContext, program: FlatProgram | None, node_id: str, pin: str
@@ -663,6 +782,7 @@ class FlatEvaluator:
 
     def _on_event(self, event: PatchEvent) -> None:
         self.ctx.on_patch_event(event)
+        self.observer.profiler.on_event(event)
         if event.kind == "value" and event.node_id is not None:
             self._edited.add(event.node_id)
 
@@ -726,6 +846,11 @@ class FlatEvaluator:
     def node_class(self, node_id: str) -> NodeClass:
         program = self._current()
         return program.classes[program.ir.index[node_id]]
+
+    def explain(self, node_id: str) -> list[str]:
+        """Why the node runs (or is served from its cache), in plain words."""
+        self.patch.node(node_id)
+        return self._current().explain(node_id)
 
     def retry(self, node_id: str) -> None:
         """Run a node bypassed for taking too long again, from the next frame."""

@@ -9,7 +9,9 @@ length work; only lazy pulls nest Python calls, one level per lazy pin on the pa
 After the roots, feedback inputs of nodes that ran capture their source's value for the next frame.
 
 Every compute call is timed: a node over `ctx.time_budget` in one frame is bypassed (failed, its
-outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
+outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`. The same
+timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and every
+cached node the walk stops at is recorded as a cache hit.
 
 This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
@@ -21,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from evaluators._analysis import LiveAnalysis
+from evaluators._analysis import OWN_CLASS, LiveAnalysis
 from evaluators._context import (
     HOT,
     CacheEntry,
@@ -35,6 +37,7 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._observer import FrameObserver, unreported_status
+from evaluators._profiler import HOT_RUN, LAZY_PHASE, NONDETERMINISTIC, FrameRecord, hot_chain
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
@@ -68,7 +71,9 @@ class _Plan:
     """How to call one node: its bound compute function and where each argument comes from.
     Made when the node is first run and dropped when a structural edit touches the node."""
 
-    __slots__ = ("args", "defaults", "eager", "fn", "instance", "node_id", "single")
+    __slots__ = (
+        "args", "defaults", "eager", "fn", "instance", "linked", "node_id", "reason", "single"
+    )  # fmt: skip
 
     def __init__(self, evaluator: LazyEvaluator, node_id: str) -> None:
         patch = evaluator.patch
@@ -80,12 +85,15 @@ class _Plan:
         self.defaults = default_outputs(instance.spec)
         args: list[tuple[int, Any, Any]] = []
         eager: list[str] = []
+        linked: list[tuple[str, str]] = []  # (pin, source) of non-feedback links
         for pin in instance.inputs:
             link = links.get(pin.name)
             if link is None:
                 args.append((_STORED_PULL if pin.lazy else _STORED, pin.name, None))
                 continue
             index = patch.nodes[link.src].spec.output_index(link.src_pin)
+            if not pin.feedback:
+                linked.append((pin.name, link.src))
             if pin.lazy:
                 args.append((_PULL, link.src, index))
             elif pin.feedback:
@@ -95,6 +103,9 @@ class _Plan:
                 eager.append(link.src)
         self.args = tuple(args)
         self.eager = tuple(dict.fromkeys(eager))
+        self.linked = tuple(linked)
+        own_hot = OWN_CLASS[instance.spec.determinism] == HOT
+        self.reason = NONDETERMINISTIC if own_hot else HOT_RUN  # why it runs when it is HOT
         names = tuple(pin.name for pin in instance.inputs)
         self.fn = bind_compute(instance.spec, evaluator.ctx, node_id, names)
 
@@ -130,6 +141,7 @@ class LazyEvaluator:
         self._status = self.observer.status  # this frame's status of every node visited
         self._errors = self.observer.errors
         self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
+        self._record: FrameRecord | None = None  # the profiler's record of this frame
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -150,10 +162,16 @@ class LazyEvaluator:
         self.patch.flush()
         self._serial += 1
         self.observer.begin_frame()
+        profiler = self.observer.profiler
+        profiler.begin(self.ctx.frame)
+        profiler.fresh_program = False
+        self._record = profiler.current  # None while the profiler is off
         self._unsettled = set()
         for root in self._root_ids():
             self._evaluate(root)
         self._capture_feedback()
+        profiler.end()
+        self._record = None
 
     def output(self, node_id: str, pin: str = "out") -> Any:
         return self._value_of(node_id, pin)
@@ -204,9 +222,34 @@ class LazyEvaluator:
     def node_class(self, node_id: str) -> NodeClass:
         return self.analysis.node_class(node_id)
 
+    def explain(self, node_id: str) -> list[str]:
+        """Why the node runs (or is served from its cache), in plain words: its class (for a HOT
+        node, the chain to the non-deterministic source), its last run and its reason."""
+        self.patch.node(node_id)
+        cls = self.analysis.node_class(node_id)
+        chain = hot_chain(node_id, self._hot_sources, self._own_hot) if cls == HOT else [node_id]
+        return self.observer.profiler.explain(
+            node_id, cls, chain, self.patch.nodes[chain[0]].spec.id, self.status(node_id),
+            self.ctx.bypassed.get(node_id), self.ctx.frame,
+        )  # fmt: skip
+
+    def _hot_sources(self, node_id: str) -> list[str]:
+        links = self.patch.links_into(node_id)
+        return [
+            link.src
+            for pin in self.patch.nodes[node_id].inputs
+            if not pin.feedback
+            and (link := links.get(pin.name)) is not None
+            and self.analysis.node_class(link.src) == HOT
+        ]
+
+    def _own_hot(self, node_id: str) -> bool:
+        return OWN_CLASS[self.patch.nodes[node_id].spec.determinism] == HOT
+
     def retry(self, node_id: str) -> None:
         """Run a node bypassed for taking too long again, from the next frame."""
         self.patch.node(node_id)
+        self.observer.profiler.force(node_id)
         self.ctx.unbypass(node_id)
         self._errors.pop(node_id, None)
         self.observer.derived.pop(node_id, None)
@@ -220,6 +263,7 @@ class LazyEvaluator:
     def _on_event(self, event: PatchEvent) -> None:
         self.analysis.on_event(event)
         self.ctx.on_patch_event(event)
+        self.observer.profiler.on_event(event)
         self.observer.derived.clear()
         if event.kind == "structural":
             self._roots = None
@@ -251,6 +295,7 @@ class LazyEvaluator:
         cache, outputs, info = self.ctx.cache, self.ctx.outputs, self.analysis.info
         status, plans, memo = self._status, self._plans, self.analysis.memo
         bypassed = self.ctx.bypassed
+        hit = self.observer.profiler.hit
         ran = 0
         stack = [root]
         while stack:
@@ -278,6 +323,7 @@ class LazyEvaluator:
                         self._errors[node_id] = entry.error
                     else:
                         status[node_id] = CACHED
+                    hit(node_id)
                     visited[node_id] = serial
                     stack.pop()
                     continue
@@ -317,6 +363,8 @@ class LazyEvaluator:
             else:  # _FED_BACK
                 args.append(self.ctx.feedback.get(first, values[second]))
         error = None
+        record = self._record
+        mark = len(record.pending) if pulls and record is not None else 0
         started = busy_clock()
         try:
             result = plan.fn(*args)
@@ -334,6 +382,17 @@ class LazyEvaluator:
         if took > self.ctx.time_budget:
             self._status[node_id] = FAILED
             self._errors[node_id] = self.ctx.bypass(node_id, took)
+        if record is not None:
+            profiler = self.observer.profiler
+            if pulls:
+                took -= profiler.nested_seconds(mark)  # recorded on their own
+            if cls == HOT:
+                record.pending += (node_id, started, took, plan.reason)
+            else:
+                info = self.analysis.info
+                sources = tuple((pin, src, info(src)[1]) for pin, src in plan.linked)
+                reason, detail = profiler.cause(node_id, (plan.instance.stamp, sources))
+                profiler.ran(node_id, started, took, reason, detail, LAZY_PHASE)
         if pulls and any(pull.pulled and pull.src in unsettled for pull in pulls):
             settled = False
         if not settled:

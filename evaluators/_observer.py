@@ -15,12 +15,16 @@ statuses through it, so the rules below are written once:
 Everything is keyed by node id. The dictionaries are made once and never replaced (writers may
 keep references to them); `begin_frame` and `forget` empty them. The dual evaluator shares one
 observer between its lazy half and its programs, so `nodes_run` counts all of them.
+
+It also holds the evaluator's `profiler` (evaluators/_profiler.py), which writers read through it
+at every frame, so a profiler set in its place (with other settings) takes over at the next frame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from evaluators._profiler import Profiler
 from evaluators._protocol import NodeStatus
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
@@ -30,13 +34,14 @@ FAILED = NodeStatus.FAILED
 class FrameObserver:
     """Statuses, errors and run counts of the frames an evaluator runs; see the module note."""
 
-    __slots__ = ("derived", "errors", "nodes_run", "status")
+    __slots__ = ("derived", "errors", "nodes_run", "profiler", "status")
 
     def __init__(self) -> None:
         self.status: dict[str, NodeStatus] = {}  # reported this frame by whatever ran the node
         self.derived: dict[str, NodeStatus] = {}  # worked out for nodes not reported, once asked
         self.errors: dict[str, str] = {}  # the error a node reported when it last failed
         self.nodes_run = 0  # compute calls so far, for tests and benchmarks
+        self.profiler = Profiler()  # why and how long nodes ran, frame by frame
 
     def begin_frame(self) -> None:
         self.status.clear()
