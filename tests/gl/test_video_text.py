@@ -22,7 +22,7 @@ from PIL import Image
 from evaluators import EvaluatorKind
 from evaluators._path import NodePath
 from evaluators.gl_service import GLService
-from nodes import Patch
+from nodes import Patch, load_patch
 from nodes._limits import active_limits, set_active_limits
 from nodes._paths import resources_folder
 from nodes.library import video as video_library
@@ -436,5 +436,48 @@ def test_text_screenshot(gl: GLService, tmp_path: Path) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
         Image.fromarray(image, "RGBA").save(ARTIFACTS / "text_render.png")
         assert lit_pixels(player.pixels(title)) > 1000
+    finally:
+        player.close()
+
+
+# ----------------------------------------------------------------------------- examples
+
+
+def example_player(gl: GLService, name: str) -> Player:
+    folder = resources_folder() / "examples"
+    player = Player(gl, folder, "flat")
+    player.patch = load_patch(folder / name)
+    return player
+
+
+def test_the_video_mix_example_mixes_two_moving_clips(gl: GLService) -> None:
+    player = example_player(gl, "video_mix.patchbay")
+    try:
+        frames = []
+        for t in (0.1, 0.6, 1.1):
+            for node_id in ("orbit", "stripes"):
+                assert player.settle_at(t, node_id) == "ok", player.evaluator.error(node_id)
+            player.run_at(t)
+            frames.append(player.pixels("mix"))
+        assert frames[0].shape == (180, 320, 4)
+        assert np.abs(frames[0] - frames[1]).mean() > 3 and np.abs(frames[1] - frames[2]).mean() > 3
+        assert all(frame[..., :3].max() > 200 for frame in frames)  # the orbiting glow
+    finally:
+        player.close()
+
+
+def test_the_text_titles_example_shows_its_title(gl: GLService) -> None:
+    player = example_player(gl, "text_titles.patchbay")
+    try:
+        for node_id in ("title", "subtitle"):
+            assert player.settle_at(0.0, node_id) in ("ok", "cached"), player.evaluator.error(
+                node_id
+            )
+        player.run_at(0.0)
+        image = player.pixels("compose")
+        yellow = (image[..., 0] > 200) & (image[..., 1] > 180) & (image[..., 2] < 140)
+        assert yellow.sum() > 2000  # the title
+        rows = np.nonzero(yellow.any(axis=1))[0]
+        assert rows.min() > 60 and rows.max() < 220  # around the middle of the 360 rows
     finally:
         player.close()
