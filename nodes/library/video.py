@@ -85,8 +85,9 @@ class FrameSource(Protocol):
 
 def _failure(name: str, error: BaseException) -> str:
     """One line saying why `name` could not be read."""
-    if isinstance(error, OSError) and error.strerror:
-        reason = error.strerror
+    strerror = getattr(error, "strerror", None)  # OSError, and PyAV's FFmpegError
+    if isinstance(strerror, str) and strerror:
+        reason = strerror
     else:
         lines = str(error).strip().splitlines()
         reason = lines[0] if lines else type(error).__name__
@@ -170,9 +171,14 @@ class ClipSource:
                 self._seek(target)
             while True:
                 started = time.perf_counter()
-                frame = next(self.frames, None)
+                try:
+                    frame = next(self.frames, None)
+                except EOFError:  # PyAV's, from a seek past the end of some containers
+                    frame = None
                 if frame is None:  # the end: now the count is known
-                    self.info.frame_count = max(1, self.last_index + 1)
+                    if self.last_index < 0:
+                        raise ValueError(f"video file {shown(self.name)}: no frames")
+                    self.info.frame_count = self.last_index + 1
                     self.ended = True  # anything wanted next needs a seek
                     break
                 index = self._index(frame)

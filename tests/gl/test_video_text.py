@@ -226,10 +226,23 @@ def test_a_corrupt_clip_fails_in_one_line(player: Player, tmp_path: Path) -> Non
     video = player.add("video.file", path="broken.mp4")
     assert player.settle_at(0.0, video) == "failed"
     error = player.evaluator.error(video)
-    assert "broken.mp4" in error and "\n" not in error
+    assert "broken.mp4" in error and "Invalid data" in error and "\n" not in error
     player.run_at(0.1)  # the failure is remembered: no new decoding job
     assert player.state(video).reader.job is None
     assert player.evaluator.status(video) == "failed"
+
+
+def test_a_clip_without_frames_fails_in_one_line(player: Player, tmp_path: Path) -> None:
+    with av.open(str(tmp_path / "empty.avi"), mode="w") as container:  # a header, no frames
+        stream = container.add_stream("mpeg4", rate=CLIP_FPS)
+        stream.width, stream.height = 32, 24
+        container.start_encoding()
+    video = player.add("video.file", path="empty.avi")
+    assert player.settle_at(0.0, video) == "failed"
+    error = player.evaluator.error(video)
+    assert "empty.avi" in error and "no frames" in error and "\n" not in error
+    player.run_at(0.1)  # remembered: no decoding job a frame
+    assert player.state(video).reader.job is None
 
 
 def test_a_clip_with_frames_above_the_texture_limit_is_refused(player: Player, clip: Path) -> None:
