@@ -7,6 +7,7 @@ chosen patch times; a node that is still decoding is run again at the same time 
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -266,6 +267,34 @@ def test_a_clip_outside_the_patch_folder_is_refused(gl: GLService, tmp_path: Pat
         video = player.add("video.file", path="../outside.mkv")
         assert player.settle_at(0.0, video) == "failed"
         assert "outside the patch's folder" in player.evaluator.error(video)
+    finally:
+        player.close()
+
+
+def test_a_fifo_or_a_folder_named_as_a_clip_fails_without_blocking(
+    player: Player, tmp_path: Path
+) -> None:
+    os.mkfifo(tmp_path / "pipe.mp4")
+    (tmp_path / "folder.mp4").mkdir()
+    for name in ("pipe.mp4", "folder.mp4"):
+        video = player.add("video.file", path=name)
+        assert player.settle_at(0.0, video) == "failed"
+        error = player.evaluator.error(video)
+        assert name in error and "not a regular file" in error
+
+
+def test_a_sequence_frame_linked_from_outside_is_refused(gl: GLService, tmp_path: Path) -> None:
+    inner = tmp_path / "patch"
+    inner.mkdir()
+    write_sequence(inner / "frames")
+    outside = tmp_path / "secret.png"
+    Image.new("RGB", (4, 4)).save(outside)
+    (inner / "frames" / "0_first.png").symlink_to(outside)
+    player = Player(gl, inner, "flat")
+    try:
+        sequence = player.add("video.sequence", folder="frames", fps=10.0)
+        assert player.settle_at(0.0, sequence) == "failed"
+        assert "outside the patch's folder" in player.evaluator.error(sequence)
     finally:
         player.close()
 
