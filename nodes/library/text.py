@@ -11,6 +11,9 @@ Fonts: `font` empty (or a bundled font's name, "DejaVu Sans") is the bundled Dej
 patch's folder and inside it (nodes._paths), opened as a regular file within the limit
 `font_file_bytes`.
 
+Text that would cover more than `Limits.texture_side` pixels on a side (estimated from its lines
+and characters) fails the node: a hostile file cannot make a worker lay out a megabyte of text.
+
 Pixels: the text is drawn as an 8-bit coverage mask; the texture is `color` with alpha = coverage
 times the colour's alpha (straight alpha, no dark fringes), on transparent black.
 """
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from nodes._errors import Deferred, shown
+from nodes._limits import active_limits
 from nodes._paths import read_patch_file, resolve_patch_path, resources_folder
 from nodes._spec import Color, Texture, Vec2, node
 from nodes.library.gpu import GPUTargets, _gpu, _size, check_texture_size
@@ -84,6 +88,19 @@ def rasterise(
     return pixels
 
 
+def check_text_extent(text: str, size: float) -> None:
+    """ValueError (one line) for text that would cover more than `Limits.texture_side` pixels on
+    a side, estimated without laying it out (half the size a character, the size a line): no
+    texture could show it, and laying out and drawing it would hold a worker for long."""
+    lines = text.split("\n")
+    width = round(max(len(line) for line in lines) * size / 2)
+    height = round(len(lines) * size)
+    side = active_limits().texture_side
+    if width > side or height > side:
+        raise ValueError(f"text too large: about {width}x{height} pixels at size {size:g} (limit "
+                         f"texture_side = {side})")  # fmt: skip
+
+
 class TextState(GPUTargets):
     """The node's texture, what it shows (the rasterising inputs) and the rasterising under way."""
 
@@ -125,6 +142,7 @@ def text_render(ctx: Any, state: TextState, text: str = "Text", font: str = "",
     if align not in ANCHORS:
         raise ValueError(f"unknown alignment {align!r} (use {', '.join(ANCHORS)})")
     found = font_path(ctx.folder, font)
+    check_text_extent(text, size)
     frame = _size(ctx, resolution)
     key = (text, found, size, tuple(color), align, tuple(position), frame)
     if state.shown_key == key and "out" in state.targets and state.gl is gl:

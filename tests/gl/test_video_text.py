@@ -457,6 +457,19 @@ void main() {
 """
 
 
+def test_text_larger_than_any_texture_fails_in_one_line(
+    player: Player, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nodes.library import text as text_library
+
+    monkeypatch.setattr(text_library, "rasterise", None)  # never reached
+    for text, size in (("W" * 100_000, 64.0), ("line\n" * 50_000, 12.0)):
+        node_id = player.add("text.render", text=text, size=size)
+        assert player.settle_at(0.0, node_id) == "failed"
+        error = player.evaluator.error(node_id)
+        assert "text too large" in error and "texture_side = 8192" in error
+
+
 def test_text_screenshot(gl: GLService, tmp_path: Path) -> None:
     """A title over a gradient at 640x360, saved to tests/artifacts for people to look at."""
     player = Player(gl, tmp_path, "flat")
