@@ -27,6 +27,8 @@ Sections:
   it was before there was a profiler), and timing every frame (what `patchbay profile` does):
   median and mean frame times side by side, and the overheads against "off"; the lazy
   evaluator's median frame with the profiler on and off.
+- video: `video.file` at 1080p: frame-thread time per frame (upload only) against the worker's
+  decode time per frame, medians side by side (app/video_bench.py).
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -580,6 +582,12 @@ def _controls_section(quick: bool) -> Report:
     return controls_bench(quick)
 
 
+def _video_section(quick: bool) -> Report:
+    from app.video_bench import video_bench
+
+    return video_bench(quick)
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -605,6 +613,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "profiler": lambda: profiler_section(
             1000 if quick else 10000, 64 if quick else 320, 8 if quick else 40
         ),
+        "video": lambda: _video_section(quick),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

@@ -116,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
             "memory",
             "controls",
             "profiler",
+            "video",
         ),
         help="run only these sections",
     )

@@ -46,6 +46,11 @@ class Limits:
     shader_file_bytes: int = 1 * MIB
     #: Bytes of an image file (before decoding; the decoded size is held by `texture_side`).
     image_file_bytes: int = 256 * MIB
+    #: Bytes of a video file (it is decoded a frame at a time; frame sizes are held by
+    #: `texture_side`).
+    video_file_bytes: int = 64 * 1024 * MIB
+    #: Bytes of a font file (a font is read whole).
+    font_file_bytes: int = 32 * MIB
     #: Input pins a node derives from its values (a shader's uniforms): each instance holds a
     #: value for each, so a small file of many such nodes must not make them many.
     pins_per_node: int = 1024
