@@ -27,7 +27,8 @@ not touched at all.
   to the travel left on that side (both reach the end together), until they meet, then follows.
   A value changed by anything else than its binding makes the binding take over again.
 - `@preset` bindings call `on_preset(name)` when the control goes on (x >= 0.5 after < 0.5);
-  `@crossfader` bindings call `on_crossfade(position)` with the mapped value clamped to 0..1.
+  `@crossfader` bindings call `on_crossfade(position)` with the mapped value clamped to 0..1. A
+  PatchError these raise (a preset since deleted) skips that binding only.
 - A binding whose target node or pin is missing, or whose pin cannot be bound, is skipped.
 - Learn: `learn(node, pin)` arms it (and listens to every OSC address); the next event of any
   source wins, `take_learned()` returns it once.
@@ -60,6 +61,16 @@ TOUCH = 1.0 / 512  # positions this close (of the whole travel) touch: pickup an
 INPUT_TYPES = frozenset({"osc.in", "midi.cc", "midi.note"})
 LIVE_PINS = frozenset({"value", "arrived", "pending", "velocity"})  # set here, not by people
 _OSC_PREFIX = "osc:"
+
+
+def _call(callback: Callable[[Any], None] | None, argument: Any) -> None:
+    """A preset or crossfader callback; a target it refuses (PatchError) is skipped."""
+    if callback is None:
+        return
+    try:
+        callback(argument)
+    except PatchError:
+        return
 
 
 def mapped(binding: Binding, x: float) -> float:
@@ -262,8 +273,8 @@ class Controls:
                     self._apply_binding(binding_id, binding, x)
         for source in triggered:
             for _, binding in plan.bindings.get(source, ()):
-                if binding.node == PRESET_TARGET and self.on_preset is not None:
-                    self.on_preset(binding.pin)
+                if binding.node == PRESET_TARGET:
+                    _call(self.on_preset, binding.pin)
 
     def _drive_osc_inputs(
         self, plan: _Plan, values: dict[str, float], arrived: Counter[str]
@@ -301,12 +312,12 @@ class Controls:
         if binding.node == PRESET_TARGET:
             last = self._preset_x.get(binding_id)
             self._preset_x[binding_id] = x
-            if x >= 0.5 and (last is None or last < 0.5) and self.on_preset is not None:
-                self.on_preset(binding.pin)
+            if x >= 0.5 and (last is None or last < 0.5):
+                _call(self.on_preset, binding.pin)
             return
         if binding.node == CROSSFADER_TARGET:
-            if binding.pin == "position" and self.on_crossfade is not None:
-                self.on_crossfade(min(1.0, max(0.0, mapped(binding, x))))
+            if binding.pin == "position":
+                _call(self.on_crossfade, min(1.0, max(0.0, mapped(binding, x))))
             return
         instance = self.patch.nodes.get(binding.node)
         pin = instance.input(binding.pin) if instance is not None else None
