@@ -58,9 +58,17 @@ CROSSFADE_STEPS = 1000
 MAX_NAME = 200  # as Patch.set_preset takes
 Values = Mapping[tuple[str, str], Any]
 NAME_ROLE = Qt.ItemDataRole.UserRole  # a list item's preset name (its text adds binding marks)
-LEARNING_COLOR = QColor(74, 58, 8)
+LEARNING_COLOR, LEARNING_TEXT_COLOR = QColor(74, 58, 8), QColor(255, 233, 160)  # the inspector's
 CROSSFADER = (CROSSFADER_TARGET, "position")
+CROSSFADE_TITLE = "Crossfade A ↔ B"
 NO_LEARN_TIP = "Learning listens in the engine process (patchbay edit)"
+
+
+def _mark(sources: list[str], learning: bool) -> str:
+    """What follows a bound target's name: its sources, or that learn waits for it."""
+    if learning:
+        return "  ⟳ learning…"
+    return "  ◉ " + ", ".join(sources) if sources else ""
 
 
 class SetPresetCommand(QUndoCommand):
@@ -213,13 +221,16 @@ class QtPresetsPanel(QWidget):
         fader.addWidget(self.a)
         fader.addWidget(self.crossfader, 1)
         fader.addWidget(self.b)
-        fader.addWidget(self.crossfader_learn)
+        self.crossfader_label = QLabel(CROSSFADE_TITLE)
+        heading = QHBoxLayout()
+        heading.addWidget(self.crossfader_label, 1)
+        heading.addWidget(self.crossfader_learn)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.list, 1)
         layout.addLayout(buttons)
         layout.addLayout(transition)
-        layout.addWidget(QLabel("Crossfade A ↔ B"))
+        layout.addLayout(heading)
         layout.addLayout(fader)
         self._enable()
 
@@ -302,10 +313,10 @@ class QtPresetsPanel(QWidget):
             name = item.data(NAME_ROLE)
             sources = self._sources(PRESET_TARGET, name)
             waiting = self.learning == (PRESET_TARGET, name)
-            mark = "  ⟳ learning…" if waiting else ("  ◉ " + ", ".join(sources) if sources else "")
-            item.setText(name + mark)
+            item.setText(name + _mark(sources, waiting))
             item.setToolTip(f"Recalled by {', '.join(sources)}" if sources else "")
             item.setBackground(QBrush(LEARNING_COLOR) if waiting else QBrush())
+            item.setForeground(QBrush(LEARNING_TEXT_COLOR) if waiting else QBrush())
         waiting = self.learning == CROSSFADER
         sources = self._sources(*CROSSFADER)
         self.crossfader_learn.setText(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
@@ -313,6 +324,7 @@ class QtPresetsPanel(QWidget):
         tip = f"Bound to {', '.join(sources)}. " if sources else ""
         learn_tip = "Bind the crossfader to the next MIDI/OSC control moved"
         self.crossfader_learn.setToolTip(tip + (learn_tip if self.can_learn else NO_LEARN_TIP))
+        self.crossfader_label.setText(CROSSFADE_TITLE + _mark(sources, waiting))
         self.crossfader.setToolTip(
             "Blend A and B" + (f" (bound to {', '.join(sources)})" if sources else "")
         )

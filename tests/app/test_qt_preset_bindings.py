@@ -3,7 +3,8 @@ the crossfader) and learn (the engine's `learned` answer is played by the fake e
 tests/app/test_qt_bindings.py), bind to a typed OSC address, undo; renaming a preset moves its
 bindings in the same undo step; the Bindings panel names these targets. Without an engine, the
 window's own controls recall a bound preset and move the crossfader from MIDI messages given to
-the real MIDI service (on a fake backend, as tests/evaluators/test_midi.py does)."""
+the real MIDI service (on a fake backend, as tests/evaluators/test_midi.py does). A screenshot of
+the panel with a bound preset and learn waiting is kept as tests/artifacts/presets_bindings.png."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from nodes._bindings import Binding
 from tests.app.conftest import ScriptedDialogs, press, show_patch
 from tests.app.test_qt_bindings import FakeEngine
 from tests.evaluators.test_midi import KEYS, FakeBackend
+
+ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "presets_bindings.png"
 
 
 def presets_patch() -> Patch:
@@ -248,3 +251,21 @@ def test_without_an_engine_learn_is_off_and_bound_controls_play_the_editors_deck
     midi.receive(mido.Message("control_change", channel=0, control=1, value=64), KEYS)
     qtbot.waitUntil(lambda: editor.patch.value("x", "value") == pytest.approx(64 / 127 * 10))
     assert editor.undo_stack.count() == 0  # live values: no undo steps
+
+
+def test_presets_bindings_screenshot(
+    qtbot: Any, remote: QtEditorWindow, engine: FakeEngine
+) -> None:
+    remote.patch.set_binding("binding1", Binding("midi:note:1:36", "@preset", "A"))
+    remote.patch.set_binding("binding2", Binding("midi:cc:1:1", "@crossfader", "position"))
+    panel = remote.presets_panel
+    choose(panel, preset_menu(panel, "B"), LEARN_TEXT)
+    panel.select("A")  # the highlight of the preset learn waits for shows unselected
+    dock = remote.docks["Presets"]
+    qtbot.waitUntil(lambda: panel.list.isVisible() and panel.crossfader_learn.isVisible())
+    image = dock.grab().toImage()
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    assert image.save(str(ARTIFACT))
+    assert item_text(panel, "A") == "A  ◉ midi:note:1:36"
+    assert item_text(panel, "B") == "B  ⟳ learning…"
+    assert panel.crossfader_label.text() == "Crossfade A ↔ B  ◉ midi:cc:1:1"
