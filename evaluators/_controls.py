@@ -30,8 +30,11 @@ not touched at all.
   `@crossfader` bindings call `on_crossfade(position)` with the mapped value clamped to 0..1. A
   PatchError these raise (a preset since deleted) skips that binding only.
 - A binding whose target node or pin is missing, or whose pin cannot be bound, is skipped.
-- Learn: `learn(node, pin)` arms it (and listens to every OSC address); the next event of any
-  source wins, `take_learned()` returns it once.
+- Learn: `learn(node, pin)` arms it (and listens to every OSC address and opens every MIDI
+  input); the next event of any source wins, `take_learned()` returns it once.
+- MIDI ports: the service opens the inputs MIDI bindings name by their `device` ("": every
+  port; `midi.*` nodes ask for their own), and every input while learning or following the
+  MIDI clock.
 - MIDI clock: with the patch setting `tempo_source` = "midi" (which opens the MIDI service), the
   tempo the MIDI service measures (`tempo()`, None until it knows; held to MIN_BPM..MAX_BPM)
   becomes `ctx.live_bpm`; a MIDI start (in `take_transport()`) makes the next frame the downbeat of
@@ -117,6 +120,7 @@ class _Plan:
     note_inputs: dict[int, list[tuple[str, str, int]]] = field(default_factory=dict)
     bindings: dict[str, list[tuple[str, Binding]]] = field(default_factory=dict)  # by source
     osc_addresses: frozenset[str] = frozenset()  # of input nodes and bindings
+    midi_devices: frozenset[str] = frozenset()  # the port patterns of MIDI bindings
     services: tuple[str, ...] = ()
 
 
@@ -148,6 +152,7 @@ class Controls:
         self._takeovers: dict[str, _Takeover] = {}
         self._preset_x: dict[str, float] = {}  # @preset binding -> its control's last position
         self._listened: tuple[Any, frozenset[str]] = (None, frozenset())  # OSC service, addresses
+        self._wanted_ports: tuple[Any, frozenset[str]] = (None, frozenset())  # MIDI, devices
 
     @property
     def patch(self) -> Patch:
@@ -213,6 +218,7 @@ class Controls:
                 self._listen(service, plan.osc_addresses)
             elif name == "midi":
                 midi = service
+                self._want_ports(service, plan.midi_devices)
             events += service.take_controls()
         if "osc" not in names and "osc" in self.ctx.services:
             self.ctx.service("osc").listen_any(False)  # learned: back to the listened addresses
@@ -227,6 +233,16 @@ class Controls:
             self._learning = None
         self._apply(plan, events)
         self._follow_midi_clock(midi)
+
+    def _want_ports(self, midi: Any, devices: frozenset[str]) -> None:
+        """Have the MIDI service open the ports bindings name (every port while learning or
+        following the MIDI clock); the `midi.*` nodes ask for their own."""
+        if self._learning is not None or self._follows_midi_clock():
+            devices = devices | {""}
+        if self._wanted_ports != (midi, devices):
+            for device in devices:
+                midi.want(device)
+            self._wanted_ports = (midi, devices)
 
     def _listen(self, osc: Any, addresses: frozenset[str]) -> None:
         if self._listened != (osc, addresses):
@@ -427,6 +443,9 @@ class Controls:
             plan.bindings.setdefault(binding.source, []).append((binding_id, binding))
         bound = [s[len(_OSC_PREFIX) :] for s in plan.bindings if s.startswith(_OSC_PREFIX)]
         plan.osc_addresses = frozenset((*plan.osc_inputs, *bound))
+        plan.midi_devices = frozenset(
+            b.device for b in self.patch.bindings.values() if b.source.startswith("midi:")
+        )
         wants_osc = bool(plan.osc_addresses)
         wants_midi = bool(plan.cc_inputs or plan.note_inputs) or any(
             s.startswith("midi:") for s in plan.bindings
