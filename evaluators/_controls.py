@@ -39,6 +39,11 @@ not touched at all.
   tempo the MIDI service measures (`tempo()`, None until it knows; held to MIN_BPM..MAX_BPM)
   becomes `ctx.live_bpm`; a MIDI start (in `take_transport()`) makes the next frame the downbeat of
   every `time.beat`.
+- MIDI feedback (motor faders, LED rings), when the patch setting `midi_feedback` is true: a pin
+  bound to a MIDI CC that changes by other means than its control (an inspector edit, a preset
+  recall) sends its position back as that CC (same channel and number, 0..127) to the output
+  ports named by the binding's device, at the end of the next `before_frame` (the latest value
+  per pin). Sending is the MIDI service's (`send_control`): it never waits for a device.
 - At most `MAX_EVENTS_PER_FRAME` events are handled a frame; more are counted (`dropped`).
 
 Assumes it runs on the frame thread, as the services do. Only the document's own nodes are driven
@@ -121,6 +126,7 @@ class _Plan:
     bindings: dict[str, list[tuple[str, Binding]]] = field(default_factory=dict)  # by source
     osc_addresses: frozenset[str] = frozenset()  # of input nodes and bindings
     midi_devices: frozenset[str] = frozenset()  # the port patterns of MIDI bindings
+    cc_bindings: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)  # by pin
     services: tuple[str, ...] = ()
 
 
@@ -153,6 +159,8 @@ class Controls:
         self._preset_x: dict[str, float] = {}  # @preset binding -> its control's last position
         self._listened: tuple[Any, frozenset[str]] = (None, frozenset())  # OSC service, addresses
         self._wanted_ports: tuple[Any, frozenset[str]] = (None, frozenset())  # MIDI, devices
+        self._writing = False  # while this runtime sets a pin (no feedback for that)
+        self._feedback_due: set[tuple[str, str]] = set()  # pins changed by other means
 
     @property
     def patch(self) -> Patch:
@@ -170,7 +178,15 @@ class Controls:
 
     def _on_patch_event(self, event: PatchEvent) -> None:
         """Work the plan out again when what it holds may have changed: nodes, links, bindings,
-        or the pins that pick an input node's messages (not the live pins this runtime sets)."""
+        or the pins that pick an input node's messages (not the live pins this runtime sets).
+        Note the pins changed by other means, for MIDI feedback."""
+        if (
+            event.op == "set_value"
+            and event.definition is None
+            and not self._writing
+            and self._feedback_on()
+        ):
+            self._feedback_due.add((event.node_id or "", event.pin or ""))
         if event.definition is not None or self._plan_stale:
             return
         if event.kind == "structural" or event.op == "binding":
@@ -233,6 +249,7 @@ class Controls:
             self._learning = None
         self._apply(plan, events)
         self._follow_midi_clock(midi)
+        self._send_feedback(plan, midi)
 
     def _want_ports(self, midi: Any, devices: frozenset[str]) -> None:
         """Have the MIDI service open the ports bindings name (every port while learning or
@@ -389,10 +406,38 @@ class Controls:
         instance = self.patch.nodes.get(node_id)
         if instance is None or instance.values.get(pin) == value:
             return
+        self._writing = True
         try:
             self.patch.set_value(node_id, pin, value, live=True)
         except PatchError:
             return
+        finally:
+            self._writing = False
+
+    def _feedback_on(self) -> bool:
+        return self._patch.settings.get("midi_feedback") is True
+
+    def _send_feedback(self, plan: _Plan, midi: Any) -> None:
+        """Send the position of pins bound to a MIDI CC that changed by other means back to
+        the controller (see the module note)."""
+        due, self._feedback_due = self._feedback_due, set()
+        if not due or midi is None or not self._feedback_on():
+            return
+        for node_id, pin in due:
+            bindings = plan.cc_bindings.get((node_id, pin))
+            instance = self.patch.nodes.get(node_id)
+            if not bindings or instance is None:
+                continue
+            value = instance.values.get(pin)
+            if not isinstance(value, int | float):
+                continue
+            for binding in bindings:
+                if isinstance(value, bool):
+                    x = 1.0 if value else 0.0
+                else:
+                    x = position_of(binding, float(value))
+                channel, control = binding.source.split(":")[2:]
+                midi.send_control(binding.device, int(channel), int(control), round(x * 127))
 
     def _follows_midi_clock(self) -> bool:
         return bool(self._patch.settings.get("tempo_source") == "midi")
@@ -446,6 +491,9 @@ class Controls:
         plan.midi_devices = frozenset(
             b.device for b in self.patch.bindings.values() if b.source.startswith("midi:")
         )
+        for binding in self.patch.bindings.values():
+            if binding.source.startswith("midi:cc:") and binding.node in self.patch.nodes:
+                plan.cc_bindings.setdefault((binding.node, binding.pin), []).append(binding)
         wants_osc = bool(plan.osc_addresses)
         wants_midi = bool(plan.cc_inputs or plan.note_inputs) or any(
             s.startswith("midi:") for s in plan.bindings

@@ -2,6 +2,7 @@
 execution context on the frame thread, on a fake port backend as in tests/evaluators/test_midi.py)
 receives messages through its port callback, the controls runtime maps them onto bound pins,
 `midi.cc` / `midi.note` nodes and the preset deck, and every evaluator kind runs the result.
+MIDI feedback goes out through fake output ports.
 
 Frames are played as the engine plays them: controls before the frame, then the deck, then the
 evaluator. Waits for the service's scanner thread are by deadline (`poll_until`).
@@ -70,7 +71,8 @@ class Player:
         self.frames = 0
         self.step()  # the first frame makes the service; nodes and bindings ask for ports
         assert poll_until(lambda: self.service.inputs_matching("nano") is not None)
-        assert set(backend.opened) == {KNOBS, KEYS}  # a binding of any device opens every port
+        # a binding of any device ("") opens every port, not only the nodes' nanoKONTROL2
+        assert poll_until(lambda: set(backend.opened) == {KNOBS, KEYS})
         self.step()
 
     @property
@@ -93,15 +95,61 @@ class Player:
         return self.evaluator.output(f"sink_{source}", "out")
 
 
+class FakeOutput:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sent: list[mido.Message] = []
+        self.closed = False
+
+    def send(self, message: mido.Message) -> None:
+        self.sent.append(message)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FeedbackBackend(FakeBackend):
+    """Input ports and output ports of the same names (as a controller has both)."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(names)
+        self.outputs: dict[str, FakeOutput] = {}
+
+    def output_names(self) -> list[str]:
+        return list(self.names)
+
+    def open_output(self, name: str) -> FakeOutput:
+        port = self.outputs[name] = FakeOutput(name)
+        return port
+
+    def sent(self, name: str = KNOBS) -> list[tuple[int, int, int]]:
+        """(channel 0-15, control, value) of the control changes sent to output `name`."""
+        port = self.outputs.get(name)
+        return [(m.channel, m.control, m.value) for m in port.sent] if port is not None else []
+
+
 @pytest.fixture
-def player(make_evaluator: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Player]:
-    backend = FakeBackend([KNOBS, KEYS])
+def player_of(
+    make_evaluator: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[Patch], Player]]:
+    made: list[Player] = []
+    backend = FeedbackBackend([KNOBS, KEYS])
     monkeypatch.setitem(
         FACTORIES, "midi", lambda ctx: MidiService(backend, log=io.StringIO(), scan_seconds=60)
     )
-    made = Player(make_evaluator, played_patch(), backend)
-    yield made
-    made.evaluator.ctx.release_all()
+
+    def make(patch: Patch) -> Player:
+        made.append(Player(make_evaluator, patch, backend))
+        return made[-1]
+
+    yield make
+    for player in made:
+        player.evaluator.ctx.release_all()
+
+
+@pytest.fixture
+def player(player_of: Callable[[Patch], Player]) -> Player:
+    return player_of(played_patch())
 
 
 def test_a_cc_drives_its_binding_and_its_midi_cc_node(player: Player) -> None:
@@ -188,3 +236,76 @@ def test_pickup_ignores_a_cc_until_it_crosses_the_value(player: Player) -> None:
     player.send(cc(7, 110))  # crossed 8.0 (101.6 of 127) on the way up
     player.step()
     assert player.sink("knob") == pytest.approx(110 / 127 * 10)
+
+
+# ----------------------------------------------------------------------------- feedback
+
+
+def test_feedback_sends_a_cc_to_the_matching_output_ports_once_asked() -> None:
+    backend = FeedbackBackend([KNOBS, KEYS])
+    log = io.StringIO()
+    service = MidiService(backend, log=log, scan_seconds=60)
+    try:
+        service.send_control("nano", 1, 7, 64)
+        service.send_control("", 16, 1, 127)
+        assert poll_until(lambda: len(backend.sent(KNOBS)) == 2)
+        assert backend.sent(KNOBS) == [(0, 7, 64), (15, 1, 127)]
+        assert poll_until(lambda: backend.sent(KEYS) == [(15, 1, 127)])
+        assert backend.listings == 1 and backend.opened == {}  # no input was asked for
+        for _ in range(2):
+            service.send_control("Korg", 1, 7, 0)
+        line = f"MIDI feedback: no output port matching 'Korg' (outputs: {KNOBS}, {KEYS})"
+        assert poll_until(lambda: service.errors == [line])
+        service.send_control("nano", 1, 7, 1)  # sent after both Korg ones: they were handled
+        assert poll_until(lambda: len(backend.sent(KNOBS)) == 3)
+        assert log.getvalue() == f"patchbay: {line}\n"  # said once
+    finally:
+        service.close()
+    assert all(port.closed for port in backend.outputs.values())
+
+
+def fed_back_patch(feedback: bool) -> Patch:
+    patch = played_patch()
+    patch.set_binding("binding1", Binding("midi:cc:1:7", "knob", "value", 0.0, 10.0,
+                                          device="nano"))  # fmt: skip
+    patch.add_node("input.toggle", node_id="switch")
+    patch.set_binding("binding3", Binding("midi:cc:2:64", "switch", "value", device="nano"))
+    patch.update_settings(midi_feedback=feedback)
+    return patch
+
+
+def test_a_bound_pin_changed_by_other_means_moves_the_controller(
+    player_of: Callable[[Patch], Player],
+) -> None:
+    player = player_of(fed_back_patch(True))
+    backend: FeedbackBackend = player.backend  # type: ignore[assignment]
+    player.patch.set_value("knob", "value", 5.0)  # an inspector edit
+    player.patch.set_value("switch", "value", True)
+    player.step()
+    assert poll_until(lambda: len(backend.sent()) == 2)
+    assert sorted(backend.sent()) == [(0, 7, 64), (1, 64, 127)]  # 5 of 0..10: 63.5 -> 64
+    assert backend.sent(KEYS) == []  # the binding names the nanoKONTROL2
+    player.send(note_on(40, 127))  # recalls preset B (knob 9) on this frame's deck step
+    player.step()
+    player.step()
+    assert poll_until(lambda: len(backend.sent()) == 3)
+    assert backend.sent()[-1] == (0, 7, round(0.9 * 127))
+    player.send(cc(7, 20))  # the control's own move: nothing goes back
+    player.step()
+    player.step()
+    assert player.sink("knob") == pytest.approx(20 / 127 * 10)
+    player.patch.set_value("knob", "value", 0.0)
+    player.step()
+    assert poll_until(lambda: backend.sent()[-1:] == [(0, 7, 0)])
+    assert len(backend.sent()) == 4  # nothing came between
+
+
+def test_no_feedback_unless_the_patch_asks(player_of: Callable[[Patch], Player]) -> None:
+    player = player_of(fed_back_patch(False))
+    backend: FeedbackBackend = player.backend  # type: ignore[assignment]
+    player.patch.set_value("knob", "value", 5.0)
+    player.step()
+    player.patch.update_settings(midi_feedback=True)
+    player.patch.set_value("knob", "value", 10.0)
+    player.step()
+    assert poll_until(lambda: backend.sent() == [(0, 7, 127)])  # only the edit made after
