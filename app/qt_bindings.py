@@ -1,22 +1,25 @@
 """The Bindings panel: every binding of the document (which control drives which pin), editable.
 
 One row per binding: its source (`osc:/fader/1`, `midi:cc:1:7`), device, target (the node's
-title and pin; a binding whose node is gone stays, greyed and marked "missing", since an undo may
-bring the node back), range low / high (spin boxes), curve and takeover (combo boxes). Source and
-device are edited in their cells. Every edit is one `SetBindingCommand` on the editor's undo stack;
-Delete (the button, or the Delete key in the table) removes the selected bindings as one step. A
-double-click on a target asks the editor to select that node (`node_requested`).
+title and pin, "preset NAME" or "crossfader"; a binding whose node or preset is gone stays, greyed
+and marked "missing", since an undo may bring it back), range low / high (spin boxes), curve and
+takeover (combo boxes). Source and device are edited in their cells. Every edit is one
+`SetBindingCommand` on the editor's undo stack; Delete (the button, or the Delete key in the
+table) removes the selected bindings as one step. A double-click on a target asks the editor to
+select that node (`node_requested`).
 
 The panel reads the Patch and never keeps its own copy: it follows the document's change events
 (bindings, nodes added or removed) and updates its rows in place when the same bindings are
 listed, so an edit made in a cell's widget never deletes that widget under it.
 
-Learn (`QtLearn`) waits for one pin at a time: it sends `learn` to the process that receives
-controls, says so in the status bar, and stops on Esc, on a second learn of the pin, or when the
-`learned` answer comes (the editor then adds the binding with an undo step).
+Learn (`QtLearn`) waits for one target at a time (a node's pin, a preset, the crossfader): it
+sends `learn` to the process that receives controls, says so in the status bar, and stops on Esc,
+on a second learn of the target, or when the `learned` answer comes (the editor then adds the
+binding with an undo step).
 
-Also here, for the inspector and the editor: which pins a control can drive (`bindable`), the
-range a new binding of a pin gets (`default_range`) and the bindings of a pin (`bindings_of`).
+Also here, for the inspector, the presets panel and the editor: which pins a control can drive
+(`bindable`), the range a new binding of a pin gets (`default_range`), the bindings of a target
+(`bindings_of`) and how a target reads (`target_label`).
 """
 
 from __future__ import annotations
@@ -58,7 +61,9 @@ COLUMNS = ("Source", "Device", "Target", "Low", "High", "Curve", "Takeover")
 SOURCE, DEVICE, TARGET, LOW, HIGH, CURVE, TAKEOVER = range(len(COLUMNS))
 MISSING_COLOR = QColor(130, 130, 130)
 INT_RANGE = (0.0, 127.0)  # a new binding of an int pin without a range: a MIDI control's steps
-_REFRESHING_OPS = ("binding", "add_node", "remove_node", "add_definition", "remove_definition")
+_REFRESHING_OPS = (
+    "binding", "add_node", "remove_node", "add_definition", "remove_definition", "preset"
+)  # fmt: skip
 
 
 def bindable(pin: PinSpec) -> bool:
@@ -84,12 +89,34 @@ def bindings_of(patch: Patch, node_id: str, pin: str) -> list[str]:
     return [key for key, b in patch.bindings.items() if (b.node, b.pin) == (node_id, pin)]
 
 
+def is_special_target(node_id: str) -> bool:
+    """Whether `node_id` names a target that is no node: a preset or the crossfader."""
+    return node_id in (PRESET_TARGET, CROSSFADER_TARGET)
+
+
+def special_target_exists(patch: Patch, node_id: str, pin: str) -> bool:
+    """Whether a preset / crossfader target is there to drive: the preset exists, the
+    crossfader's pin is `position`."""
+    if node_id == PRESET_TARGET:
+        return pin in patch.presets
+    return node_id == CROSSFADER_TARGET and pin == "position"
+
+
+def target_label(node_id: str, pin: str) -> str:
+    """How a binding target reads in messages: "knob.value", "preset A", "crossfader"."""
+    if node_id == PRESET_TARGET:
+        return f"preset {pin}"
+    if node_id == CROSSFADER_TARGET:
+        return "crossfader" if pin == "position" else f"crossfader.{pin}"
+    return f"{node_id}.{pin}"
+
+
 def target_text(patch: Patch, binding: Binding) -> tuple[str, bool]:
     """How a binding's target reads in the panel, and whether it is there to drive."""
-    if binding.node == PRESET_TARGET:
-        return f"preset {binding.pin}", binding.pin in patch.presets
-    if binding.node == CROSSFADER_TARGET:
-        return f"presets crossfader · {binding.pin}", True
+    if is_special_target(binding.node):
+        label = target_label(binding.node, binding.pin)
+        present = special_target_exists(patch, binding.node, binding.pin)
+        return (label if present else f"{label} (missing)"), present
     inst = patch.nodes.get(binding.node)
     if inst is None or inst.input(binding.pin) is None:
         return f"{binding.node}.{binding.pin} (missing)", False
@@ -327,7 +354,7 @@ class QtLearn(QObject):
                 app.installEventFilter(self)
         self.target = (node_id, pin)
         self._send({"type": "learn", "node": node_id, "pin": pin})
-        self._show_status(f"Move a control to bind {node_id}.{pin}… (Esc cancels)")
+        self._show_status(f"Move a control to bind {target_label(node_id, pin)}… (Esc cancels)")
         self.changed.emit(self.target)
 
     def cancel(self, *, quiet: bool = False) -> None:
@@ -338,7 +365,7 @@ class QtLearn(QObject):
         self._stop()
         self._send({"type": "learn", "node": None})
         if not quiet:
-            self._show_status(f"Learn cancelled: {node_id}.{pin} not bound")
+            self._show_status(f"Learn cancelled: {target_label(node_id, pin)} not bound")
 
     def _stop(self) -> None:
         self.target = None

@@ -63,11 +63,13 @@ at the pointer), pins a dragged link fits (app.qt_pin_hints) and failure marks d
 (app.qt_failure_marks, from the statuses `decorate_nodes` reads). Nodes added from the library go
 in free space near the view's centre (app.placement).
 
-Live control (app.qt_bindings): the inspector's pin menu learns a binding (the engine answers
-`learned` with the control that moved; the binding is added as an undo step) or binds an OSC
-address typed; the Bindings panel lists and edits them; `live_values` from the engine go into the
-document as live edits. A patch opened from a file with `osc.out` nodes sends nothing until the
-person allows it (app.qt_allow_send; `--allow-send` skips the question).
+Live control (app.qt_bindings): the inspector's pin menu, and the presets panel's menus for a
+preset or the crossfader, learn a binding (the engine answers `learned` with the control that
+moved; the binding is added as an undo step) or bind an OSC address typed; without an engine the
+window's own controls recall bound presets and move the crossfader on its preset deck; the
+Bindings panel lists and edits them; `live_values` from the engine go into the document as live
+edits. A patch opened from a file with `osc.out` nodes sends nothing until the person allows it
+(app.qt_allow_send; `--allow-send` skips the question).
 
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
@@ -122,7 +124,15 @@ from app.engine_protocol import (
 from app.patch_info import output_node
 from app.placement import free_position
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
-from app.qt_bindings import QtBindingsPanel, QtLearn, bindings_of, default_range
+from app.qt_bindings import (
+    QtBindingsPanel,
+    QtLearn,
+    bindings_of,
+    default_range,
+    is_special_target,
+    special_target_exists,
+    target_label,
+)
 from app.qt_breadcrumbs import QtBreadcrumbBar
 from app.qt_canvas import QtPatchCanvas
 from app.qt_commands import (
@@ -178,7 +188,7 @@ from nodes import (
     nudge_beats,
     resync_beats,
 )
-from nodes._bindings import Binding
+from nodes._bindings import PRESET_TARGET, Binding
 
 FRAME_INTERVAL_MS = 16
 NUDGE_BEATS = 0.05  # how far one nudge shifts the beat (25 ms at 120 BPM)
@@ -251,6 +261,7 @@ class QtEditorWindow(QMainWindow):
         self.library = QtLibraryPanel()
         self.presets_panel = QtPresetsPanel(self.undo_stack)
         self.presets_panel.on_error = self._on_refused
+        self.presets_panel.can_learn = engine is not None
         self.preset_deck = PresetDeck(Patch())  # recalls while the window runs the patch itself
         self.messages = QtMessageLog()
         self.bubble = QtBubble(self)
@@ -264,7 +275,7 @@ class QtEditorWindow(QMainWindow):
         self.evaluator: Evaluator = (
             engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
         )
-        self.controls = Controls(self.patch, self.context)  # live controls without an engine
+        self.controls = self._local_controls(self.patch)  # live controls without an engine
         self._unsubscribe: Any = None
         self._frame = 0
         self._ticks = 0
@@ -297,6 +308,10 @@ class QtEditorWindow(QMainWindow):
         self.inspector.bind_osc_requested.connect(self.bind_to_osc_address)
         self.inspector.unbind_requested.connect(self.unbind_pin)
         self.learn.changed.connect(self.inspector.set_learning)
+        self.learn.changed.connect(self.presets_panel.set_learning)
+        self.presets_panel.learn_requested.connect(self.learn.toggle)
+        self.presets_panel.bind_osc_requested.connect(self.bind_to_osc_address)
+        self.presets_panel.unbind_requested.connect(self.unbind_pin)
         self.bindings_panel.node_requested.connect(self.show_node)
         self.bindings_panel.refused.connect(self._on_refused)
         self.library.create_requested.connect(self._create_at_center)
@@ -648,7 +663,7 @@ class QtEditorWindow(QMainWindow):
             self.context = ExecutionContext(self.gl)
             self._tell_send_allowed()
             self.evaluator = DualEvaluator(patch, self.context)
-            self.controls = Controls(patch, self.context)
+            self.controls = self._local_controls(patch)
             self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.bindings_panel.set_patch(patch)
         if self.output_preview is not None:
@@ -713,6 +728,13 @@ class QtEditorWindow(QMainWindow):
         removed = event.node_id if event.op == "remove_node" and event.definition is None else None
         if learning is not None and learning[0] == removed:
             self.learn.cancel()
+        elif (
+            learning is not None
+            and learning[0] == PRESET_TARGET
+            and event.op == "preset"
+            and learning[1] not in self.patch.presets
+        ):
+            self.learn.cancel()  # the preset learn waits for was removed
         node_id = self.inspector.node_id
         if node_id is None or event.definition != inside:
             return
@@ -1151,50 +1173,76 @@ class QtEditorWindow(QMainWindow):
         if self.bind_pin(node_id, pin, source, device):
             self.docks["Bindings"].raise_()
             on = f" on {device}" if device else ""
-            self.statusBar().showMessage(f"Bound {node_id}.{pin} to {source}{on}", 8000)
+            label = target_label(node_id, pin)
+            self.statusBar().showMessage(f"Bound {label} to {source}{on}", 8000)
 
     def bind_pin(self, node_id: str, pin: str, source: str, device: str = "") -> bool:
-        """Bind a pin of the document to a control as one undo step, over the pin's range
-        (app.qt_bindings.default_range); False (and why) if it cannot be or already is."""
+        """Bind a target to a control as one undo step: a pin of the document over the pin's
+        range (app.qt_bindings.default_range), a preset (`@preset`, its name) or the
+        crossfader (`@crossfader`, `position`) over 0..1; False (and why) if it cannot be or
+        already is."""
         patch = self.patch
-        inst = patch.nodes.get(node_id)
-        spec = inst.input(pin) if inst is not None else None
-        if inst is None or spec is None:
-            self._on_refused(f"cannot bind {node_id}.{pin}: the document has no such input")
-            return False
+        label = target_label(node_id, pin)
+        if is_special_target(node_id):
+            if not special_target_exists(patch, node_id, pin):
+                what = "preset" if node_id == PRESET_TARGET else "target"
+                self._on_refused(f"cannot bind {label}: the document has no such {what}")
+                return False
+            low, high = 0.0, 1.0
+        else:
+            inst = patch.nodes.get(node_id)
+            spec = inst.input(pin) if inst is not None else None
+            if inst is None or spec is None:
+                self._on_refused(f"cannot bind {label}: the document has no such input")
+                return False
+            low, high = default_range(inst, spec)
         for key in bindings_of(patch, node_id, pin):
             if (patch.bindings[key].source, patch.bindings[key].device) == (source, device):
-                self.statusBar().showMessage(f"{node_id}.{pin} is bound to {source} already", 6000)
+                self.statusBar().showMessage(f"{label} is bound to {source} already", 6000)
                 return False
-        low, high = default_range(inst, spec)
         try:
             binding = Binding(source, node_id, pin, low, high, device=device)
         except PatchError as error:
             self._on_refused(str(error))
             return False
-        text = f"bind {node_id}.{pin} to {source}"
+        text = f"bind {label} to {source}"
         self.undo_stack.push(SetBindingCommand(patch, patch.new_binding_id(), binding, text))
         return True
 
     def bind_to_osc_address(self, node_id: str, pin: str) -> None:
-        """The inspector's "Bind to OSC address…": bind the pin to an address typed."""
-        address = self.ask_osc_address(f"{node_id}.{pin}", f"/{node_id}/{pin}")
+        """ "Bind to OSC address…" (the inspector's pin menu, the presets panel): bind the
+        target to an address typed."""
+        label = target_label(node_id, pin)
+        if node_id == PRESET_TARGET:
+            suggested = "/preset/" + "_".join(pin.split())
+        elif is_special_target(node_id):
+            suggested = "/crossfader"
+        else:
+            suggested = f"/{node_id}/{pin}"
+        address = self.ask_osc_address(label, suggested)
         if not address:
             return
         source = "osc:" + (address if address.startswith("/") else "/" + address)
         if self.bind_pin(node_id, pin, source):
-            self.statusBar().showMessage(f"Bound {node_id}.{pin} to {source}", 8000)
+            self.statusBar().showMessage(f"Bound {label} to {source}", 8000)
 
     def unbind_pin(self, node_id: str, pin: str) -> None:
-        """Remove the bindings of a pin, as one undo step."""
+        """Remove the bindings of a target, as one undo step."""
         doomed = bindings_of(self.patch, node_id, pin)
         if not doomed:
             return
-        self.undo_stack.beginMacro(f"remove the binding of {node_id}.{pin}")
+        label = target_label(node_id, pin)
+        self.undo_stack.beginMacro(f"remove the binding of {label}")
         for key in doomed:
             self.undo_stack.push(SetBindingCommand(self.patch, key, None, "remove binding"))
         self.undo_stack.endMacro()
-        self.statusBar().showMessage(f"{node_id}.{pin} is no longer bound", 6000)
+        self.statusBar().showMessage(f"{label} is no longer bound", 6000)
+
+    def _local_controls(self, patch: Patch) -> Controls:
+        """The live controls of a patch the window runs itself: bound presets and the
+        crossfader play on the window's preset deck."""
+        deck = self.preset_deck
+        return Controls(patch, self.context, on_preset=deck.recall, on_crossfade=deck.set_crossfade)
 
     def show_node(self, node_id: str) -> None:
         """Select a node of the document on the canvas and bring it into view."""

@@ -12,16 +12,25 @@ beat or bar; 0 s is a jump). The crossfader blends the presets chosen as A and B
 them; without one, a jump from the document is an undoable edit (`RecallPresetCommand`) and the
 rest goes to the editor's own deck (`deck`), which its frame loop steps.
 
+Bindings: right-click a preset for "Learn MIDI/OSC…" (bind a control to recall it: target
+`@preset`, the name as pin), "Bind to OSC address…" and "Remove binding"; right-click the
+crossfader, or its Learn button, to bind the crossfader (`@crossfader` `position`, range 0..1).
+The panel only emits the requests (`learn_requested`, `bind_osc_requested`, `unbind_requested`,
+as the inspector's pin menu does); the editor binds. A bound preset shows its sources after its
+name, the one learn waits for is highlighted. Renaming a preset moves its bindings along in the
+same undo step.
+
 Dialogs go through `ask_name`, which tests replace.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QUndoCommand, QUndoStack
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -31,6 +40,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QPushButton,
     QSlider,
     QVBoxLayout,
@@ -38,12 +48,27 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine_protocol import ProtocolError, apply_deck_message
+from app.qt_bindings import bindings_of
 from app.qt_commands import same_value
+from app.qt_inspector import BIND_OSC_TEXT, CANCEL_LEARN_TEXT, LEARN_TEXT, UNBIND_TEXT
 from nodes import EASINGS, START_POINTS, SWITCH_POINTS, Patch, PatchError, PatchEvent, capture
+from nodes._bindings import CROSSFADER_TARGET, PRESET_TARGET
 
 CROSSFADE_STEPS = 1000
 MAX_NAME = 200  # as Patch.set_preset takes
 Values = Mapping[tuple[str, str], Any]
+NAME_ROLE = Qt.ItemDataRole.UserRole  # a list item's preset name (its text adds binding marks)
+LEARNING_COLOR, LEARNING_TEXT_COLOR = QColor(74, 58, 8), QColor(255, 233, 160)  # the inspector's
+CROSSFADER = (CROSSFADER_TARGET, "position")
+CROSSFADE_TITLE = "Crossfade A ↔ B"
+NO_LEARN_TIP = "Learning listens in the engine process (patchbay edit)"
+
+
+def _mark(sources: list[str], learning: bool) -> str:
+    """What follows a bound target's name: its sources, or that learn waits for it."""
+    if learning:
+        return "  ⟳ learning…"
+    return "  ◉ " + ", ".join(sources) if sources else ""
 
 
 class SetPresetCommand(QUndoCommand):
@@ -64,16 +89,21 @@ class SetPresetCommand(QUndoCommand):
 
 
 class RenamePresetCommand(QUndoCommand):
-    """Give a preset another (unused) name."""
+    """Give a preset another (unused) name; the bindings that recall it follow."""
 
     def __init__(self, patch: Patch, old: str, new: str) -> None:
         super().__init__(f"rename preset {old} to {new}")
         self._patch, self.old, self.new = patch, old, new
+        self.bound = bindings_of(patch, PRESET_TARGET, old)
 
     def _move(self, source: str, target: str) -> None:
-        values = self._patch.presets[source]
-        self._patch.set_preset(target, values)
-        self._patch.set_preset(source, None)
+        patch = self._patch
+        patch.set_preset(target, patch.presets[source])
+        for binding_id in self.bound:
+            binding = patch.bindings.get(binding_id)
+            if binding is not None:
+                patch.set_binding(binding_id, dataclasses.replace(binding, pin=target))
+        patch.set_preset(source, None)
 
     def redo(self) -> None:
         self._move(self.old, self.new)
@@ -110,6 +140,10 @@ class QtPresetsPanel(QWidget):
     """The presets of the document: see the module note. `engine_send` (a message to the
     engine) is set while an engine plays the patch; `deck` is the editor's own deck."""
 
+    learn_requested = Signal(str, str)  # target node, pin: bind it to the next control moved
+    bind_osc_requested = Signal(str, str)  # target node, pin: bind it to an OSC address typed
+    unbind_requested = Signal(str, str)  # target node, pin: remove its bindings
+
     def __init__(self, undo_stack: QUndoStack) -> None:
         super().__init__()
         self.undo_stack = undo_stack
@@ -117,12 +151,17 @@ class QtPresetsPanel(QWidget):
         self.engine_send: Callable[[dict[str, Any]], None] | None = None
         self.deck: Any = None  # a nodes.PresetDeck
         self.on_error: Callable[[str], None] = lambda _message: None
+        self.can_learn = True  # learning needs a process that receives controls
+        self.learning: tuple[str, str] | None = None  # the target learn waits for
+        self.menu: QMenu | None = None  # the last binding menu opened
         self._unsubscribe: Callable[[], None] | None = None
 
         self.list = QListWidget()
         self.list.setObjectName("presets")
-        self.list.itemDoubleClicked.connect(lambda item: self.jump(item.text()))
+        self.list.itemDoubleClicked.connect(lambda item: self.jump(item.data(NAME_ROLE)))
         self.list.currentItemChanged.connect(lambda *_: self._enable())
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._preset_menu_at)
         buttons = QHBoxLayout()
         self.buttons: dict[str, QPushButton] = {}
         for label, slot, tip in (
@@ -170,16 +209,28 @@ class QtPresetsPanel(QWidget):
         self.crossfader.setRange(0, CROSSFADE_STEPS)
         self.crossfader.setToolTip("Blend A and B")
         self.crossfader.valueChanged.connect(lambda _value: self.crossfade())
+        self.crossfader.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.crossfader.customContextMenuRequested.connect(
+            lambda pos: self._show_menu(self.binding_menu(*CROSSFADER), self.crossfader, pos)
+        )
+        self.crossfader_learn = QPushButton(LEARN_TEXT)
+        self.crossfader_learn.clicked.connect(
+            lambda _checked=False: self.learn_requested.emit(*CROSSFADER)
+        )
         fader = QHBoxLayout()
         fader.addWidget(self.a)
         fader.addWidget(self.crossfader, 1)
         fader.addWidget(self.b)
+        self.crossfader_label = QLabel(CROSSFADE_TITLE)
+        heading = QHBoxLayout()
+        heading.addWidget(self.crossfader_label, 1)
+        heading.addWidget(self.crossfader_learn)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.list, 1)
         layout.addLayout(buttons)
         layout.addLayout(transition)
-        layout.addWidget(QLabel("Crossfade A ↔ B"))
+        layout.addLayout(heading)
         layout.addLayout(fader)
         self._enable()
 
@@ -201,6 +252,8 @@ class QtPresetsPanel(QWidget):
     def _on_event(self, event: PatchEvent) -> None:
         if event.op == "preset":
             self.refresh()
+        elif event.op == "binding":
+            self.refresh_bindings()
 
     def refresh(self) -> None:
         """List the presets again (keeping the selection and the crossfader's pair)."""
@@ -208,9 +261,12 @@ class QtPresetsPanel(QWidget):
         current = self.selected()
         self.list.clear()
         for name in names:
-            self.list.addItem(QListWidgetItem(name))
+            item = QListWidgetItem(name)
+            item.setData(NAME_ROLE, name)
+            self.list.addItem(item)
         if current in names:
             self.list.setCurrentRow(names.index(current))
+        self.refresh_bindings()
         # A keeps its preset while it exists, else takes the first; B likewise, else the first
         # other than A's.
         taken = ""
@@ -232,14 +288,81 @@ class QtPresetsPanel(QWidget):
             self.buttons[label].setEnabled(chosen)
         self.crossfader.setEnabled(len(self.patch.presets) >= 2)
 
+    def names(self) -> list[str]:
+        """The presets listed, in order."""
+        return [self.list.item(row).data(NAME_ROLE) for row in range(self.list.count())]
+
     def selected(self) -> str | None:
         item = self.list.currentItem()
-        return item.text() if item is not None else None
+        return item.data(NAME_ROLE) if item is not None else None
 
     def select(self, name: str) -> None:
-        matches = self.list.findItems(name, Qt.MatchFlag.MatchExactly)
-        if matches:
-            self.list.setCurrentItem(matches[0])
+        names = self.names()
+        if name in names:
+            self.list.setCurrentRow(names.index(name))
+
+    # ------------------------------------------------------------------ bindings
+    def _sources(self, node_id: str, pin: str) -> list[str]:
+        bindings = self.patch.bindings
+        return [bindings[key].source for key in bindings_of(self.patch, node_id, pin)]
+
+    def refresh_bindings(self) -> None:
+        """Mark bound presets and the crossfader with their sources, and what learn waits for."""
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            name = item.data(NAME_ROLE)
+            sources = self._sources(PRESET_TARGET, name)
+            waiting = self.learning == (PRESET_TARGET, name)
+            item.setText(name + _mark(sources, waiting))
+            item.setToolTip(f"Recalled by {', '.join(sources)}" if sources else "")
+            item.setBackground(QBrush(LEARNING_COLOR) if waiting else QBrush())
+            item.setForeground(QBrush(LEARNING_TEXT_COLOR) if waiting else QBrush())
+        waiting = self.learning == CROSSFADER
+        sources = self._sources(*CROSSFADER)
+        self.crossfader_learn.setText(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
+        self.crossfader_learn.setEnabled(self.can_learn)
+        tip = f"Bound to {', '.join(sources)}. " if sources else ""
+        learn_tip = "Bind the crossfader to the next MIDI/OSC control moved"
+        self.crossfader_learn.setToolTip(tip + (learn_tip if self.can_learn else NO_LEARN_TIP))
+        self.crossfader_label.setText(CROSSFADE_TITLE + _mark(sources, waiting))
+        self.crossfader.setToolTip(
+            "Blend A and B" + (f" (bound to {', '.join(sources)})" if sources else "")
+        )
+
+    def set_learning(self, target: tuple[str, str] | None) -> None:
+        """Highlight the preset (or crossfader) learn waits for (None: learn is not armed)."""
+        self.learning = target
+        self.refresh_bindings()
+
+    def binding_menu(self, node_id: str, pin: str) -> QMenu:
+        """The binding menu of a preset (`@preset`, name) or the crossfader."""
+        menu = QMenu(self)
+        waiting = self.learning == (node_id, pin)
+        learn = menu.addAction(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
+        learn.setEnabled(self.can_learn)
+        if not self.can_learn:
+            learn.setToolTip(NO_LEARN_TIP)
+        learn.triggered.connect(lambda _=False: self.learn_requested.emit(node_id, pin))
+        bind = menu.addAction(BIND_OSC_TEXT)
+        bind.triggered.connect(lambda _=False: self.bind_osc_requested.emit(node_id, pin))
+        if bindings_of(self.patch, node_id, pin):
+            unbind = menu.addAction(UNBIND_TEXT)
+            unbind.triggered.connect(lambda _=False: self.unbind_requested.emit(node_id, pin))
+        return menu
+
+    def _preset_menu_at(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        if item is None:
+            return
+        self.list.setCurrentItem(item)
+        menu = self.binding_menu(PRESET_TARGET, item.data(NAME_ROLE))
+        self._show_menu(menu, self.list.viewport(), pos)
+
+    def _show_menu(self, menu: QMenu, widget: QWidget, pos: QPoint) -> None:
+        if self.menu is not None:
+            self.menu.deleteLater()
+        self.menu = menu
+        menu.popup(widget.mapToGlobal(pos))
 
     def ask_name(self, title: str, current: str) -> str | None:
         name, accepted = QInputDialog.getText(self, title, "Preset name:", text=current)

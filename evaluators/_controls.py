@@ -27,14 +27,23 @@ not touched at all.
   to the travel left on that side (both reach the end together), until they meet, then follows.
   A value changed by anything else than its binding makes the binding take over again.
 - `@preset` bindings call `on_preset(name)` when the control goes on (x >= 0.5 after < 0.5);
-  `@crossfader` bindings call `on_crossfade(position)` with the mapped value clamped to 0..1.
+  `@crossfader` bindings call `on_crossfade(position)` with the mapped value clamped to 0..1. A
+  PatchError these raise (a preset since deleted) skips that binding only.
 - A binding whose target node or pin is missing, or whose pin cannot be bound, is skipped.
-- Learn: `learn(node, pin)` arms it (and listens to every OSC address); the next event of any
-  source wins, `take_learned()` returns it once.
+- Learn: `learn(node, pin)` arms it (and listens to every OSC address and opens every MIDI
+  input); the next event of any source wins, `take_learned()` returns it once.
+- MIDI ports: the service opens the inputs MIDI bindings name by their `device` ("": every
+  port; `midi.*` nodes ask for their own), and every input while learning or following the
+  MIDI clock.
 - MIDI clock: with the patch setting `tempo_source` = "midi" (which opens the MIDI service), the
   tempo the MIDI service measures (`tempo()`, None until it knows; held to MIN_BPM..MAX_BPM)
   becomes `ctx.live_bpm`; a MIDI start (in `take_transport()`) makes the next frame the downbeat of
   every `time.beat`.
+- MIDI feedback (motor faders, LED rings), when the patch setting `midi_feedback` is true: a pin
+  bound to a MIDI CC that changes by other means than its control (an inspector edit, a preset
+  recall) sends its position back as that CC (same channel and number, 0..127) to the output
+  ports named by the binding's device, at the end of the next `before_frame` (the latest value
+  per pin). Sending is the MIDI service's (`send_control`): it never waits for a device.
 - At most `MAX_EVENTS_PER_FRAME` events are handled a frame; more are counted (`dropped`).
 
 Assumes it runs on the frame thread, as the services do. Only the document's own nodes are driven
@@ -60,6 +69,16 @@ TOUCH = 1.0 / 512  # positions this close (of the whole travel) touch: pickup an
 INPUT_TYPES = frozenset({"osc.in", "midi.cc", "midi.note"})
 LIVE_PINS = frozenset({"value", "arrived", "pending", "velocity"})  # set here, not by people
 _OSC_PREFIX = "osc:"
+
+
+def _call(callback: Callable[[Any], None] | None, argument: Any) -> None:
+    """A preset or crossfader callback; a target it refuses (PatchError) is skipped."""
+    if callback is None:
+        return
+    try:
+        callback(argument)
+    except PatchError:
+        return
 
 
 def mapped(binding: Binding, x: float) -> float:
@@ -106,6 +125,8 @@ class _Plan:
     note_inputs: dict[int, list[tuple[str, str, int]]] = field(default_factory=dict)
     bindings: dict[str, list[tuple[str, Binding]]] = field(default_factory=dict)  # by source
     osc_addresses: frozenset[str] = frozenset()  # of input nodes and bindings
+    midi_devices: frozenset[str] = frozenset()  # the port patterns of MIDI bindings
+    cc_bindings: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)  # by pin
     services: tuple[str, ...] = ()
 
 
@@ -137,6 +158,9 @@ class Controls:
         self._takeovers: dict[str, _Takeover] = {}
         self._preset_x: dict[str, float] = {}  # @preset binding -> its control's last position
         self._listened: tuple[Any, frozenset[str]] = (None, frozenset())  # OSC service, addresses
+        self._wanted_ports: tuple[Any, frozenset[str]] = (None, frozenset())  # MIDI, devices
+        self._writing = False  # while this runtime sets a pin (no feedback for that)
+        self._feedback_due: set[tuple[str, str]] = set()  # pins changed by other means
 
     @property
     def patch(self) -> Patch:
@@ -154,7 +178,15 @@ class Controls:
 
     def _on_patch_event(self, event: PatchEvent) -> None:
         """Work the plan out again when what it holds may have changed: nodes, links, bindings,
-        or the pins that pick an input node's messages (not the live pins this runtime sets)."""
+        or the pins that pick an input node's messages (not the live pins this runtime sets).
+        Note the pins changed by other means, for MIDI feedback."""
+        if (
+            event.op == "set_value"
+            and event.definition is None
+            and not self._writing
+            and self._feedback_on()
+        ):
+            self._feedback_due.add((event.node_id or "", event.pin or ""))
         if event.definition is not None or self._plan_stale:
             return
         if event.kind == "structural" or event.op == "binding":
@@ -202,6 +234,7 @@ class Controls:
                 self._listen(service, plan.osc_addresses)
             elif name == "midi":
                 midi = service
+                self._want_ports(service, plan.midi_devices)
             events += service.take_controls()
         if "osc" not in names and "osc" in self.ctx.services:
             self.ctx.service("osc").listen_any(False)  # learned: back to the listened addresses
@@ -216,6 +249,17 @@ class Controls:
             self._learning = None
         self._apply(plan, events)
         self._follow_midi_clock(midi)
+        self._send_feedback(plan, midi)
+
+    def _want_ports(self, midi: Any, devices: frozenset[str]) -> None:
+        """Have the MIDI service open the ports bindings name (every port while learning or
+        following the MIDI clock); the `midi.*` nodes ask for their own."""
+        if self._learning is not None or self._follows_midi_clock():
+            devices = devices | {""}
+        if self._wanted_ports != (midi, devices):
+            for device in devices:
+                midi.want(device)
+            self._wanted_ports = (midi, devices)
 
     def _listen(self, osc: Any, addresses: frozenset[str]) -> None:
         if self._listened != (osc, addresses):
@@ -262,8 +306,8 @@ class Controls:
                     self._apply_binding(binding_id, binding, x)
         for source in triggered:
             for _, binding in plan.bindings.get(source, ()):
-                if binding.node == PRESET_TARGET and self.on_preset is not None:
-                    self.on_preset(binding.pin)
+                if binding.node == PRESET_TARGET:
+                    _call(self.on_preset, binding.pin)
 
     def _drive_osc_inputs(
         self, plan: _Plan, values: dict[str, float], arrived: Counter[str]
@@ -301,12 +345,12 @@ class Controls:
         if binding.node == PRESET_TARGET:
             last = self._preset_x.get(binding_id)
             self._preset_x[binding_id] = x
-            if x >= 0.5 and (last is None or last < 0.5) and self.on_preset is not None:
-                self.on_preset(binding.pin)
+            if x >= 0.5 and (last is None or last < 0.5):
+                _call(self.on_preset, binding.pin)
             return
         if binding.node == CROSSFADER_TARGET:
-            if binding.pin == "position" and self.on_crossfade is not None:
-                self.on_crossfade(min(1.0, max(0.0, mapped(binding, x))))
+            if binding.pin == "position":
+                _call(self.on_crossfade, min(1.0, max(0.0, mapped(binding, x))))
             return
         instance = self.patch.nodes.get(binding.node)
         pin = instance.input(binding.pin) if instance is not None else None
@@ -362,10 +406,38 @@ class Controls:
         instance = self.patch.nodes.get(node_id)
         if instance is None or instance.values.get(pin) == value:
             return
+        self._writing = True
         try:
             self.patch.set_value(node_id, pin, value, live=True)
         except PatchError:
             return
+        finally:
+            self._writing = False
+
+    def _feedback_on(self) -> bool:
+        return self._patch.settings.get("midi_feedback") is True
+
+    def _send_feedback(self, plan: _Plan, midi: Any) -> None:
+        """Send the position of pins bound to a MIDI CC that changed by other means back to
+        the controller (see the module note)."""
+        due, self._feedback_due = self._feedback_due, set()
+        if not due or midi is None or not self._feedback_on():
+            return
+        for node_id, pin in due:
+            bindings = plan.cc_bindings.get((node_id, pin))
+            instance = self.patch.nodes.get(node_id)
+            if not bindings or instance is None:
+                continue
+            value = instance.values.get(pin)
+            if not isinstance(value, int | float):
+                continue
+            for binding in bindings:
+                if isinstance(value, bool):
+                    x = 1.0 if value else 0.0
+                else:
+                    x = position_of(binding, float(value))
+                channel, control = binding.source.split(":")[2:]
+                midi.send_control(binding.device, int(channel), int(control), round(x * 127))
 
     def _follows_midi_clock(self) -> bool:
         return bool(self._patch.settings.get("tempo_source") == "midi")
@@ -416,6 +488,12 @@ class Controls:
             plan.bindings.setdefault(binding.source, []).append((binding_id, binding))
         bound = [s[len(_OSC_PREFIX) :] for s in plan.bindings if s.startswith(_OSC_PREFIX)]
         plan.osc_addresses = frozenset((*plan.osc_inputs, *bound))
+        plan.midi_devices = frozenset(
+            b.device for b in self.patch.bindings.values() if b.source.startswith("midi:")
+        )
+        for binding in self.patch.bindings.values():
+            if binding.source.startswith("midi:cc:") and binding.node in self.patch.nodes:
+                plan.cc_bindings.setdefault((binding.node, binding.pin), []).append(binding)
         wants_osc = bool(plan.osc_addresses)
         wants_midi = bool(plan.cc_inputs or plan.note_inputs) or any(
             s.startswith("midi:") for s in plan.bindings

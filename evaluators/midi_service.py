@@ -23,6 +23,12 @@ control events in arrival order and `take_transport()` the transport messages, u
 frame. `tempo()` is the BPM of the MIDI clock (24 ticks a beat), from the ticks of about the last
 beat; None once no tick came for `CLOCK_TIMEOUT_SECONDS`.
 
+Feedback out (motor faders, LED rings): `send_control(device_pattern, channel, control, value)`
+enqueues a control change for every output port whose name contains the pattern and returns at
+once; the scanner thread lists the output ports (only once some feedback was asked for), opens the
+matching ones and sends. No output port matching a pattern is one line, said once; at most
+`MAX_QUEUED` changes wait to be sent, more are counted (`dropped`).
+
 MIDI is an optional extra (`patchbay[midi]`: mido and python-rtmidi, which has no wheels for some
 Pythons). Without it, and on Linux without an ALSA sequencer (`/dev/snd/seq`, e.g. in a container,
 or without the right to open it), the service still exists: it says why in one line (on its log,
@@ -70,12 +76,23 @@ class InputPort(Protocol):
     def close(self) -> None: ...
 
 
+class OutputPort(Protocol):
+    def send(self, message: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class MidiBackend(Protocol):
-    """What the service needs of a MIDI library: list input ports, open one with a callback."""
+    """What the service needs of a MIDI library: list input ports, open one with a callback;
+    list output ports and open one (for feedback only)."""
 
     def input_names(self) -> list[str]: ...
 
     def open_input(self, name: str, callback: Callable[[Any], None]) -> InputPort: ...
+
+    def output_names(self) -> list[str]: ...
+
+    def open_output(self, name: str) -> OutputPort: ...
 
 
 class MidoBackend:
@@ -89,6 +106,13 @@ class MidoBackend:
 
     def open_input(self, name: str, callback: Callable[[Any], None]) -> InputPort:
         port: InputPort = self._mido.open_input(name, callback=callback)
+        return port
+
+    def output_names(self) -> list[str]:
+        return [str(name) for name in self._mido.get_output_names()]
+
+    def open_output(self, name: str) -> OutputPort:
+        port: OutputPort = self._mido.open_output(name)
         return port
 
 
@@ -146,6 +170,10 @@ class MidiService:
         self._listed: tuple[str, ...] = ()
         self._open_names: tuple[str, ...] = ()
         self._ports: dict[str, InputPort] = {}  # the scanner thread's
+        self._wanted_outputs: frozenset[str] = frozenset()
+        self._outbox: queue.Queue[tuple[str, int, int, int]] = queue.Queue(MAX_QUEUED)
+        self._outputs_listed: tuple[str, ...] = ()
+        self._outputs: dict[str, OutputPort] = {}  # the scanner thread's
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -174,10 +202,29 @@ class MidiService:
         if self._backend is None or self._stop.is_set() or device_pattern in self._wanted:
             return
         self._wanted = self._wanted | {device_pattern}
+        self._start_scanner()
+
+    def _start_scanner(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._scan, name="patchbay-midi", daemon=True)
             self._thread.start()
         self._wake.set()
+
+    def send_control(self, device_pattern: str, channel: int, control: int, value: int) -> None:
+        """Send a control change (`channel` 1-16, `control` and `value` 0-127) to every output
+        port whose name contains `device_pattern` ("" = every port). Returns at once: the
+        scanner thread opens the ports and sends."""
+        if self._backend is None or self._stop.is_set():
+            return
+        if device_pattern not in self._wanted_outputs:
+            self._wanted_outputs = self._wanted_outputs | {device_pattern}
+        try:
+            self._outbox.put_nowait((device_pattern, channel, control, value))
+        except queue.Full:
+            with self._count_lock:
+                self.dropped += 1
+            return
+        self._start_scanner()
 
     def inputs_matching(self, device_pattern: str) -> list[str] | None:
         """The open ports `device_pattern` matches; None while the scanner has not looked for it
@@ -195,10 +242,12 @@ class MidiService:
         backend = self._backend
         assert backend is not None
         listed_at: float | None = None
+        outputs_listed = False  # since the last listing of the inputs
         while not self._stop.is_set():
             self._wake.clear()  # before reading what is wanted: a later `want` wakes us again
             wanted = self._wanted
             now = time.monotonic()
+            outputs_wanted = self._wanted_outputs
             if listed_at is None or now - listed_at >= self._scan_seconds:
                 listed_at = now
                 try:
@@ -206,8 +255,19 @@ class MidiService:
                 except Exception as error:  # rtmidi raises SystemError and others
                     self._report(f"MIDI ports cannot be listed: {_described(error)}")
                     self._listed = ()
+                outputs_listed = False
+            if outputs_wanted and not outputs_listed:
+                outputs_listed = True
+                try:
+                    self._outputs_listed = tuple(backend.output_names())
+                except Exception as error:
+                    self._report(f"MIDI output ports cannot be listed: {_described(error)}")
+                    self._outputs_listed = ()
             self._update_ports(backend, wanted)
             self._looked_for = wanted
+            if outputs_wanted:
+                self._update_outputs(backend, outputs_wanted)
+                self._send_waiting()
             self._wake.wait(max(0.0, listed_at + self._scan_seconds - time.monotonic()))
         self._close_ports()
 
@@ -222,6 +282,46 @@ class MidiService:
             except Exception as error:
                 self._report(f"MIDI input {name!r} cannot be opened: {_described(error)}")
         self._open_names = tuple(self._ports)
+
+    def _update_outputs(self, backend: MidiBackend, wanted: frozenset[str]) -> None:
+        for name in [name for name in self._outputs if name not in self._outputs_listed]:
+            self._close_output(name)
+        for name in self._outputs_listed:
+            if name in self._outputs or not any(pattern in name for pattern in wanted):
+                continue
+            try:
+                self._outputs[name] = backend.open_output(name)
+            except Exception as error:
+                self._report(f"MIDI output {name!r} cannot be opened: {_described(error)}")
+
+    def _send_waiting(self) -> None:
+        """Send the control changes waiting (the scanner thread)."""
+        import mido  # there is a backend: mido is there
+
+        for _ in range(self._outbox.qsize()):
+            pattern, channel, control, value = self._outbox.get_nowait()
+            ports = [(name, port) for name, port in self._outputs.items() if pattern in name]
+            if not ports:
+                outputs = ", ".join(self._outputs_listed) or "none"
+                self._report(
+                    f"MIDI feedback: no output port matching {pattern!r} (outputs: {outputs})"
+                )
+                continue
+            message = mido.Message(
+                "control_change", channel=channel - 1, control=control, value=value
+            )
+            for name, port in ports:
+                try:
+                    port.send(message)
+                except Exception as error:
+                    self._report(f"MIDI output {name!r} cannot send: {_described(error)}")
+
+    def _close_output(self, name: str) -> None:
+        port = self._outputs.pop(name)
+        try:
+            port.close()
+        except Exception as error:
+            self._report(f"MIDI output {name!r} did not close cleanly: {_described(error)}")
 
     def _callback_for(self, device: str) -> Callable[[Any], None]:
         def callback(message: Any) -> None:
@@ -239,6 +339,8 @@ class MidiService:
     def _close_ports(self) -> None:
         for name in list(self._ports):
             self._close_port(name)
+        for name in list(self._outputs):
+            self._close_output(name)
         self._open_names = ()
 
     # ------------------------------------------------------------------ receiving (port threads)

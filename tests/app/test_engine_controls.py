@@ -172,3 +172,18 @@ def test_an_editors_edit_wins_over_live_values_it_had_not_heard_of(
     assert ("knob", "value") not in engine._live_values  # the typed value is the newer one
     latest = editor.read_until("report", lambda m: m["applied"][0] == editor.edits.sent)
     assert latest["applied"][0] == editor.edits.sent
+
+
+def test_learn_for_a_preset_or_the_crossfader_answers_with_that_target(
+    engine: Engine, port: int
+) -> None:
+    editor = EditorEnd(engine, bound_patch())
+    editor.read_until("report")
+    client = SimpleUDPClient("127.0.0.1", port)
+    for node, pin, address in (("@preset", "loud", "/scene/1"), ("@crossfader", "position", "/x")):
+        editor.channel.send({"type": "learn", "node": node, "pin": pin})
+        assert poll_until(lambda: (engine.step(), engine.controls.learning)[1])
+        client.send_message(address, 1.0)
+        learned = editor.read_until("learned", lambda m, node=node: m["node"] == node)
+        assert learned == {"type": "learned", "node": node, "pin": pin, "source": f"osc:{address}",
+                           "device": ""}  # fmt: skip

@@ -332,7 +332,7 @@ def test_panel_and_learn_state_screenshot(
     picture = remote.grab()
     assert picture.save(str(ARTIFACTS / "bindings_panel.png"))
     assert remote.bindings_panel.table.item(2, TARGET).text() == "gone.value (missing)"
-    assert remote.bindings_panel.table.item(3, TARGET).text() == "presets crossfader · position"
+    assert remote.bindings_panel.table.item(3, TARGET).text() == "crossfader"
 
 
 # ------------------------------------------------------------------ live pins and live values

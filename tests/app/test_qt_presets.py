@@ -42,7 +42,7 @@ def captured_a_and_b(editor, ui):
 
 
 def list_names(panel) -> list[str]:
-    return [panel.list.item(row).text() for row in range(panel.list.count())]
+    return panel.names()
 
 
 def test_capture_lists_presets_and_undo_removes_them(editor, ui, qtbot):

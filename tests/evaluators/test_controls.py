@@ -32,6 +32,7 @@ class FakeService:
         self.frame: list[ControlEvent] = []
         self.listened: set[str] = set()
         self.any = False
+        self.wanted: set[str] = set()  # MIDI port patterns asked for
         self.bpm: float | None = None
         self.started = False
         self.closed = False
@@ -50,6 +51,9 @@ class FakeService:
 
     def listen_any(self, on: bool) -> None:
         self.any = on
+
+    def want(self, device: str) -> None:
+        self.wanted.add(device)
 
     def tempo(self) -> float | None:
         return self.bpm
@@ -290,6 +294,21 @@ def test_notes_are_queued_none_lost(midi: FakeService) -> None:
     assert (rig.value(toggle), rig.value(note, "velocity")) == (False, 0.0)
     rig.frame()
     assert (rig.value(toggle), rig.value(note, "velocity")) == (False, 0.0)
+
+
+def test_midi_bindings_open_the_ports_they_name_and_learn_opens_every_port(
+    midi: FakeService,
+) -> None:
+    patch = Patch()
+    node = patch.add_node("input.float", node_id="k")
+    patch.set_binding("b1", Binding("midi:cc:1:7", node, "value", device="nano"))
+    patch.set_binding("b2", Binding("midi:cc:1:8", node, "value", device="Launch"))
+    rig = Rig(patch)
+    rig.frame()
+    assert midi.wanted == {"nano", "Launch"}
+    rig.controls.learn(node, "value")
+    rig.frame()
+    assert midi.wanted == {"nano", "Launch", ""}
 
 
 def test_midi_bindings_narrow_by_device(midi: FakeService) -> None:
