@@ -205,6 +205,8 @@ class QtPresetsPanel(QWidget):
         self.a.setToolTip("Crossfader: preset A (slider left)")
         self.b = QComboBox()
         self.b.setToolTip("Crossfader: preset B (slider right)")
+        for combo in (self.a, self.b):  # a new pair plays at once, and a bound fader blends it
+            combo.activated.connect(lambda _index: self.crossfade())
         self.crossfader = QSlider(Qt.Orientation.Horizontal)
         self.crossfader.setRange(0, CROSSFADE_STEPS)
         self.crossfader.setToolTip("Blend A and B")

@@ -108,6 +108,10 @@ def test_the_crossfader_at_a_quarter_gives_a_quarter_of_the_way(editor, ui, qtbo
     panel.crossfader.setValue(1000)
     assert editor.patch.value("x", "value") == 10.0
     assert editor.undo_stack.undoText() == "capture preset B"  # live: no undo steps
+    panel.b.setCurrentText("A")  # a new pair, chosen by hand: it plays, and bound faders use it
+    panel.b.activated.emit(panel.b.currentIndex())
+    assert editor.patch.value("x", "value") == 0.0
+    assert editor.preset_deck.crossfade_pair == ("A", "A")
 
 
 def test_a_transition_plays_in_the_frame_loop(editor, ui, qtbot):
