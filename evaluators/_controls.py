@@ -34,7 +34,8 @@ not touched at all.
 - MIDI clock: with the patch setting `tempo_source` = "midi" (which opens the MIDI service), the
   tempo the MIDI service measures (`tempo()`, None until it knows; held to MIN_BPM..MAX_BPM)
   becomes `ctx.live_bpm`; a MIDI start (in `take_transport()`) makes the next frame the downbeat of
-  every `time.beat`.
+  every `time.beat`. When the clock stops or is no longer followed, the tempo it set is cleared;
+  a live tempo set by something else (an `audio.beat` node) is left alone.
 - At most `MAX_EVENTS_PER_FRAME` events are handled a frame; more are counted (`dropped`).
 
 Assumes it runs on the frame thread, as the services do. Only the document's own nodes are driven
@@ -137,6 +138,7 @@ class Controls:
         self._takeovers: dict[str, _Takeover] = {}
         self._preset_x: dict[str, float] = {}  # @preset binding -> its control's last position
         self._listened: tuple[Any, frozenset[str]] = (None, frozenset())  # OSC service, addresses
+        self._clock_bpm: float | None = None  # the live tempo the MIDI clock set last
 
     @property
     def patch(self) -> Patch:
@@ -372,12 +374,14 @@ class Controls:
 
     def _follow_midi_clock(self, midi: Any) -> None:
         ctx = self.ctx
-        if midi is None:
-            ctx.live_bpm = None
-            return
-        tempo = midi.tempo() if self._follows_midi_clock() else None
-        ctx.live_bpm = min(MAX_BPM, max(MIN_BPM, tempo)) if tempo and math.isfinite(tempo) else None
-        if "start" in midi.take_transport():
+        tempo = midi.tempo() if midi is not None and self._follows_midi_clock() else None
+        if tempo and math.isfinite(tempo):
+            ctx.live_bpm = self._clock_bpm = min(MAX_BPM, max(MIN_BPM, tempo))
+        elif self._clock_bpm is not None:  # the clock stopped: give back the tempo it set
+            if ctx.live_bpm == self._clock_bpm:
+                ctx.live_bpm = None
+            self._clock_bpm = None
+        if midi is not None and "start" in midi.take_transport():
             resync_beats(ctx.states.values())
 
     # ------------------------------------------------------------------ the plan

@@ -46,6 +46,8 @@ class Limits:
     shader_file_bytes: int = 1 * MIB
     #: Bytes of an image file (before decoding; the decoded size is held by `texture_side`).
     image_file_bytes: int = 256 * MIB
+    #: Bytes of an audio file (before decoding; the decoded length is held by `array_elements`).
+    audio_file_bytes: int = 512 * MIB
     #: Input pins a node derives from its values (a shader's uniforms): each instance holds a
     #: value for each, so a small file of many such nodes must not make them many.
     pins_per_node: int = 1024

@@ -38,7 +38,7 @@ from typing import BinaryIO, Literal
 from nodes._errors import shown
 from nodes._limits import active_limits
 
-FileKind = Literal["shader", "image", "sidecar", "patch", "file"]
+FileKind = Literal["shader", "image", "sidecar", "patch", "file", "audio"]
 
 TRUSTED_DIRS_VARIABLE = "PATCHBAY_TRUSTED_DIRS"
 SETTINGS_FILE = "settings.json"
@@ -47,7 +47,7 @@ _KIND_NAMES = {"shader": "shader file", "image": "image file", "sidecar": "sidec
                "patch": "patch file", "file": "file"}  # fmt: skip
 _SIZE_LIMITS = {"shader": "shader_file_bytes", "image": "image_file_bytes",
                 "sidecar": "sidecar_bytes", "patch": "file_bytes",
-                "file": "file_bytes"}  # fmt: skip
+                "file": "file_bytes", "audio": "audio_file_bytes"}  # fmt: skip
 _READ_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
