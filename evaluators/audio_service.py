@@ -67,16 +67,17 @@ class AudioRing:
 
     def write(self, block: np.ndarray) -> None:
         """Append samples; beyond the capacity, the oldest are overwritten."""
-        block = block[-self.capacity :]
+        total = len(block)
+        block = block[-self.capacity :]  # what would be overwritten at once is skipped
         count = len(block)
         if count == 0:
             return
         with self._lock:
-            start = self._written % self.capacity
+            start = (self._written + total - count) % self.capacity
             first = min(count, self.capacity - start)
             self._buffer[start : start + first] = block[:first]
             self._buffer[: count - first] = block[first:]
-            self._written += count
+            self._written += total
 
     def newest(self, count: int) -> np.ndarray:
         """A copy of the last `count` samples (at most the capacity), oldest first; zeros stand
@@ -277,8 +278,11 @@ class AudioService:
         try:
             capture = pending.result()
         except Exception as error:
-            line = one_line(str(error) if str(error).startswith(NO_INPUT) else
-                            f"{NO_INPUT}: {type(error).__name__}: {error}")  # fmt: skip
+            lines = str(error).strip().splitlines()
+            reason = lines[0] if lines else ""
+            if not reason.startswith(NO_INPUT):
+                reason = f"{NO_INPUT}: {type(error).__name__}: {reason}"
+            line = one_line(reason)
             self._failed[key] = (line, self._clock())
             raise RuntimeError(line) from None
         self._captures[key] = capture

@@ -26,7 +26,8 @@ duration in its length, and the analysis needs no rate beside it.
     seconds after the last onset.
   - tempo (`BeatTracker`): the autocorrelation of the flux over the last `TEMPO_WINDOW_SECONDS`,
     weighted towards 120 BPM (one octave either side), peak refined by a parabola; its pulse is
-    a phase that advances at that tempo and is pulled towards onsets that fall near a beat.
+    a phase that advances at that tempo and is pulled towards the comb of beats at that tempo
+    that catches the most flux.
 
 Known downsides: the tempo estimate needs a few seconds of material with clear onsets, and like
 every autocorrelation tracker it can settle on half or double the felt tempo.
@@ -57,13 +58,15 @@ DECODE_BLOCK_FRAMES = 1 << 16
 ONSET_BANDS = 24
 ONSET_COMPRESSION = 100.0  # log(1 + c * magnitude): quiet detail counts, loud parts saturate
 ONSET_FLOOR = 0.02  # flux below this is never an onset (silence, dithering, steady noise)
-ONSET_HISTORY_SECONDS = 0.5
+ONSET_HISTORY_SECONDS = 1.0
+DEFAULT_ONSET_THRESHOLD = 2.5
 MIN_ONSET_GAP = 0.1
 TEMPO_WINDOW_SECONDS = 8.0
 MIN_TEMPO_SECONDS = 3.0  # of flux history before a tempo is given
 TEMPO_RANGE = (60.0, 200.0)
 TEMPO_PRIOR_BPM = 120.0
-PHASE_PULL = 0.3  # how far an onset near a beat pulls the pulse's phase towards it
+COMB_DECAY = 0.7  # weight of each older beat when the pulse looks for where the beats fall
+PHASE_PULL = 0.25  # how far the pulse's phase moves towards the beats heard, per frame
 
 
 def frame_seconds(dt: float) -> float:
@@ -233,7 +236,7 @@ class OnsetDetector:
 
     def __init__(self, path: str = "") -> None:
         self._spectrum = SpectrumWindow()
-        self._magnitudes: np.ndarray | None = None
+        self._magnitudes = np.zeros(ONSET_BANDS)  # silence before the first frame
         self._history: deque[tuple[float, float]] = deque()  # (flux, seconds of its frame)
         self._last_flux = 0.0
         self._gap_left = 0.0
@@ -245,7 +248,7 @@ class OnsetDetector:
         powers = self._spectrum.powers(samples, _ONSET_EDGES)
         magnitudes = np.log1p(ONSET_COMPRESSION * np.sqrt(powers))
         previous, self._magnitudes = self._magnitudes, magnitudes
-        flux = 0.0 if previous is None else float(np.mean(np.maximum(magnitudes - previous, 0.0)))
+        flux = float(np.mean(np.maximum(magnitudes - previous, 0.0)))
         self.flux = flux
         history = self._history
         average = (
@@ -253,7 +256,7 @@ class OnsetDetector:
             if (total := sum(s for _, s in history)) > 0
             else 0.0
         )
-        limit = float(threshold) if math.isfinite(threshold) else 1.5
+        limit = float(threshold) if math.isfinite(threshold) else DEFAULT_ONSET_THRESHOLD
         self._gap_left -= seconds
         onset = (
             flux > ONSET_FLOOR
@@ -293,7 +296,7 @@ class BeatTracker:
     def step(self, samples: np.ndarray) -> tuple[float, bool]:
         """(tempo in BPM, 0 while unknown; whether a beat starts on this frame)."""
         seconds = len(samples) / AUDIO_RATE
-        onset = self.onsets.step(samples, 1.5)
+        self.onsets.step(samples, DEFAULT_ONSET_THRESHOLD)
         self._flux.append(self.onsets.flux)
         self._seconds.append(seconds)
         self._total += seconds
@@ -303,15 +306,29 @@ class BeatTracker:
         self.bpm = self._tempo()
         if self.bpm <= 0.0 or seconds <= 0.0:
             return self.bpm, False
-        self._phase += seconds * self.bpm / 60.0
-        if onset:
-            nearest = round(self._phase)
-            offset = self._phase - nearest
-            if abs(offset) < 0.25:
-                self._phase -= PHASE_PULL * offset
-        pulse = self._phase >= 1.0
-        self._phase -= math.floor(self._phase)
-        return self.bpm, pulse
+        frame = self._total / len(self._seconds)
+        period = 60.0 / self.bpm / frame  # in frames
+        self._phase += 1.0 / period
+        error = self._beat_phase(period) - self._phase
+        error -= round(error)  # the nearest way round, -0.5 .. 0.5
+        self._phase += PHASE_PULL * error
+        # The beat's pulse goes to the frame nearest to it: the phase wraps half a frame early.
+        wraps = math.floor(self._phase + 0.5 / period)
+        self._phase -= wraps
+        return self.bpm, wraps >= 1
+
+    def _beat_phase(self, period: float) -> float:
+        """Where in its beat this frame is (0..1), by the comb of beats at `period` frames that
+        catches the most flux over the history."""
+        flux = np.asarray(self._flux)
+        newest = len(flux) - 1
+        beats = np.arange(int(newest / period) + 1) * period
+        frames_ago = np.arange(max(1, math.ceil(period)))
+        at = np.rint(newest - frames_ago[:, None] - beats[None, :]).astype(int)
+        recent_first = COMB_DECAY ** np.arange(len(beats))  # the newest beats count most
+        scores = (np.where(at >= 0, flux[np.maximum(at, 0)], 0.0) * recent_first).sum(axis=1)
+        best = int(np.argmax(scores))
+        return best / period
 
     def _tempo(self) -> float:
         seconds = self._total
@@ -336,7 +353,7 @@ class BeatTracker:
         best = int(np.argmax(scored[1:-1])) + 1
         if correlation[best] <= 0.1:
             return 0.0
-        left, middle, right = scored[best - 1], scored[best], scored[best + 1]
+        left, middle, right = correlation[best - 1 : best + 2]
         curve = left - 2 * middle + right
         shift = 0.5 * (left - right) / curve if curve < 0 else 0.0
         period = (lags[best] + max(-0.5, min(0.5, shift))) * frame

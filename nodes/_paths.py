@@ -44,7 +44,7 @@ TRUSTED_DIRS_VARIABLE = "PATCHBAY_TRUSTED_DIRS"
 SETTINGS_FILE = "settings.json"
 
 _KIND_NAMES = {"shader": "shader file", "image": "image file", "sidecar": "sidecar file",
-               "patch": "patch file", "file": "file"}  # fmt: skip
+               "patch": "patch file", "file": "file", "audio": "audio file"}  # fmt: skip
 _SIZE_LIMITS = {"shader": "shader_file_bytes", "image": "image_file_bytes",
                 "sidecar": "sidecar_bytes", "patch": "file_bytes",
                 "file": "file_bytes", "audio": "audio_file_bytes"}  # fmt: skip

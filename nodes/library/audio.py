@@ -32,6 +32,7 @@ import numpy as np
 
 from nodes._audio import (
     AUDIO_RATE,
+    DEFAULT_ONSET_THRESHOLD,
     BandSmoother,
     BeatTracker,
     OnsetDetector,
@@ -48,7 +49,7 @@ from nodes._spec import Array, Determinism, node
 HOT = Determinism.NONDETERMINISTIC
 
 NO_AUDIO_INPUT = "no audio input"
-_SAMPLES_DOC = "The samples of the current frame (mono, 48 kHz), e.g. from audio.input or audio.file."
+_SAMPLES_DOC = "The samples of the current frame (mono, 48 kHz): audio.input's or audio.file's."
 
 
 # ----------------------------------------------------------------------------- sources
@@ -212,7 +213,7 @@ def audio_bands(
 def audio_onset(
     state: OnsetDetector,
     in_: Array = np.zeros(0),  # noqa: B008 - immutable by convention
-    threshold: float = 1.5,
+    threshold: float = DEFAULT_ONSET_THRESHOLD,
 ) -> bool:
     """True on frames where a sound starts (a hit, a note, a click): spectral flux above an
     adaptive threshold. Silence and steady sound give none."""
