@@ -102,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
             "load",
             "memory",
             "controls",
+            "audio",
         ),
         help="run only these sections",
     )
