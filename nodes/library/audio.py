@@ -15,8 +15,9 @@
   the node is deferred until then, and decoded again when the path or the file changes. A file
   that does not decode fails the node until the path or the file changes.
 - `audio.beat` with `drive_tempo` on sets the patch's live tempo (`ctx.live_bpm`, which every
-  `time.beat` follows) to the tempo it hears; switched off or removed, it gives the tempo back. It
-  is a sink, so it keeps listening when nothing reads its outputs.
+  `time.beat` follows) to the tempo it hears; switched off or removed, it gives the tempo back.
+  Like any node it runs only when something needs it: link `bpm` or `pulse` to a sink (or watch
+  it) for it to listen.
 
 Known downside: while a file decodes the node outputs no samples, so a render's first frames
 depend on how fast the file loads; a render that must be exact from frame 0 waits for it first.
@@ -224,7 +225,6 @@ def audio_onset(
     "audio.beat",
     determinism=HOT,
     init_state=BeatTracker,
-    sink=True,
     outputs={"bpm": "float", "pulse": "bool"},
     docs={
         "in": _SAMPLES_DOC,
@@ -240,7 +240,8 @@ def audio_beat(
     drive_tempo: bool = False,
 ) -> tuple[float, bool]:
     """The tempo of the sound and a pulse on its beats; with drive_tempo on, it sets the patch's
-    tempo. The tempo takes a few seconds of clear beats to find."""
+    tempo. The tempo takes a few seconds of clear beats to find; the node listens while something
+    uses its outputs."""
     bpm, pulse = state.step(as_samples(in_))
     if drive_tempo and bpm > 0.0:
         state.ctx = ctx
