@@ -65,9 +65,8 @@ def test_the_circle_follows_the_kicks(gl: GLService) -> None:
 
     try:
         assert poll_until(loaded)
-        assert all(
-            evaluator.status(node_id) in ("ok", "cached") for node_id in patch.nodes
-        ), {node_id: evaluator.error(node_id) for node_id in patch.nodes}
+        errors = {node_id: evaluator.error(node_id) for node_id in patch.nodes}
+        assert all(evaluator.status(node_id) in ("ok", "cached") for node_id in patch.nodes), errors
         sizes = []
         for frame in range(1, 121):  # two loops: beats every 30 frames
             evaluator.run_frame(frame / FPS, frame)
