@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from evaluators import ExecutionContext, NodeStatus
+from evaluators import Controls, ExecutionContext, NodeStatus
 from evaluators._services import FACTORIES
 from evaluators.audio_service import NO_PORTAUDIO, AudioService
 from nodes import LIBRARY, Determinism, Patch
@@ -381,3 +381,20 @@ def test_analysis_takes_any_input_without_raising() -> None:
         assert onset.compute(onset.init_state(""), value, 2.5) in (True, False)  # type: ignore[misc]
         beat = LIBRARY["audio.beat"]
         assert beat.compute(ctx, beat.init_state(""), value, True) == (0.0, False)  # type: ignore[misc]
+
+
+def test_the_controls_runtime_leaves_the_tempo_audio_sets(
+    player: Callable[..., Player], tmp_path: Path
+) -> None:
+    """Live controls run before every frame and drive the MIDI clock's tempo: a tempo set by
+    audio.beat is not theirs to clear."""
+    times = list(np.arange(0.1, 10.0, 60.0 / 100.0))
+    one = player(write_wav(tmp_path, "beat.wav", clicks(times, 10.0)), "audio.beat",
+                 {"drive_tempo": True})  # fmt: skip
+    controls = Controls(one.patch, one.evaluator.ctx)
+    for frame in range(1, 330):
+        controls.before_frame()
+        one.evaluator.run_frame(frame / FPS, frame)
+    assert one.evaluator.ctx.live_bpm == pytest.approx(100.0, abs=1.5)
+    controls.before_frame()
+    assert one.evaluator.ctx.live_bpm == pytest.approx(100.0, abs=1.5)
