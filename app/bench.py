@@ -29,6 +29,8 @@ Sections:
   evaluator's median frame with the profiler on and off.
 - video: `video.file` at 1080p: frame-thread time per frame (upload only) against the worker's
   decode time per frame, medians side by side (app/video_bench.py).
+- audio: audio input to frame latency through the input's ring buffer (median and p99) and the
+  per-frame cost of level, bands and onset on 800-sample frames (app/audio_bench.py).
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -588,6 +590,12 @@ def _video_section(quick: bool) -> Report:
     return video_bench(quick)
 
 
+def _audio_section(quick: bool) -> Report:
+    from app.audio_bench import audio_bench
+
+    return audio_bench(quick)
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -614,6 +622,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
             1000 if quick else 10000, 64 if quick else 320, 8 if quick else 40
         ),
         "video": lambda: _video_section(quick),
+        "audio": lambda: _audio_section(quick),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

@@ -117,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
             "controls",
             "profiler",
             "video",
+            "audio",
         ),
         help="run only these sections",
     )

@@ -38,7 +38,8 @@ not touched at all.
 - MIDI clock: with the patch setting `tempo_source` = "midi" (which opens the MIDI service), the
   tempo the MIDI service measures (`tempo()`, None until it knows; held to MIN_BPM..MAX_BPM)
   becomes `ctx.live_bpm`; a MIDI start (in `take_transport()`) makes the next frame the downbeat of
-  every `time.beat`.
+  every `time.beat`. When the clock stops or is no longer followed, the tempo it set is cleared;
+  a live tempo set by something else (an `audio.beat` node) is left alone.
 - MIDI feedback (motor faders, LED rings), when the patch setting `midi_feedback` is true: a pin
   bound to a MIDI CC that changes by other means than its control (an inspector edit, a preset
   recall) sends its position back as that CC (same channel and number, 0..127) to the output
@@ -161,6 +162,7 @@ class Controls:
         self._wanted_ports: tuple[Any, frozenset[str]] = (None, frozenset())  # MIDI, devices
         self._writing = False  # while this runtime sets a pin (no feedback for that)
         self._feedback_due: set[tuple[str, str]] = set()  # pins changed by other means
+        self._clock_bpm: float | None = None  # the live tempo the MIDI clock set last
 
     @property
     def patch(self) -> Patch:
@@ -444,12 +446,14 @@ class Controls:
 
     def _follow_midi_clock(self, midi: Any) -> None:
         ctx = self.ctx
-        if midi is None:
-            ctx.live_bpm = None
-            return
-        tempo = midi.tempo() if self._follows_midi_clock() else None
-        ctx.live_bpm = min(MAX_BPM, max(MIN_BPM, tempo)) if tempo and math.isfinite(tempo) else None
-        if "start" in midi.take_transport():
+        tempo = midi.tempo() if midi is not None and self._follows_midi_clock() else None
+        if tempo and math.isfinite(tempo):
+            ctx.live_bpm = self._clock_bpm = min(MAX_BPM, max(MIN_BPM, tempo))
+        elif self._clock_bpm is not None:  # the clock stopped: give back the tempo it set
+            if ctx.live_bpm == self._clock_bpm:
+                ctx.live_bpm = None
+            self._clock_bpm = None
+        if midi is not None and "start" in midi.take_transport():
             resync_beats(ctx.states.values())
 
     # ------------------------------------------------------------------ the plan

@@ -1,4 +1,4 @@
-"""Services: the long-lived I/O of a running patch (OSC server, MIDI ports, later the transport).
+"""Services: the long-lived I/O of a running patch (OSC server, MIDI ports, audio input).
 
 `Services` belongs to an ExecutionContext. A service is made by name (`get("osc")`) the first time a
 node asks for it, by the factory in `FACTORIES`, and lives until `close()` (the context's
@@ -13,7 +13,7 @@ services, from its command line (`osc_port`, `osc_host`, `allow_send`); they win
 settings, which a factory reads from the context (`ctx.settings`).
 
 Factories import their module when first used, so a process that never plays an OSC node never
-imports python-osc, nor mido one without MIDI nodes.
+imports python-osc, nor mido one without MIDI nodes, nor sounddevice one without audio input.
 """
 
 from __future__ import annotations
@@ -41,8 +41,14 @@ def _midi(ctx: Any) -> Service:
     return MidiService.for_context(ctx)
 
 
+def _audio(ctx: Any) -> Service:
+    from evaluators.audio_service import AudioService
+
+    return AudioService.for_context(ctx)
+
+
 #: Name -> factory taking the execution context.
-FACTORIES: dict[str, Callable[[Any], Service]] = {"osc": _osc, "midi": _midi}
+FACTORIES: dict[str, Callable[[Any], Service]] = {"osc": _osc, "midi": _midi, "audio": _audio}
 
 
 class Services:

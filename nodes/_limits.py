@@ -51,6 +51,8 @@ class Limits:
     video_file_bytes: int = 64 * 1024 * MIB
     #: Bytes of a font file (a font is read whole).
     font_file_bytes: int = 32 * MIB
+    #: Bytes of an audio file (before decoding; the decoded length is held by `array_elements`).
+    audio_file_bytes: int = 512 * MIB
     #: Input pins a node derives from its values (a shader's uniforms): each instance holds a
     #: value for each, so a small file of many such nodes must not make them many.
     pins_per_node: int = 1024

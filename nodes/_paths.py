@@ -38,18 +38,18 @@ from typing import BinaryIO, Literal
 from nodes._errors import shown
 from nodes._limits import active_limits
 
-FileKind = Literal["shader", "image", "sidecar", "patch", "file", "video", "font"]
+FileKind = Literal["shader", "image", "sidecar", "patch", "file", "video", "font", "audio"]
 
 TRUSTED_DIRS_VARIABLE = "PATCHBAY_TRUSTED_DIRS"
 SETTINGS_FILE = "settings.json"
 
 _KIND_NAMES = {"shader": "shader file", "image": "image file", "sidecar": "sidecar file",
                "patch": "patch file", "file": "file", "video": "video file",
-               "font": "font file"}  # fmt: skip
+               "font": "font file", "audio": "audio file"}  # fmt: skip
 _SIZE_LIMITS = {"shader": "shader_file_bytes", "image": "image_file_bytes",
                 "sidecar": "sidecar_bytes", "patch": "file_bytes",
                 "file": "file_bytes", "video": "video_file_bytes",
-                "font": "font_file_bytes"}  # fmt: skip
+                "font": "font_file_bytes", "audio": "audio_file_bytes"}  # fmt: skip
 _READ_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
