@@ -12,6 +12,7 @@ the canvas, the inspector and the library panel.
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -82,7 +83,8 @@ def _pin_rows(spec: NodeSpec, output: bool) -> str:
         )
     if not rows:
         return "<p><i>none</i></p>"
-    head = "<tr><th>pin</th><th>type</th>" + ("" if output else "<th>default</th>") + "<th></th>"
+    cells = ["pin", "type"] + ([] if output else ["default"]) + ["what it is"]
+    head = "<tr>" + "".join(f"<th align='left'>{cell}</th>" for cell in cells)
     return f"<table cellspacing='0' cellpadding='3'>{head}</tr>{''.join(rows)}</table>"
 
 
@@ -104,6 +106,11 @@ def example_words(patch: Patch) -> str:
     return "<br>".join(html.escape(line) for line in lines)
 
 
+def _with_code(text: str) -> str:
+    """Escaped text with its `quoted` names in a code font."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def help_html(spec: NodeSpec, example: Patch | None = None) -> str:
     """The help page of a node type, as rich text."""
     parts = [
@@ -112,14 +119,17 @@ def help_html(spec: NodeSpec, example: Patch | None = None) -> str:
     ]
     details = _details(spec)
     if details:
-        parts.append(f"<p>{html.escape(details)}</p>")
+        parts.append(f"<p>{_with_code(details)}</p>")
     parts.append(f"<p><i>{html.escape(determinism_words(spec))}</i></p>")
     parts.append("<h3>Inputs</h3>" + _pin_rows(spec, output=False))
     if spec.dynamic_inputs is not None:
         parts.append(f"<p>More inputs: {html.escape(DYNAMIC_PIN_DOCS.get(spec.id, ''))}</p>")
     parts.append("<h3>Outputs</h3>" + _pin_rows(spec, output=True))
     if example is not None:
-        parts.append("<h3>Example</h3><p>" + example_words(example) + "</p>")
+        parts.append(
+            "<h3>Example</h3><p>Open example opens a patch with these links as a new untitled"
+            " document:</p><p>" + example_words(example) + "</p>"
+        )
     return "".join(parts)
 
 
