@@ -340,7 +340,8 @@ class QtInspector(QWidget):
                 text += "<br><small>⟳ learning…</small>"
             label.setText(text)
             label.setStyleSheet(LEARNING_STYLE if waiting else "")
-            tip = pin_doc(self.patch.nodes[self.node_id].spec, pin)
+            inst = self.patch.nodes.get(self.node_id)  # gone when its removal is being shown
+            tip = pin_doc(inst.spec, pin) if inst is not None else ""
             if sources:
                 tip = "\n".join(part for part in (tip, "Bound to " + ", ".join(sources)) if part)
             label.setToolTip(tip)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QEvent, QMimeData, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
@@ -85,7 +86,7 @@ class QtLibraryPanel(QWidget):
         layout.addWidget(self.filter)
         layout.addWidget(self.tree)
         layout.addWidget(self.description)
-        self._hovered: QTreeWidgetItem | None = None
+        self._hovered_type: str | None = None  # the type under the pointer
         self.definitions = QTreeWidgetItem(self.tree, [DEFINITIONS])
         self.definitions.setToolTip(0, "This patch's definitions: double-click adds an instance")
         self.definitions.setHidden(True)
@@ -110,13 +111,22 @@ class QtLibraryPanel(QWidget):
         self.tree.viewport().installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.tree.viewport() and event.type() == QEvent.Type.Leave:
-            self._hovered = None
+        if watched is not self.tree.viewport():
+            return False
+        left = event.type() == QEvent.Type.Leave
+        off_items = (
+            isinstance(event, QMouseEvent)
+            and event.type() == QEvent.Type.MouseMove
+            and self.tree.itemAt(event.position().toPoint()) is None
+        )
+        if left or off_items:
+            self._hovered_type = None
             self._describe(self.tree.currentItem())
         return False
 
     def _on_item_entered(self, item: QTreeWidgetItem) -> None:
-        self._hovered = item
+        type_id = item.data(0, TYPE_ROLE)
+        self._hovered_type = str(type_id) if type_id else None
         self._describe(item)
 
     def _describe(self, item: QTreeWidgetItem | None) -> None:
@@ -128,11 +138,11 @@ class QtLibraryPanel(QWidget):
     def help_type(self) -> str | None:
         """The node type the person points at: the item under the pointer, else the current one
         while the tree has the focus."""
-        for item in (self._hovered, self.tree.currentItem() if self.tree.hasFocus() else None):
-            type_id = item.data(0, TYPE_ROLE) if item is not None else None
-            if type_id:
-                return str(type_id)
-        return None
+        if self._hovered_type is not None:
+            return self._hovered_type
+        current = self.tree.currentItem() if self.tree.hasFocus() else None
+        type_id = current.data(0, TYPE_ROLE) if current is not None else None
+        return str(type_id) if type_id else None
 
     def set_definitions(self, counts: Mapping[str, int]) -> None:
         """List these definitions (name -> instances using it), in order."""
