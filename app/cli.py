@@ -253,11 +253,16 @@ def _nodes(as_json: bool) -> int:
                         "lazy": pin.lazy,
                         "feedback": pin.feedback,
                         "live": pin.hint == "live",
+                        "doc": spec.pin_docs.get(pin.name, ""),
                     }
                     for pin in spec.inputs
                 ],
-                "outputs": [{"name": out.name, "type": out.type} for out in spec.outputs],
-                "doc": spec.doc.splitlines()[0] if spec.doc else "",
+                "outputs": [
+                    {"name": out.name, "type": out.type, "doc": spec.pin_docs.get(out.name, "")}
+                    for out in spec.outputs
+                ],
+                "summary": spec.summary,
+                "doc": spec.doc,
             }
         )
     if as_json:
@@ -271,7 +276,10 @@ def _nodes(as_json: bool) -> int:
         )  # fmt: skip
         outs = ", ".join(f"{out['name']}:{out['type']}" for out in entry["outputs"])
         sink = " sink" if entry["sink"] else ""
-        print(f"{entry['id']:<20} {entry['determinism']:<16}{sink} ({pins}) -> {outs}")
+        print(
+            f"{entry['id']:<20} {entry['determinism']:<16}{sink} ({pins}) -> {outs}"
+            f"  -- {entry['summary']}"
+        )
     return 0
 
 

@@ -18,10 +18,11 @@ name they give (`in: freq`); an instance has a badge with its definition's name 
 instances share it (`blob ×3`). A patch or level opens framed no further out than `readable_zoom`
 (titles `READABLE_TITLE_PX` tall). Links are drawn above node bodies, so that one passing behind a
 node never reads as that node's, but a press there still takes the node or pin. Hovering a pin
-shows its type, its current value (`output_of`, set by the editor) and the node's doc line.
-Backdrops of the level shown are items of `app.qt_backdrops.BackdropLayer`. The canvas menu holds
-the document's Undo / Redo only (NodeGraphQt's own are taken out) and the tab search our node
-types and definitions only.
+shows its type, its sentence (app.qt_help.pin_doc) and its current value (`output_of`, set by
+the editor); a node's tooltip carries its summary. Backdrops of the level shown are items of
+`app.qt_backdrops.BackdropLayer`. The canvas menu holds the document's Undo / Redo only
+(NodeGraphQt's own are taken out) and the tab search our node types, listed with their summary
+(typing matches both), and definitions only.
 
 Assumptions and known costs:
     * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
@@ -93,11 +94,13 @@ from app.qt_commands import (
     NodeRecord,
     RewireCommand,
 )
+from app.qt_help import pin_doc
 from evaluators import NodeClass, NodeStatus
 from nodes import LIBRARY, Link, NodeInstance, Patch, PatchError, PatchEvent
 
 SUBPATCH, INLET, OUTLET = "subpatch", "subpatch.inlet", "subpatch.outlet"
 DEFINITION_TYPE = "patchbay.definition."  # tab search entries of the document's definitions
+SEARCH_SEPARATOR = " — "  # between a node type's id and its summary in tab search
 DEFINITION_OPS = ("add_definition", "remove_definition", "rename_definition")
 BADGE_COLOR = (255, 214, 120)
 BADGE_GAP = 4.0  # scene units between a node's top and its badge
@@ -715,7 +718,7 @@ class QtPatchCanvas(QObject):
         self._ids[view.id] = node_id
         if len(inst.inputs) != len(inst.spec.inputs) or inst.type_id == SUBPATCH:
             self._sync_ports(node_id)
-        view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.doc}".strip())
+        view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.summary}".strip())
         self._badge(node_id)
         if node_id in self._decor:
             self._show_decor(node_id)
@@ -880,9 +883,10 @@ class QtPatchCanvas(QObject):
         definitions); the choice arrives in create_node or create_instance."""
         self.finish_loading()
         viewer = self.viewer()
-        # Our node types only: NodeGraphQt registers its own (Backdrop) too.
+        # Our node types only (NodeGraphQt registers its own, Backdrop, too), each named with its
+        # summary, which typing matches as well.
         names = {
-            name: types
+            search_name(name): types
             for name, types in self.graph.node_factory.names.items()
             if all(t.startswith("patchbay.") for t in types)
         }
@@ -991,7 +995,7 @@ class QtPatchCanvas(QObject):
         deferred = status == NodeStatus.DEFERRED
         item.border_color = (*DEFERRED_BORDER, 255) if deferred else (74, 84, 85, 255)
         item.setOpacity(IDLE_OPACITY if status == NodeStatus.IDLE else 1.0)
-        tip = f"{node_id} ({inst.type_id}) · {node_class} · {status}"
+        tip = f"{node_id} ({inst.type_id}) · {node_class} · {status}\n{inst.spec.summary}"
         if error:
             tip += f"\n{error}"
         item.setToolTip(tip)
@@ -1008,8 +1012,7 @@ class QtPatchCanvas(QObject):
         return None
 
     def pin_tooltip(self, node_id: str, pin: str, output: bool) -> str:
-        """What hovering a pin says: its name and type, its current value, and the node's doc
-        line (pins have no docs of their own)."""
+        """What hovering a pin says: its name and type, its sentence, and its current value."""
         inst = self.patch.nodes[node_id]
         specs = inst.spec.outputs if output else inst.inputs
         pin_type = next((p.type for p in specs if p.name == pin), "?")
@@ -1020,12 +1023,12 @@ class QtPatchCanvas(QObject):
             link = self.patch.link_into(node_id, pin)
             value = self._output(link.src, link.src_pin) if link else inst.values.get(pin)
             source = f" (from {link.src}.{link.src_pin})" if link else ""
-        doc = (inst.spec.doc or "").strip().splitlines()
+        doc = pin_doc(inst.spec, pin) or f"A pin of a {inst.type_id} node."
         lines = [
             f"{'output' if output else 'input'} {pin}: {pin_type}",
+            doc,
             f"value{source}: {describe_value(value)}",
         ]
-        lines.append(f"{inst.type_id}: {doc[0]}" if doc else f"pin of a {inst.type_id} node")
         return "\n".join(lines)
 
     def _output(self, node_id: str, pin: str) -> Any:
@@ -1083,6 +1086,12 @@ class QtPatchCanvas(QObject):
     def thumbnail_item(self, node_id: str) -> QGraphicsPixmapItem | None:
         """The item showing the node's thumbnail, if it has one."""
         return self._thumbnails.get(node_id)
+
+
+def search_name(type_id: str) -> str:
+    """How tab search lists a node type: its id and its summary."""
+    spec = LIBRARY.get(type_id)
+    return f"{type_id}{SEARCH_SEPARATOR}{spec.summary}" if spec and spec.summary else type_id
 
 
 def describe_value(value: Any) -> str:

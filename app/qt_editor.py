@@ -71,6 +71,12 @@ Bindings panel lists and edits them; `live_values` from the engine go into the d
 edits. A patch opened from a file with `osc.out` nodes sends nothing until the person allows it
 (app.qt_allow_send; `--allow-send` skips the question).
 
+Help: F1 opens the node help window (app.qt_help) for the library entry under the pointer, else
+the node selected on the canvas; with neither it shows or hides the legend. The window's "Open
+example" opens a small patch using the node (app.node_examples) as a new untitled document, and
+File > Examples opens each bundled example patch (resources/examples) the same way: saving one
+asks for a file name, so the bundled files are never overwritten.
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """
@@ -121,6 +127,7 @@ from app.engine_protocol import (
     patch_from_message,
     patch_message,
 )
+from app.node_examples import example_patch, example_paths
 from app.patch_info import output_node
 from app.placement import free_position
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
@@ -148,6 +155,7 @@ from app.qt_commands import (
 from app.qt_export import export_frozen_dialog
 from app.qt_failure_marks import QtFailureMarks
 from app.qt_focus import FieldUndoRouter, canvas_only
+from app.qt_help import QtNodeHelp
 from app.qt_inspector import QtInspector
 from app.qt_legend import QtLegend
 from app.qt_library import QtLibraryPanel
@@ -290,6 +298,8 @@ class QtEditorWindow(QMainWindow):
 
         self._build_layout()
         self.legend = QtLegend(self.canvas.widget)
+        self.node_help = QtNodeHelp(self)
+        self.node_help.open_example_requested.connect(self.open_node_example)
         self._build_status_bar()
         self._build_actions()
         self.canvas.output_of = lambda path, pin: self.evaluator.output(path, pin)
@@ -318,6 +328,7 @@ class QtEditorWindow(QMainWindow):
         self.library.instance_requested.connect(self._instance_at_center)
         self.library.rename_requested.connect(self.rename_definition)
         self.library.remove_requested.connect(self.remove_definition)
+        self.library.help_requested.connect(self.show_help)
         self.canvas.level_changed.connect(self._on_level_changed)
         self.link_values.wanted_changed.connect(self._send_watch)
         self.undo_stack.cleanChanged.connect(self._on_clean_changed)
@@ -429,6 +440,9 @@ class QtEditorWindow(QMainWindow):
         self._action(file_menu, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.examples_menu = file_menu.addMenu("E&xamples")
+        for path in example_paths():
+            self._action(self.examples_menu, path.stem, lambda p=path: self.open_example(p))
         self.save_action = self._action(
             file_menu, "&Save", self.save, QKeySequence.StandardKey.Save
         )
@@ -563,13 +577,62 @@ class QtEditorWindow(QMainWindow):
         self.output_screen_menu.aboutToShow.connect(self._fill_output_screen_menu)
         self.allow_send_action = self._action(view, "Allow OSC &Sending…", self.offer_allow_send)
         view.addSeparator()
-        self.legend_action = self._action(view, "&Legend", self._toggle_legend, "F1")
+        self.legend_action = self._action(view, "&Legend", self._toggle_legend)
+        self.legend_action.setToolTip("Show or hide the legend (F1 when no node is chosen)")
         self.legend_action.setCheckable(True)
         self.legend_action.setChecked(True)
         self.legend.closed.connect(lambda: self.legend_action.setChecked(False))
         panels = view.addMenu("&Panels")
         for dock in self.docks.values():
             panels.addAction(dock.toggleViewAction())
+        help_menu = menu.addMenu("&Help")
+        self.help_action = self._action(help_menu, "&Node Help", self.help_for_context, "F1")
+
+    # ------------------------------------------------------------------ help and examples
+    def help_for_context(self) -> None:
+        """F1: the help of the library entry pointed at, else of the node selected on the
+        canvas; with neither, the legend is shown or hidden."""
+        type_id = self.library.help_type()
+        if type_id is None:
+            selected = self.canvas.selected_ids()
+            shown = self.canvas.patch
+            if selected and selected[0] in shown.nodes:
+                type_id = shown.nodes[selected[0]].type_id
+        if type_id is None:
+            self.legend_action.trigger()
+            return
+        self.show_help(type_id)
+
+    def show_help(self, type_id: str) -> None:
+        self.node_help.show_type(type_id)
+
+    def open_node_example(self, type_id: str) -> bool:
+        """Open the help example of `type_id` as a new untitled document."""
+        if not self.maybe_save_changes():
+            return False
+        try:
+            patch = example_patch(type_id)
+        except PatchError as error:
+            self.report_error(str(error))
+            return False
+        self.set_patch(patch, None, from_file=True)
+        self.canvas.frame(None)
+        return True
+
+    def open_example(self, path: Path) -> bool:
+        """Open a bundled example patch as a new untitled document (Save asks for a name)."""
+        if not self.maybe_save_changes():
+            return False
+        try:
+            patch = self.session.load(path)
+        except PatchError as error:
+            self.report_error(str(error))
+            return False
+        self.set_patch(patch, None, from_file=True)
+        if not self.send_allowed:
+            self.offer_allow_send()
+        self.canvas.frame(None)
+        return True
 
     def _toggle_legend(self) -> None:
         self.legend.setVisible(self.legend_action.isChecked())

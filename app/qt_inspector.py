@@ -17,6 +17,7 @@ Bindings: right-click a float, int or bool input (its name or its field) for "Le
 request (`learn_requested`, `bind_osc_requested`, `unbind_requested`). A bound pin's name carries
 a mark with its sources (`◉ midi:cc:1:7`); the pin that learn waits for is highlighted
 (`set_learning`). Pins the live-control runtime writes (hint "live") are shown, not edited.
+Hovering an input's name shows its sentence (app.qt_help.pin_doc) and its bindings.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from PySide6.QtWidgets import (
 
 from app.qt_bindings import bindable, bindings_of
 from app.qt_code_editor import QtCodeField
+from app.qt_help import pin_doc
 from nodes import Patch, PinSpec
 
 SLIDER_STEPS = 1000
@@ -183,7 +185,8 @@ class QtInspector(QWidget):
             self._title.setText("No node selected")
             return
         inst = patch.nodes[node_id]
-        self._title.setText(f"<b>{node_id}</b> · {inst.type_id}<br><i>{inst.spec.doc}</i>")
+        summary = html.escape(inst.spec.summary)
+        self._title.setText(f"<b>{node_id}</b> · {inst.type_id}<br><i>{summary}</i> (F1: help)")
         for pin in inst.inputs:
             widget = self._pin_widget(pin)
             if isinstance(widget, QtCodeField):
@@ -337,7 +340,11 @@ class QtInspector(QWidget):
                 text += "<br><small>⟳ learning…</small>"
             label.setText(text)
             label.setStyleSheet(LEARNING_STYLE if waiting else "")
-            label.setToolTip("Bound to " + ", ".join(sources) if sources else "")
+            inst = self.patch.nodes.get(self.node_id)  # gone when its removal is being shown
+            tip = pin_doc(inst.spec, pin) if inst is not None else ""
+            if sources:
+                tip = "\n".join(part for part in (tip, "Bound to " + ", ".join(sources)) if part)
+            label.setToolTip(tip)
 
     def set_learning(self, target: tuple[str, str] | None) -> None:
         """Highlight the pin learn waits for (None: learn is not armed)."""

@@ -10,14 +10,20 @@ remove it (`rename_requested`, `remove_requested`).
 Items can also be dragged onto the canvas (`drag_payload` is what they carry). Tab search on the
 canvas itself is NodeGraphQt's (see qt_canvas.py); this panel is the browsable alternative and
 shows each type's determinism.
+
+Each node type's one-sentence summary is its tooltip and shows in the description line under the
+tree for the item under the pointer (or, with none, the current item). `help_type()` is the type
+the person points at, for F1; the context menu of a type offers "Help" (`help_requested`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from PySide6.QtCore import QMimeData, QPoint, Qt, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
+    QLabel,
     QLineEdit,
     QMenu,
     QTreeWidget,
@@ -60,6 +66,7 @@ class QtLibraryPanel(QWidget):
     instance_requested = Signal(str)  # definition name
     rename_requested = Signal(str)
     remove_requested = Signal(str)
+    help_requested = Signal(str)  # node type id
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,10 +75,18 @@ class QtLibraryPanel(QWidget):
         self.tree = _Tree()
         self.tree.setHeaderLabels(["Node type", "Runs"])
         self.tree.setDragEnabled(True)
+        self.tree.setMouseTracking(True)
+        self.description = QLabel()
+        self.description.setWordWrap(True)
+        self.description.setStyleSheet("color: #b8c0c8; padding: 2px;")
+        self.description.setMinimumHeight(self.description.fontMetrics().lineSpacing() * 3)
+        self.description.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.filter)
         layout.addWidget(self.tree)
+        layout.addWidget(self.description)
+        self._hovered_type: str | None = None  # the type under the pointer
         self.definitions = QTreeWidgetItem(self.tree, [DEFINITIONS])
         self.definitions.setToolTip(0, "This patch's definitions: double-click adds an instance")
         self.definitions.setHidden(True)
@@ -83,7 +98,7 @@ class QtLibraryPanel(QWidget):
                 parent = categories[spec.category] = QTreeWidgetItem(self.tree, [spec.category])
             item = QTreeWidgetItem(parent, [type_id, spec.determinism.value])
             item.setData(0, TYPE_ROLE, type_id)
-            item.setToolTip(0, spec.doc or type_id)
+            item.setToolTip(0, f"{spec.summary or type_id}\nF1: help and an example")
         self.tree.expandAll()
         self.tree.resizeColumnToContents(0)
         self.tree.itemDoubleClicked.connect(self._activated)
@@ -91,6 +106,43 @@ class QtLibraryPanel(QWidget):
         self.tree.customContextMenuRequested.connect(self._context_menu)
         self.filter.textChanged.connect(self._apply_filter)
         self.filter.returnPressed.connect(self.activate_first_match)
+        self.tree.itemEntered.connect(self._on_item_entered)
+        self.tree.currentItemChanged.connect(lambda *_: self._describe(self.tree.currentItem()))
+        self.tree.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is not self.tree.viewport():
+            return False
+        left = event.type() == QEvent.Type.Leave
+        off_items = (
+            isinstance(event, QMouseEvent)
+            and event.type() == QEvent.Type.MouseMove
+            and self.tree.itemAt(event.position().toPoint()) is None
+        )
+        if left or off_items:
+            self._hovered_type = None
+            self._describe(self.tree.currentItem())
+        return False
+
+    def _on_item_entered(self, item: QTreeWidgetItem) -> None:
+        type_id = item.data(0, TYPE_ROLE)
+        self._hovered_type = str(type_id) if type_id else None
+        self._describe(item)
+
+    def _describe(self, item: QTreeWidgetItem | None) -> None:
+        """Show the summary of the type `item` names in the description line."""
+        type_id = item.data(0, TYPE_ROLE) if item is not None else None
+        spec = LIBRARY.get(type_id) if type_id else None
+        self.description.setText(f"<b>{type_id}</b>: {spec.summary}" if spec else "")
+
+    def help_type(self) -> str | None:
+        """The node type the person points at: the item under the pointer, else the current one
+        while the tree has the focus."""
+        if self._hovered_type is not None:
+            return self._hovered_type
+        current = self.tree.currentItem() if self.tree.hasFocus() else None
+        type_id = current.data(0, TYPE_ROLE) if current is not None else None
+        return str(type_id) if type_id else None
 
     def set_definitions(self, counts: Mapping[str, int]) -> None:
         """List these definitions (name -> instances using it), in order."""
@@ -142,6 +194,12 @@ class QtLibraryPanel(QWidget):
 
     def _context_menu(self, pos: QPoint) -> None:
         item = self.tree.itemAt(pos)
+        type_id = item.data(0, TYPE_ROLE) if item is not None else None
+        if type_id:
+            menu = QMenu(self)
+            menu.addAction("Help", lambda: self.help_requested.emit(type_id))
+            menu.popup(self.tree.viewport().mapToGlobal(pos))
+            return
         name = item.data(0, DEFINITION_ROLE) if item is not None else None
         if not name:
             return

@@ -146,7 +146,16 @@ def _pass(
 # ----------------------------------------------------------------------------- generators
 
 
-@node("gpu.solid", init_state=GPUTargets, hints={"color": "color"})
+@node(
+    "gpu.solid",
+    init_state=GPUTargets,
+    hints={"color": "color"},
+    docs={
+        "color": "The colour to fill with.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The filled texture.",
+    },
+)
 def gpu_solid(
     ctx: Any, state: GPUTargets, color: Color = (1.0, 1.0, 1.0, 1.0), resolution: Vec2 = (0, 0)
 ) -> Texture:
@@ -154,32 +163,72 @@ def gpu_solid(
     return _pass(ctx, state, "solid", resolution, {"color": color})
 
 
-@node("gpu.gradient", init_state=GPUTargets, hints={"color_a": "color", "color_b": "color"})
+@node(
+    "gpu.gradient",
+    init_state=GPUTargets,
+    hints={"color_a": "color", "color_b": "color"},
+    docs={
+        "color_a": "The colour at the start.",
+        "color_b": "The colour at the end.",
+        "angle": "The direction in radians: 0 left to right, pi/2 bottom to top.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The gradient texture.",
+    },
+)
 def gpu_gradient(ctx: Any, state: GPUTargets, color_a: Color = (0.0, 0.0, 0.0, 1.0),
                  color_b: Color = (1.0, 1.0, 1.0, 1.0), angle: float = 0.0,
                  resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """A linear gradient from color_a to color_b; angle in radians (0: left to right, pi/2:
-    bottom to top)."""
+    """A linear gradient between two colours.
+
+    It goes from color_a to color_b; angle in radians (0: left to right, pi/2: bottom to top)."""
     uniforms = {"color_a": color_a, "color_b": color_b, "angle": angle}
     return _pass(ctx, state, "gradient", resolution, uniforms)
 
 
-@node("gpu.noise", init_state=GPUTargets, ranges={"scale": (0.0, None)})
+@node(
+    "gpu.noise",
+    init_state=GPUTargets,
+    ranges={"scale": (0.0, None)},
+    docs={
+        "time": "Where the noise is in its animation; link a clock to animate it.",
+        "scale": "How many noise cells across the frame.",
+        "seed": "Picks another noise pattern.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The noise texture.",
+    },
+)
 def gpu_noise(ctx: Any, state: GPUTargets, time: float = 0.0, scale: float = 8.0,
               seed: float = 0.0, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Animated grey value noise: link `time` (e.g. from time.seconds) to animate it; `scale` is
-    the number of noise cells across the frame."""
+    """Animated grey value noise.
+
+    Link `time` (from time.seconds, say) to animate it; `scale` is the number of noise cells
+    across the frame."""
     uniforms = {"time": time, "scale": scale, "seed": seed}
     return _pass(ctx, state, "noise", resolution, uniforms)
 
 
-@node("gpu.circle", init_state=GPUTargets, hints={"color": "color", "background": "color"})
+@node(
+    "gpu.circle",
+    init_state=GPUTargets,
+    hints={"color": "color", "background": "color"},
+    docs={
+        "center": "The centre, 0..1 across and up from the bottom-left corner.",
+        "radius": "The radius as a fraction of the frame height.",
+        "softness": "How far the edge fades inwards.",
+        "color": "The colour of the circle.",
+        "background": "The colour around it.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The texture with the circle.",
+    },
+)
 def gpu_circle(ctx: Any, state: GPUTargets, center: Vec2 = (0.5, 0.5), radius: float = 0.25,
                softness: float = 0.0, color: Color = (1.0, 1.0, 1.0, 1.0),
                background: Color = (0.0, 0.0, 0.0, 1.0),
                resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """A filled circle: center in 0..1 (origin bottom-left), radius a fraction of the height,
-    softness widens the edge inwards."""
+    """A filled circle on a background.
+
+    Center in 0..1 (origin bottom-left), radius a fraction of the height, softness widens the
+    edge inwards."""
     uniforms = {"center": center, "radius": radius, "softness": softness, "color": color,
                 "background": background}  # fmt: skip
     return _pass(ctx, state, "circle", resolution, uniforms)
@@ -190,32 +239,71 @@ def gpu_circle(ctx: Any, state: GPUTargets, center: Vec2 = (0.5, 0.5), radius: f
 BLEND_MODES = {"mix": 0, "add": 1, "multiply": 2, "screen": 3}
 
 
-@node("gpu.blend", init_state=GPUTargets, ranges={"opacity": (0.0, 1.0)})
+@node(
+    "gpu.blend",
+    init_state=GPUTargets,
+    ranges={"opacity": (0.0, 1.0)},
+    docs={
+        "a": "The texture underneath.",
+        "b": "The texture laid on top.",
+        "mode": "How they combine: mix, add, multiply or screen.",
+        "opacity": "How much of the blend shows over a, from 0 to 1.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The blended texture.",
+    },
+)
 def gpu_blend(ctx: Any, state: GPUTargets, a: Texture = None, b: Texture = None,
               mode: str = "mix", opacity: float = 1.0,
               resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """b blended onto a: mode is mix, add, multiply or screen; opacity fades the result in over a.
-    A missing input reads as transparent black."""
+    """Blends one texture onto another.
+
+    b goes onto a: mode is mix, add, multiply or screen; opacity fades the result in over a. A
+    missing input reads as transparent black."""
     if mode not in BLEND_MODES:
         raise ValueError(f"unknown blend mode {mode!r} (use {', '.join(BLEND_MODES)})")
     uniforms = {"mode": BLEND_MODES[mode], "opacity": opacity}
     return _pass(ctx, state, "blend", resolution, uniforms, {"a": a, "b": b})
 
 
-@node("gpu.transform", init_state=GPUTargets)
+@node(
+    "gpu.transform",
+    init_state=GPUTargets,
+    docs={
+        "in": "The texture to move.",
+        "translate": "The shift, in frame widths and heights.",
+        "rotate": "The rotation in radians, counter-clockwise.",
+        "scale": "The size factor.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The moved texture.",
+    },
+)
 def gpu_transform(ctx: Any, state: GPUTargets, in_: Texture = None, translate: Vec2 = (0, 0),
                   rotate: float = 0.0, scale: float = 1.0,
                   resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Moves (in frame widths/heights), rotates (radians, counter-clockwise) and scales the input
-    about the frame centre; what comes from outside the input is transparent."""
+    """Moves, rotates and scales a texture about the frame centre.
+
+    The shift is in frame widths/heights, the rotation in radians, counter-clockwise; what comes
+    from outside the input is transparent."""
     uniforms = {"translate": translate, "rotate": rotate, "scale": scale}
     return _pass(ctx, state, "transform", resolution, uniforms, {"src": in_})
 
 
-@node("gpu.blur", init_state=GPUTargets, ranges={"radius": (0.0, None)})
+@node(
+    "gpu.blur",
+    init_state=GPUTargets,
+    ranges={"radius": (0.0, None)},
+    docs={
+        "in": "The texture to blur.",
+        "radius": "The blur radius in pixels.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The blurred texture.",
+    },
+)
 def gpu_blur(ctx: Any, state: GPUTargets, in_: Texture = None, radius: float = 4.0,
              resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """A Gaussian blur, `radius` in pixels (about three standard deviations): two passes."""
+    """A Gaussian blur of a texture.
+
+    `radius` is in pixels (about three standard deviations); it renders in two passes."""
     gl = _gpu(ctx)
     size = _size(ctx, resolution, in_)
     shader = builtin_shader("blur")
@@ -254,12 +342,18 @@ def _copy_for_next_frame(ctx: Any, state: FeedbackState, texture: Any) -> Any:
     feedback=("in",),
     init_state=FeedbackState,
     capture=_copy_for_next_frame,
+    docs={
+        "in": "The texture to delay; it may come from downstream.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The texture in had at the end of the previous frame.",
+    },
 )
 def gpu_feedback(ctx: Any, state: FeedbackState, in_: Texture = None,
                  resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """The texture `in` had at the end of the previous frame (transparent black on the first
-    one): the GPU frame delay. Its `in` may be fed from downstream, which makes trails and
-    feedback loops."""
+    """Gives the texture its input had on the previous frame: the GPU frame delay.
+
+    It gives transparent black on the first frame. Its `in` may be fed from downstream, which makes
+    trails and feedback loops."""
     gl = _gpu(ctx)
     size = _size(ctx, resolution, in_)
     if in_ is not None and tuple(in_.size) == size:
@@ -446,12 +540,20 @@ def _frame_shader_text(ctx: Any, state: ShaderState, source: str, file: str) -> 
     hints={"source": "code", "file": "file"},
     dynamic_inputs=shader_pins,
     dynamic_from=("source", "file"),
+    docs={
+        "source": "The GLSL fragment shader's code.",
+        "file": "A shader file to use when source is empty.",
+        "resolution": "The output size in pixels; (0, 0) takes the input's or the patch's size.",
+        "out": "The texture the shader drew.",
+    },
 )
 def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file: str = "",
                resolution: Vec2 = (0, 0),
                uniforms: Mapping[str, Any] | None = None) -> Texture:  # fmt: skip
-    """A fragment shader (GLSL 330: `in vec2 uv; out vec4 fragColor;`) from `source`, or from
-    `file` when source is empty. Each uniform becomes an input pin (vec3/vec4 as colours,
+    """Draws a texture with a GLSL fragment shader whose uniforms become pins.
+
+    The shader (GLSL 330: `in vec2 uv; out vec4 fragColor;`) comes from `source`, or from `file`
+    when source is empty. Each uniform becomes an input pin (vec3/vec4 as colours,
     sampler2D as textures; `resolution` is the target size). A relative `file` is relative to the
     patch file's folder. A shader that does not compile fails the node with the driver's line and
     column, and the last good one keeps rendering."""
@@ -530,9 +632,19 @@ class ImageState(GPUTargets):
         self.failed: tuple[Path, int | None, str] | None = None
 
 
-@node("gpu.image", init_state=ImageState, hints={"path": "file"})
+@node(
+    "gpu.image",
+    init_state=ImageState,
+    hints={"path": "file"},
+    docs={
+        "path": "The image file, relative to the patch's folder.",
+        "out": "The image as a texture.",
+    },
+)
 def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
-    """A PNG or JPEG file as a texture (its own size). The file is decoded in the background:
+    """Loads a PNG or JPEG file as a texture.
+
+    The texture has the image's own size. The file is decoded in the background:
     until then the node reports deferred and keeps its previous texture. A file that does not
     load fails the node until the path or the file changes. A relative path is relative to the
     patch file's folder."""
@@ -568,10 +680,19 @@ def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
     return target
 
 
-@node("gpu.from_array", init_state=GPUTargets)
+@node(
+    "gpu.from_array",
+    init_state=GPUTargets,
+    docs={
+        "array": "The pixels: HxW or HxWxC, rows top to bottom.",
+        "out": "The pixels as a texture.",
+    },
+)
 def gpu_from_array(ctx: Any, state: GPUTargets, array: Array = np.zeros(0)) -> Texture:  # noqa: B008
-    """An image array (HxW or HxWxC, C = 1..4, rows top to bottom) as a texture: uint8 values
-    as they are, other numbers as floats in 0..1."""
+    """Uploads an image array to the GPU as a texture.
+
+    The array is HxW or HxWxC (C = 1..4, rows top to bottom): uint8 values as they are, other
+    numbers as floats in 0..1."""
     gl = _gpu(ctx)
     pixels = np.asarray(array)
     if pixels.size == 0:
@@ -587,10 +708,18 @@ def gpu_from_array(ctx: Any, state: GPUTargets, array: Array = np.zeros(0)) -> T
     return state.replace("out", gl.upload(pixels))
 
 
-@node("gpu.readback")
+@node(
+    "gpu.readback",
+    docs={
+        "in": "The texture to read.",
+        "out": "Its pixels, an HxWx4 uint8 array, rows top to bottom.",
+    },
+)
 def gpu_readback(ctx: Any, in_: Texture = None) -> Array:
-    """The texture's pixels as an HxWx4 uint8 array (rows top to bottom): a GPU -> CPU copy,
-    for analysis patches; it costs a readback every time it runs."""
+    """Copies a texture's pixels back from the GPU into an array.
+
+    The array is HxWx4 uint8, rows top to bottom; for analysis patches: it costs a readback every
+    time it runs."""
     if in_ is None:
         return np.zeros((0, 0, 4), np.uint8)
     return _gpu(ctx).readback(in_)
@@ -599,17 +728,37 @@ def gpu_readback(ctx: Any, in_: Texture = None) -> Array:
 # ----------------------------------------------------------------------------- sinks
 
 
-@node("gpu.output", sink=True)
+@node(
+    "gpu.output",
+    sink=True,
+    docs={
+        "in": "The texture to show.",
+        "out": "The texture received, for reading.",
+    },
+)
 def gpu_output(in_: Texture = None) -> Texture:
-    """A sink: the texture shown in the output window (and written by `patchbay run --out`)."""
+    """A sink: the texture shown in the output window.
+
+    It is also what `patchbay run --out` writes."""
     return in_
 
 
-@node("gpu.preview", sink=True, init_state=GPUTargets, ranges={"max_side": (1, 4096)})
+@node(
+    "gpu.preview",
+    sink=True,
+    init_state=GPUTargets,
+    ranges={"max_side": (1, 4096)},
+    docs={
+        "in": "The texture to preview.",
+        "max_side": "The longest side of the copy, in pixels.",
+        "out": "The small copy.",
+    },
+)
 def gpu_preview(ctx: Any, state: GPUTargets, in_: Texture = None,
                 max_side: int = 256) -> Texture:  # fmt: skip
-    """A sink: a small copy of the texture (its longest side at most `max_side` pixels), for
-    previews in the editor."""
+    """A sink: a small copy of a texture, for previews in the editor.
+
+    Its longest side is at most `max_side` pixels."""
     if in_ is None:
         return None
     gl = _gpu(ctx)

@@ -54,11 +54,20 @@ def ask_for_device(ctx: Any, device: str) -> None:
     determinism=USER,
     hints={"value": "live"},
     ranges={"channel": (0, 16), "control": (0, 127), "value": (0.0, 1.0)},
+    docs={
+        "device": "Part of the MIDI input's name; empty for any input.",
+        "channel": "The MIDI channel, 1 to 16; 0 for any.",
+        "control": "The controller number, 0 to 127.",
+        "value": "The latest value received (written live).",
+        "out": "The controller's value, from 0 to 1.",
+    },
 )
 def midi_cc(
     ctx: Any, device: str = "", channel: int = 0, control: int = 0, value: float = 0.0
 ) -> float:
-    """A MIDI control change (a knob, a fader): `out` is the latest value of controller `control`
+    """The position of a MIDI knob or fader, from 0 to 1.
+
+    `out` is the latest value of controller `control`
     on `channel` (0 = any) from the ports whose name contains `device`, from 0 to 1."""
     ask_for_device(ctx, device)
     return float(value)
@@ -70,11 +79,20 @@ def midi_cc(
     hints={"velocity": "live"},
     ranges={"channel": (0, 16), "note": (0, 127), "velocity": (0.0, 1.0)},
     outputs={"velocity": "float", "gate": "bool"},
+    docs={
+        "device": "Part of the MIDI input's name; empty for any input.",
+        "channel": "The MIDI channel, 1 to 16; 0 for any.",
+        "note": "The note number, 0 to 127 (60 is middle C).",
+        "velocity": "How hard the note was struck, from 0 to 1; 0 once released.",
+        "gate": "True while the note is held.",
+    },
 )
 def midi_note(
     ctx: Any, device: str = "", channel: int = 0, note: int = 60, velocity: float = 0.0
 ) -> tuple[float, bool]:
-    """A MIDI note (a key, a pad): `velocity` of the latest note-on of `note` on `channel` (0 =
+    """A MIDI key or pad: how hard it was struck, and whether it is held.
+
+    `velocity` is that of the latest note-on of `note` on `channel` (0 =
     any) from the ports whose name contains `device`, from 0 to 1, and 0 after its note-off;
     `gate` is true while it is held (velocity above 0)."""
     ask_for_device(ctx, device)

@@ -24,10 +24,21 @@ LIVE = "live"
     determinism=USER,
     outputs={"out": "float", "trigger": "bool", "count": "int"},
     hints={"value": LIVE, "arrived": LIVE, "pending": LIVE},
+    docs={
+        "address": "The OSC address to listen to.",
+        "value": "The latest number received (written live).",
+        "arrived": "How many messages were taken this frame (written live).",
+        "pending": "Triggers still to fire, one per frame (written live).",
+        "out": "The first argument of the latest message.",
+        "trigger": "True on one frame per message received.",
+        "count": "How many messages arrived since the last frame.",
+    },
 )
 def osc_in(address: str = "/fader/1", value: float = 0.0, arrived: int = 0,
            pending: int = 0) -> tuple[float, bool, int]:  # fmt: skip
-    """The latest OSC message to `address`: `out` is its first argument (a number; messages
+    """The latest number an OSC surface sent to an address.
+
+    `out` is the first argument of the latest message to `address` (a number; messages
     without one leave it as it was), `trigger` is true on one frame per message received (none
     lost: five in one frame fire on five frames), `count` is how many arrived since last frame.
     The live pins are written by the controls runtime: `value` (the latest number), `arrived`
@@ -44,11 +55,25 @@ class SentState:
         self.last: tuple[Any, ...] | None = None
 
 
-@node("osc.out", determinism=HOT, sink=True, init_state=SentState)
+@node(
+    "osc.out",
+    determinism=HOT,
+    sink=True,
+    init_state=SentState,
+    docs={
+        "in": "The number to send.",
+        "host": "The receiver's host name or address.",
+        "port": "The receiver's UDP port.",
+        "address": "The OSC address to send to.",
+        "out": "The number received, passed on.",
+    },
+)
 def osc_out(ctx: Any, state: SentState, in_: float = 0.0, host: str = "127.0.0.1",
             port: int = 9001, address: str = "/out") -> float:  # fmt: skip
-    """Sends `in` to `host:port` at `address` whenever it (or the target) changes; `out` passes it
-    on. Sends nothing unless the player allows it (`--allow-send`): the node fails saying so."""
+    """Sends a number to an OSC receiver whenever it changes.
+
+    It sends `in` to `host:port` at `address` whenever it (or the target) changes; `out` passes it
+    on. It sends nothing unless the player allows it (`--allow-send`): the node fails saying so."""
     message = (host, int(port), address, float(in_))
     if message != state.last:
         ctx.service("osc").send(*message)

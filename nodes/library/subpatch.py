@@ -14,16 +14,39 @@ from typing import Any
 from nodes._spec import node
 
 
-@node("subpatch.inlet", outputs={"out": "any"}, output_defaults={"out": None})
+@node(
+    "subpatch.inlet",
+    outputs={"out": "any"},
+    output_defaults={"out": None},
+    docs={
+        "name": "The name of the pin instances show.",
+        "default": "What it gives when the instance's pin receives nothing.",
+        "out": "What the instance's pin receives.",
+    },
+)
 def inlet(name: str = "in", default: Any = None) -> Any:
-    """An input pin of the definition: instances show a pin of this name; inside, it gives what
+    """An input pin of a subpatch definition.
+
+    Instances show a pin of this name; inside, it gives what
     the instance's pin receives (its `default` when nothing does)."""
     return default
 
 
-@node("subpatch.outlet", outputs={"out": "any"}, output_defaults={"out": None}, passthrough="in")
+@node(
+    "subpatch.outlet",
+    outputs={"out": "any"},
+    output_defaults={"out": None},
+    passthrough="in",
+    docs={
+        "name": "The name of the pin instances show.",
+        "in": "What the instance's pin gives.",
+        "out": "What in receives, passed on.",
+    },
+)
 def outlet(name: str = "out", in_: Any = None) -> Any:
-    """An output pin of the definition: instances show a pin of this name, giving what this
+    """An output pin of a subpatch definition.
+
+    Instances show a pin of this name, giving what this
     node's input receives inside."""
     return in_
 
@@ -32,8 +55,16 @@ def _no_pins(values: Any, folder: Any) -> tuple[Any, ...]:
     return ()
 
 
-@node("subpatch", outputs={}, dynamic_inputs=_no_pins, dynamic_from=("definition",))
+@node(
+    "subpatch",
+    outputs={},
+    dynamic_inputs=_no_pins,
+    dynamic_from=("definition",),
+    docs={"definition": "The name of the definition it is an instance of."},
+)
 def subpatch(definition: str = "", pins: Any = None) -> Any:
-    """An instance of a definition of the document: its pins are the definition's inlets and
+    """An instance of a subpatch definition of the document.
+
+    Its pins are the definition's inlets and
     outlets, its values are its own, and editing the definition edits every instance."""
     raise RuntimeError(f"an instance of {definition!r} runs expanded, never as one node")

@@ -57,6 +57,7 @@ def test_nodes_lists_the_library(capsys) -> None:
     assert "(a:num, b:num) -> out:num" in by_id["math.add"]
     cc = "(device:str, channel:int, control:int, value:float~live) -> out:float"
     assert cc in by_id["midi.cc"]
+    assert by_id["math.add"].endswith(f"  -- {LIBRARY['math.add'].summary}")
 
 
 def test_nodes_json() -> None:
@@ -76,6 +77,23 @@ def test_nodes_json() -> None:
     assert next(e for e in entries if e["id"] == "output.value")["sink"] is True
     note = next(entry for entry in entries if entry["id"] == "midi.note")
     assert [p["name"] for p in note["inputs"] if p["live"]] == ["velocity"]
+
+
+def test_nodes_json_carries_the_docs() -> None:
+    result = run_cli("nodes", "--json")
+    assert result.returncode == 0, result.stderr
+    entries = {entry["id"]: entry for entry in json.loads(result.stdout)}
+    lfo = entries["time.lfo"]
+    spec = LIBRARY["time.lfo"]
+    assert lfo["summary"] == spec.summary and lfo["summary"].endswith(".")
+    assert lfo["doc"] == spec.doc and len(lfo["doc"]) > len(lfo["summary"])
+    assert {pin["name"]: pin["doc"] for pin in lfo["inputs"]} == {
+        "hz": spec.pin_docs["hz"],
+        "shape": spec.pin_docs["shape"],
+    }
+    assert lfo["outputs"] == [{"name": "out", "type": "float", "doc": spec.pin_docs["out"]}]
+    beat = entries["time.beat"]
+    assert all(out["doc"] for out in beat["outputs"])
 
 
 def test_run_headless_prints_one_line_per_frame(patch_file: Path) -> None:

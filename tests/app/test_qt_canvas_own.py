@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QApplication, QLineEdit, QMenu, QToolTip
 
 from app.editor import open_editor
 from app.qt_backdrops import HEADER
-from app.qt_canvas import PIPE_Z, READABLE_TITLE_PX
+from app.qt_canvas import PIPE_Z, READABLE_TITLE_PX, SEARCH_SEPARATOR
 from nodes import LIBRARY, Backdrop, Patch, load_patch, patch_to_dict, save_patch
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "demo_first_launch.png"
@@ -116,10 +116,31 @@ def test_tab_search_lists_our_node_types_only(editor, ui, qtbot):
     viewer.setFocus()
     QTest.keyClick(viewer, Qt.Key.Key_Tab)
     qtbot.waitUntil(lambda: bool(listed))
-    assert found == []
+    # Typing matches summaries too, but never offers NodeGraphQt's own Backdrop type.
+    assert not any(name.split(SEARCH_SEPARATOR)[0] == "Backdrop" for name in found)
     assert "Backdrop" not in listed
-    assert set(listed) <= set(LIBRARY)
-    assert "math.add" in listed
+    listed_ids = {name.split(SEARCH_SEPARATOR)[0] for name in listed}
+    assert listed_ids <= set(LIBRARY)
+    assert "math.add" in listed_ids
+
+
+def test_tab_search_shows_each_summary_and_matches_it(editor, ui, qtbot):
+    ui.show_patch(editor, small_patch())
+    viewer = editor.canvas.viewer()
+    search = viewer._search_widget
+    found: list[str] = []
+
+    def look() -> None:
+        QTest.keyClicks(search.line_edit, "Gaussian")
+        found.extend(a.text() for a in search._searched_actions)
+        search.close()
+
+    QTimer.singleShot(200, look)
+    QTimer.singleShot(5000, search.close)
+    viewer.setFocus()
+    QTest.keyClick(viewer, Qt.Key.Key_Tab)
+    qtbot.waitUntil(lambda: bool(found))
+    assert found[0] == f"gpu.blur{SEARCH_SEPARATOR}{LIBRARY['gpu.blur'].summary}"
 
 
 # ------------------------------------------------------------------ backdrops
@@ -229,18 +250,19 @@ def test_titles_show_the_type_and_links_are_drawn_over_nodes(editor, ui):
     assert all(p.zValue() == PIPE_Z > n.zValue() for p in pipes for n in nodes)
 
 
-def test_pin_tooltip_tells_type_value_and_doc(editor, ui, qtbot):
+def test_pin_tooltip_tells_type_doc_and_value(editor, ui, qtbot):
     patch = small_patch()
     patch.connect("b", "out", "c", "in")  # an output needs it: b runs
     ui.show_patch(editor, patch)
     qtbot.waitUntil(lambda: editor.evaluator.output("b", "out") == 3.0)
     canvas = editor.canvas
     viewer = canvas.viewer()
+    add_docs = LIBRARY["math.add"].pin_docs
     for node_id, pin, output, wanted in (
-        ("b", "a", False, ["input a: num", "value (from a.out): 2", "math.add"]),
-        ("b", "out", True, ["output out: num", "value: 3"]),
-        ("b", "b", False, ["input b: num", "value: 1"]),
-        ("d", "x", False, ["input x: num", "debug.fail: Always raises"]),
+        ("b", "a", False, ["input a: num", "value (from a.out): 2", add_docs["a"]]),
+        ("b", "out", True, ["output out: num", "value: 3", add_docs["out"]]),
+        ("b", "b", False, ["input b: num", "value: 1", add_docs["b"]]),
+        ("d", "x", False, ["input x: num", LIBRARY["debug.fail"].pin_docs["x"]]),
     ):
         at = viewer.mapFromScene(canvas.port_scene_pos(node_id, pin, output))
         QToolTip.hideText()
