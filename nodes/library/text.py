@@ -136,8 +136,9 @@ class TextState(GPUTargets):
 def text_render(ctx: Any, state: TextState, text: str = "Text", font: str = "",
                 size: float = 64.0, color: Color = (1.0, 1.0, 1.0, 1.0), align: str = "center",
                 position: Vec2 = (0.5, 0.5), resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Text drawn into a texture with a bundled or a patch's font, rendered again only when an
-    input changes (in the background: until then the node shows its previous texture)."""
+    """Text drawn into a texture, with a bundled font or one from the patch's folder. It is
+    rendered again only when an input changes (in the background: until then the node shows its
+    previous texture)."""
     gl = _gpu(ctx)
     if align not in ANCHORS:
         raise ValueError(f"unknown alignment {align!r} (use {', '.join(ANCHORS)})")

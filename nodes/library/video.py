@@ -452,8 +452,8 @@ def video_file(
 def video_sequence(
     ctx: Any, state: PlayerState, folder: str = "", fps: float = 24.0, loop: bool = True
 ) -> Texture:
-    """An image sequence: the PNG and JPEG files of a folder, in name order, played at `fps` in
-    step with the patch clock and loaded ahead in the background."""
+    """An image sequence: a folder's PNG and JPEG files in name order. They play at `fps` in step
+    with the patch clock and load ahead in the background."""
     gl = _gpu(ctx)
     if not folder:
         return None
@@ -558,8 +558,8 @@ class CameraState(GPUTargets):
     },
 )
 def video_camera(ctx: Any, state: CameraState, device: int = 0) -> Texture:
-    """A live camera (Video4Linux on Linux, AVFoundation on macOS), read on a thread of its own;
-    the node shows the newest frame. Without that camera it fails with one line."""
+    """The newest frame of a live camera. It is read on a thread of its own (Video4Linux on Linux,
+    AVFoundation on macOS); without that camera the node fails with one line."""
     gl = _gpu(ctx)
     if state.device != device or state.thread is None:
         state.start(device)

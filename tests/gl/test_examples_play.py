@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
 FRAMES = 5
 FAILS_BY_DESIGN = {"debug.fail", "osc.out"}
 DEVICE_CATEGORIES = {"midi", "audio", "camera"}
+DEVICE_TYPES = {"video.camera"}
 EXAMPLES = example_paths()
 LIBRARY_TYPES = sorted(
     type_id
@@ -31,7 +32,12 @@ LIBRARY_TYPES = sorted(
 def may_fail(spec: NodeSpec, values: dict[str, object]) -> bool:
     """Whether a node may fail in an example on this machine (see the module note)."""
     empty_file = any(pin.hint == "file" and not values.get(pin.name) for pin in spec.inputs)
-    return spec.id in FAILS_BY_DESIGN or spec.category in DEVICE_CATEGORIES or empty_file
+    return (
+        spec.id in FAILS_BY_DESIGN
+        or spec.category in DEVICE_CATEGORIES
+        or spec.id in DEVICE_TYPES
+        or empty_file
+    )
 
 
 def failures(patch: Patch, gl: GLService) -> dict[str, str]:
