@@ -3,7 +3,11 @@
 Headless playback runs the engine (app.engine, as shows do, without its process) at a fixed clock
 (t = frame / fps) and prints requested values one line per frame; `PATCHBAY_FRAME_LOG` logs each
 frame. Frames run as fast as they can, or with `--realtime` paced to the wall clock (frame k
-starts k / fps seconds after the first), so live inputs can drive a headless player. It never
+starts k / fps seconds after the first), so live inputs can drive a headless player. Running as
+fast as they can, frames are a render: a node waiting for background work (a video frame being
+decoded, a file loading) waits for it (`ExecutionContext.ready`, up to `RENDER_WAIT_S`), so
+every render of a patch gives the same frames; nodes are bypassed for slowness only past
+`RENDER_NODE_BUDGET_S`. Paced to the wall clock, nothing waits, as in a show. It never
 imports Qt: a frozen patch plays on a machine where PySide6 and NodeGraphQt cannot be imported.
 Patches with GPU nodes (or `--out`) get a standalone EGL context from the GL service; `--out DIR`
 reads the `gpu.output` texture back every frame and encodes the PNG files on a worker thread
@@ -35,6 +39,11 @@ from app.patch_info import output_node, parse_size, uses_gpu
 from app.service_options import service_flags, service_options
 from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
 from nodes import Patch, PatchError, PresetPlayer, load_patch
+
+#: How long a render waits for one piece of a node's background work, and the time a node may
+#: take in one rendered frame before it is bypassed as hung.
+RENDER_WAIT_S = 20.0
+RENDER_NODE_BUDGET_S = 120.0
 
 
 def _format(value: Any) -> str:
@@ -110,6 +119,9 @@ def play_headless(
     if out_dir is not None and sink is None:
         raise PatchError("--out needs a gpu.output node in the patch")
     engine = Engine(patch, gpu=gpu, frame_log=FrameLog.from_environment(), services=services)
+    if not realtime:  # a render: each frame shows what its time asks for
+        engine.ctx.render_wait = RENDER_WAIT_S
+        engine.ctx.time_budget = max(engine.ctx.time_budget, RENDER_NODE_BUDGET_S)
     evaluator = engine.evaluator
     evaluator.watch(node_id for node_id, _ in targets)
     writer = None

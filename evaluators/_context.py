@@ -131,10 +131,20 @@ class ExecutionContext:
         self.bypass_epoch = 0
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self.services = Services()
+        self.render_wait = 0.0  # seconds `ready` waits for background work (renders only)
 
     def service(self, name: str) -> Any:
         """The long-lived service `name` (e.g. "osc"), opened on first use; frame thread only."""
         return self.services.get(name, self)
+
+    def ready(self, work: concurrent.futures.Future[Any]) -> bool:
+        """Whether background work a node started is done. When rendering (`render_wait` > 0:
+        a headless player running frames as fast as it can) it first waits for it, up to that
+        many seconds, so each rendered frame shows what its time asks for (a video's frame, a
+        loaded file) instead of the previous output; live play never waits."""
+        if self.render_wait > 0 and not work.done():
+            concurrent.futures.wait([work], timeout=self.render_wait)
+        return work.done()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         """Run `fn(*args)` on the context's worker pool (made on first use)."""

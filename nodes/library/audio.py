@@ -147,7 +147,7 @@ def _load(ctx: Any, state: AudioFileState, name: str, version: tuple[Path, Any])
     if state.loading != version or state.pending is None:
         state.loading = version
         state.pending = ctx.submit(decode_audio_file, version[0])
-    if not state.pending.done():
+    if not ctx.ready(state.pending):
         raise Deferred(f"decoding {shown(name)}")
     pending, state.pending, state.loading = state.pending, None, None
     try:

@@ -528,7 +528,7 @@ def _frame_shader_text(ctx: Any, state: ShaderState, source: str, file: str) -> 
     if state.reading is None or state.reading[0] != found:
         state.reading = (found, ctx.submit(_read_shader_file, found))
     future = state.reading[1]
-    if not future.done():
+    if not ctx.ready(future):
         raise Deferred(f"reading {shown(file)}")
     state.reading = None
     return future.result()
@@ -664,7 +664,7 @@ def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
         state.loading = resolved
         state.loading_stamp = _file_stamp(resolved)
         state.pending = ctx.submit(_load_image, resolved)
-    if not state.pending.done():
+    if not ctx.ready(state.pending):
         raise Deferred(f"loading {shown(name)}")
     pending, state.pending, state.loading = state.pending, None, None
     try:

@@ -153,7 +153,7 @@ def text_render(ctx: Any, state: TextState, text: str = "Text", font: str = "",
                          position, frame)  # fmt: skip
         state.pending = (key, job)
     job = state.pending[1]
-    if not job.done():
+    if not ctx.ready(job):
         raise Deferred("rendering text")
     state.pending = None
     pixels = job.result()

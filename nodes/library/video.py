@@ -240,6 +240,10 @@ class SequenceSource:
         pass
 
 
+#: Rounds of waiting for background work a render may take for one frame (see `ReadAhead.frame`).
+WAIT_ROUNDS = 4
+
+
 class ReadAhead:
     """Frames of a source decoded ahead on the context's worker pool; see the module note.
 
@@ -264,7 +268,21 @@ class ReadAhead:
     ) -> tuple[int, np.ndarray]:
         """The frame to show now, as (index, RGBA pixels): `indices(info)` lists the index to
         show now and those wanted next. Starts a fill job when one is missing; raises Deferred
-        while the frame to show is not decoded, OSError with the failure line once one failed."""
+        while the frame to show is not decoded (a render waits for it: `ctx.ready`), OSError
+        with the failure line once one failed."""
+        for _round in range(WAIT_ROUNDS):  # opening, a fill for other frames, then this one's
+            shown_now = self._frame_now(ctx, indices, what)
+            if not isinstance(shown_now, str):
+                return shown_now
+            job = self.job
+            if job is None or not ctx.ready(job):
+                break
+        raise Deferred(shown_now)
+
+    def _frame_now(
+        self, ctx: Any, indices: Callable[[ClipInfo], list[int]], what: str
+    ) -> tuple[int, np.ndarray] | str:
+        """`frame()`'s answer as it stands, or why it must wait."""
         job = self.job
         if job is not None and job.done():
             self.job = None
@@ -277,7 +295,7 @@ class ReadAhead:
         if info is None:
             if self.job is None:
                 self.job = ctx.submit(self._fill, None)
-            raise Deferred(f"opening {shown(what)}")
+            return f"opening {shown(what)}"
         wanted = list(dict.fromkeys(indices(info)))
         with self._lock:
             pixels = self._frames.get(wanted[0])
@@ -285,7 +303,7 @@ class ReadAhead:
         if missing and self.job is None:
             self.job = ctx.submit(self._fill, wanted)
         if pixels is None:
-            raise Deferred(f"decoding frame {wanted[0]} of {shown(what)}")
+            return f"decoding frame {wanted[0]} of {shown(what)}"
         return wanted[0], pixels
 
     def _has(self, index: int) -> bool:

@@ -763,7 +763,7 @@ def test_an_image_that_does_not_decode_is_not_loaded_again(
 
     monkeypatch.setattr(gpu_library, "_load_image", counting_load)
     workers = concurrent.futures.ThreadPoolExecutor(1)
-    ctx = SimpleNamespace(gpu=gl, folder=tmp_path, submit=workers.submit)
+    ctx = SimpleNamespace(gpu=gl, folder=tmp_path, submit=workers.submit, ready=lambda w: w.done())
     state = gpu_library.ImageState()
 
     def run(name: str) -> Any:
