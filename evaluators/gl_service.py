@@ -49,12 +49,12 @@ import numpy as np
 from nodes._glsl import builtin_shader
 
 __all__ = [
+    "INSTANCE_SHAPES",
     "SHADER_ERROR_PREFIX",
     "VERTEX_SHADER",
     "FrameWriteError",
     "GLFrameWriter",
     "GLService",
-    "INSTANCE_SHAPES",
     "GLTarget",
     "ShaderError",
     "shader_error_location",
@@ -678,7 +678,9 @@ class GLService:
             target.framebuffer.use()
             self.ctx.viewport = (0, 0, *target.size)
             self.ctx.enable(moderngl.BLEND)
-            self.ctx.blend_func = (
+            # "Over" for straight alpha: colour by the source alpha, alpha accumulated. moderngl
+            # takes four factors (colour, then alpha); its type stubs only know the two-factor form.
+            self.ctx.blend_func = (  # type: ignore[assignment]
                 moderngl.SRC_ALPHA,
                 moderngl.ONE_MINUS_SRC_ALPHA,
                 moderngl.ONE,
@@ -687,8 +689,7 @@ class GLService:
             try:
                 instancing.vao.render(moderngl.TRIANGLE_STRIP, vertices=4, instances=count)
             finally:
-                self.ctx.disable(moderngl.BLEND)
-                self.ctx.blend_func = moderngl.DEFAULT_BLENDING
+                self.ctx.disable(moderngl.BLEND)  # fullscreen passes draw unblended
 
     def _instancing_for(self, count: int) -> _Instancing:
         """The instancing program, with an instance buffer for at least `count` instances."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodes.library.gpu import GPUTargets, _pass
 from nodes._spec import Color, Texture, Vec2, node
+from nodes.library.gpu import GPUTargets, _pass
 
 _IN = "The texture to process."
 _OUT = "The processed texture."

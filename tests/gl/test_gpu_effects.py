@@ -492,13 +492,13 @@ def test_instances_draw_three_circles_where_asked(rig: Rig) -> None:
 
 def test_instances_squares_fill_their_corners(rig: Rig) -> None:
     positions = np.array([[0.5, 0.5]])
+    black = (0.0, 0.0, 0.0, 1.0)
     circle, square = (
-        rig.add("gpu.instances", positions=positions, size=0.25, shape=shape,
-                background=(0.0, 0.0, 0.0, 1.0))  # fmt: skip
+        rig.sink(
+            rig.add("gpu.instances", positions=positions, size=0.25, shape=shape, background=black)
+        )
         for shape in ("circle", "square")
     )
-    rig.link(circle, rig.add("gpu.output"))
-    rig.link(square, rig.add("gpu.output"))
     rig.run()
     corner = (0.5 + 0.22, 0.5 + 0.22)  # inside the square, outside the circle
     assert_close(pixel_at(rig.pixels(square), *corner), np.array([255, 255, 255, 255]), 0)
@@ -506,8 +506,8 @@ def test_instances_squares_fill_their_corners(rig: Rig) -> None:
 
 
 def test_instances_single_size_and_colour_and_rgb_colours(rig: Rig) -> None:
-    instances = draw(rig, positions=THREE_POSITIONS, size=0.05,
-                     colors=np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]]))  # fmt: skip
+    colors = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])
+    instances = draw(rig, positions=THREE_POSITIONS, size=0.05, colors=colors)
     image = rig.pixels(instances)
     assert_close(pixel_at(image, 0.25, 0.25), np.array([255, 255, 0, 255]), 0)
     assert_close(pixel_at(image, 0.5, 0.75), np.array([255, 0, 255, 255]), 0)
@@ -532,8 +532,9 @@ def test_instances_sprite_and_tint_multiply_the_colour(rig: Rig) -> None:
     sprite_image[:2] = (255, 0, 0, 255)  # top half red, bottom half white
     tint_image = np.full((8, 8, 4), 255, np.uint8)
     tint_image[:, :4] = (128, 255, 255, 255)  # the left half dims red
-    instances = rig.sink(rig.add("gpu.instances", positions=np.array([[0.25, 0.5], [0.75, 0.5]]),
-                                 size=0.2, shape="square", background=(0.0, 0.0, 0.0, 1.0)))  # fmt: skip
+    positions = np.array([[0.25, 0.5], [0.75, 0.5]])
+    instances = rig.sink(rig.add("gpu.instances", positions=positions, size=0.2, shape="square",
+                                 background=(0.0, 0.0, 0.0, 1.0)))  # fmt: skip
     rig.link(rig.texture(sprite_image), instances, "sprite")
     rig.link(rig.texture(tint_image), instances, "tint")
     rig.run()
