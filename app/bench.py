@@ -22,6 +22,9 @@ Sections:
 - controls: live controls (app/controls_bench.py): latency from an OSC packet sent over loopback to
   the end of the first frame that uses it at 60 fps pacing (median and p99, ms and frames), and
   the frame time with 1,000 bound controls moving at once against the same patch without bindings.
+- instancing: one instanced pass of 10,000 and of 1,000 circles side by side (the GL service's
+  draw, and a whole frame of a patch whose gpu.instances node draws a grid of them every frame;
+  app/instancing_bench.py).
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -533,6 +536,12 @@ def _controls_section(quick: bool) -> Report:
     return controls_bench(quick)
 
 
+def _instancing_section(quick: bool) -> Report:
+    from app.instancing_bench import instancing_bench
+
+    return instancing_bench(quick)
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -555,6 +564,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
         "memory": lambda: memory_section(3 if quick else 10),
         "controls": lambda: _controls_section(quick),
+        "instancing": lambda: _instancing_section(quick),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

@@ -102,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
             "load",
             "memory",
             "controls",
+            "instancing",
         ),
         help="run only these sections",
     )

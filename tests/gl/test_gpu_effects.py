@@ -596,3 +596,36 @@ def test_instances_follow_a_grid(rig: Rig) -> None:
             x, y = (column + 0.5) / 4, (row + 0.5) / 2
             assert_close(pixel_at(image, x, y), np.array([255, 255, 255, 255]), 0)
     assert_close(pixel_at(image, 0.25, 0.5), np.array([0, 0, 0, 255]), 0)
+
+
+# ----------------------------------------------------------------------------- benchmark
+
+
+def test_bench_grid_patch_draws_its_circles(gl: GLService) -> None:
+    from app.instancing_bench import grid_patch
+
+    patch = grid_patch(1000)
+    instances = next(n.id for n in patch.nodes.values() if n.type_id == "gpu.instances")
+    grid = next(n for n in patch.nodes.values() if n.type_id == "array.grid")
+    assert 900 <= grid.values["columns"] * grid.values["rows"] <= 1000
+    evaluator = evaluator_for_tests("flat", patch, gpu=gl)
+    try:
+        with gl.frame():
+            evaluator.run_frame(0.5, 30)
+        image = gl.readback(evaluator.output(instances))
+        assert image.shape == (720, 1280, 4)
+        lit = image[..., :3].max(axis=-1) > 128
+        assert 0.02 < lit.mean() < 0.5  # many small white circles on black
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
+
+
+@pytest.mark.slow
+def test_instancing_bench_reports_both_counts(require_gl: Any) -> None:
+    from app.instancing_bench import instancing_bench
+
+    report = instancing_bench(quick=True)
+    for part in ("draw_ms", "frame_ms"):
+        assert set(report[part]) == {"1000_shapes", "10000_shapes"}
+        assert all(value > 0 for value in report[part].values())
