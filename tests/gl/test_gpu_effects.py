@@ -9,14 +9,19 @@ centres at half-integers) and their inputs are smooth gradients.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
+from app.player import play_headless
 from evaluators.gl_service import GLService
-from nodes import Patch
+from nodes import Patch, load_patch
 from nodes._limits import active_limits, set_active_limits
 from nodes.library.gpu_effects import COMPOSITE_MODES
 from tests.evaluator_kinds import evaluator_for_tests
@@ -596,6 +601,61 @@ def test_instances_follow_a_grid(rig: Rig) -> None:
             x, y = (column + 0.5) / 4, (row + 0.5) / 2
             assert_close(pixel_at(image, x, y), np.array([255, 255, 255, 255]), 0)
     assert_close(pixel_at(image, 0.25, 0.5), np.array([0, 0, 0, 255]), 0)
+
+
+# ----------------------------------------------------------------------------- examples
+
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
+
+
+def play_example(gl: GLService, name: str, frames: int, folder: Path) -> list[np.ndarray]:
+    """Play a bundled example headless at 320x180; its frames, oldest first, read from PNGs."""
+    with resources.as_file(resources.files("resources").joinpath("examples", name)) as path:
+        patch = load_patch(path)
+    patch.update_settings(resolution=[320, 180])
+    evaluator = play_headless(patch, frames, 30.0, [], gpu=gl, out_dir=folder)
+    try:
+        failed = {n: evaluator.error(n) for n in patch.nodes if evaluator.error(n) is not None}
+        assert failed == {}
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
+    paths = sorted(folder.glob("*.png"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(paths[-1], ARTIFACTS / name.replace(".patchbay", ".png"))
+    return [np.asarray(Image.open(p)).astype(int) for p in paths]
+
+
+def test_generative_grid_example_draws_a_moving_coloured_grid(
+    gl: GLService, tmp_path: Path
+) -> None:
+    frames = play_example(gl, "generative_grid.patchbay", 20, tmp_path)
+    first, last = frames[0], frames[-1]
+    assert last.shape == (180, 320, 4) and np.all(last[..., 3] == 255)
+    # a 32 x 18 grid: every cell centre is lit, the corners between cells are background
+    for column in (0, 13, 31):
+        for row in (0, 9, 17):
+            x, y = (column + 0.5) / 32, (row + 0.5) / 18
+            assert pixel_at(last, x, y)[:3].max() > 60, (column, row)
+    assert pixel_at(last, 1 / 32, 1 / 18)[:3].max() < 30
+    blue_side, pink_side = pixel_at(last, 0.5 / 32, 0.5 / 18), pixel_at(last, 31.5 / 32, 17.5 / 18)
+    assert blue_side[2] > blue_side[0] and pink_side[0] > pink_side[2]
+    assert np.abs(first - last).mean() > 2  # sizes and colours move with the clock
+
+
+def test_kaleido_trails_example_is_symmetric_and_leaves_trails(
+    gl: GLService, tmp_path: Path
+) -> None:
+    frames = play_example(gl, "kaleido_trails.patchbay", 45, tmp_path)
+    last = frames[-1]
+    assert np.all(last[..., 3] == 255)
+    assert last[..., :3].max() > 150 and np.median(last[..., :3]) < 40  # bright dots on black
+    # six mirrored wedge pairs: mirror lines run across and up the frame through its centre
+    assert np.abs(last - last[::-1]).mean() < 3
+    assert np.abs(last - last[:, ::-1]).mean() < 3
+    # trails: faint pixels, neither black nor as bright as the dots, cover part of the frame
+    brightness = last[..., :3].max(axis=-1)
+    assert ((brightness > 10) & (brightness < 100)).mean() > 0.05
 
 
 # ----------------------------------------------------------------------------- benchmark
