@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodes._errors import shown
 from nodes._spec import Color, Texture, Vec2, node
 from nodes.library.gpu import GPUTargets, _pass
 
@@ -25,7 +26,7 @@ _RESOLUTION = "Output size in pixels; (0, 0) means the input's size."
 def _choice(kind: str, value: str, choices: dict[str, int]) -> int:
     """The shader's number for `value`, or ValueError naming the choices."""
     if value not in choices:
-        raise ValueError(f"unknown {kind} {value!r} (use {', '.join(choices)})")
+        raise ValueError(f"unknown {kind} {shown(value)} (use {', '.join(choices)})")
     return choices[value]
 
 

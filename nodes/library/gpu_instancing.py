@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from nodes._errors import shown
 from nodes._limits import active_limits
 from nodes._spec import Array, Color, Texture, Vec2, node
 from nodes.library.core import check_elements
@@ -102,7 +103,7 @@ def gpu_instances(ctx: Any, state: GPUTargets,
     coloured by the `sizes` and `colors` arrays, in one instanced draw call: particles and
     generative grids. Shapes are alpha-blended in row order over `background`."""
     if shape not in SHAPES:
-        raise ValueError(f"unknown shape {shape!r} (use {', '.join(SHAPES)})")
+        raise ValueError(f"unknown shape {shown(shape)} (use {', '.join(SHAPES)})")
     points, radii, rgba = instance_arrays(positions, sizes, colors, size, color)
     gl = _gpu(ctx)
     target = state.get(gl, "out", _size(ctx, resolution))

@@ -417,12 +417,14 @@ def test_composite_without_a_layer_is_the_base(rig: Rig) -> None:
     assert_close(rig.pixels(composite), base.astype(int))
 
 
-def test_composite_unknown_mode_fails_in_one_line(rig: Rig) -> None:
-    composite = rig.sink(rig.add("gpu.composite", mode="dissolve"))
+@pytest.mark.parametrize("mode", ["dissolve", "x" * 500])
+def test_composite_unknown_mode_fails_in_one_line(rig: Rig, mode: str) -> None:
+    composite = rig.sink(rig.add("gpu.composite", mode=mode))
     rig.run()
     error = rig.evaluator.error(composite)
     assert error is not None and "\n" not in error
-    assert "unknown blend mode 'dissolve' (use normal, add, multiply" in error
+    assert error.startswith(f"ValueError: unknown blend mode {mode[:20]!r}"[:-1])
+    assert error.endswith("(use " + ", ".join(COMPOSITE_MODES) + ")") and len(error) < 400
 
 
 def test_composite_in_a_feedback_loop_fades_old_frames(rig: Rig) -> None:
