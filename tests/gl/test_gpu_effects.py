@@ -22,6 +22,7 @@ from PIL import Image
 from app.player import play_headless
 from evaluators.gl_service import GLService
 from nodes import Patch, load_patch
+from nodes._glsl import builtin_shader
 from nodes._limits import active_limits, set_active_limits
 from nodes.library.gpu_effects import COMPOSITE_MODES
 from tests.evaluator_kinds import evaluator_for_tests
@@ -590,6 +591,19 @@ def test_instances_are_bounded_by_the_limit(rig: Rig) -> None:
         )
     finally:
         set_active_limits(limits)
+
+
+def test_instances_leave_fullscreen_passes_unblended(gl: GLService) -> None:
+    canvas, shapes = gl.acquire((8, 8)), gl.acquire((8, 8))
+    try:
+        gl.clear(canvas, (0.0, 0.0, 1.0, 1.0))
+        one = np.ones((1, 2), np.float32) * 0.5
+        gl.draw_instances(shapes, one, np.full(1, 0.3, np.float32), np.ones((1, 4), np.float32))
+        gl.render(canvas, builtin_shader("solid"), {"color": (1.0, 0.0, 0.0, 0.5)})
+        assert np.all(gl.readback(canvas) == np.array([255, 0, 0, 128]))  # replaced, not blended
+    finally:
+        gl.release(canvas)
+        gl.release(shapes)
 
 
 def test_instances_follow_a_grid(rig: Rig) -> None:
