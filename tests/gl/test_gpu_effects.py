@@ -24,6 +24,8 @@ from evaluators.gl_service import GLService
 from nodes import Patch, load_patch
 from nodes._glsl import builtin_shader
 from nodes._limits import active_limits, set_active_limits
+from nodes._spec import LIBRARY, Determinism
+from nodes.library import gpu_effects, gpu_instancing
 from nodes.library.gpu_effects import COMPOSITE_MODES
 from tests.evaluator_kinds import evaluator_for_tests
 
@@ -154,6 +156,22 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, tolerance: int = TOLE
 def smoothstep(low: float, high: float, x: np.ndarray) -> np.ndarray:
     t = np.clip((x - low) / (high - low), 0.0, 1.0)
     return t * t * (3 - 2 * t)
+
+
+# ----------------------------------------------------------------------------- specs
+
+NEW_MODULES = (gpu_effects.__name__, gpu_instancing.__name__)
+NEW_NODES = [spec for spec in LIBRARY.values() if spec.compute.__module__ in NEW_MODULES]
+
+
+def test_every_new_node_and_pin_has_one_sentence_and_is_deterministic() -> None:
+    assert len(NEW_NODES) == 14
+    for spec in NEW_NODES:
+        assert spec.summary.endswith(".") and spec.category == spec.id.split(".")[0]
+        pins = [pin.name for pin in spec.inputs] + [out.name for out in spec.outputs]
+        assert sorted(spec.pin_docs) == sorted(pins), spec.id
+        assert all(text.endswith(".") for text in spec.pin_docs.values()), spec.id
+        assert spec.determinism is Determinism.DETERMINISTIC, spec.id
 
 
 # ----------------------------------------------------------------------------- colour
