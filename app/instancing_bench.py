@@ -5,6 +5,8 @@ machine's noise falls on both alike), medians in milliseconds:
 - `draw_ms`: one instanced pass of circles (radius 0.01 of the height, random positions and
   colours, half transparent) into a 1280x720 target: `GLService.draw_instances` (clear, upload of
   the per-instance arrays, one draw call) and the GPU finishing it;
+- `draw_1px_ms`: the same with circles of about one pixel: the cost of the instances themselves
+  (upload, vertices) without the fill;
 - `frame_ms`: a whole frame of a patch in the flat evaluator where a `gpu.instances` node draws a
   grid of that many circles whose sizes follow the clock (so it draws every frame), CPU nodes
   included, ending when the GPU is done (as the output window waits before it samples).
@@ -51,10 +53,10 @@ def grid_patch(count: int) -> Patch:
     return patch
 
 
-def _draw_run(gl: GLService, count: int) -> Callable[[], None]:
+def _draw_run(gl: GLService, count: int, radius: float = 0.01) -> Callable[[], None]:
     rng = np.random.default_rng(count)
     positions = rng.random((count, 2), dtype=np.float32)
-    sizes = np.full(count, 0.01, np.float32)
+    sizes = np.full(count, radius, np.float32)
     colors = rng.random((count, 4), dtype=np.float32)
     colors[:, 3] = 0.5
     target = gl.acquire(SIZE)
@@ -100,11 +102,14 @@ def instancing_bench(quick: bool = False) -> dict[str, Any]:
     try:
         info = gl.info
         draw = _side_by_side({count: _draw_run(gl, count) for count in COUNTS}, repeats)
+        tiny = 0.75 / SIZE[1]
+        draw_1px = _side_by_side({c: _draw_run(gl, c, tiny) for c in COUNTS}, repeats)
         frame = _side_by_side({c: _frame_run(gl, c, evaluators) for c in COUNTS}, repeats)
         return {
             "renderer": f"{info.get('GL_RENDERER')} | {info.get('GL_VERSION')}",
             "target": f"{SIZE[0]}x{SIZE[1]}",
             "draw_ms": {f"{count}_shapes": draw[count] for count in COUNTS},
+            "draw_1px_ms": {f"{count}_shapes": draw_1px[count] for count in COUNTS},
             "frame_ms": {f"{count}_shapes": frame[count] for count in COUNTS},
         }
     finally:
