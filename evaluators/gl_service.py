@@ -89,15 +89,18 @@ uniform bool use_tint;
 out vec2 corner;
 out vec4 color;
 void main() {
-    corner = in_corner;
+    // The quad reaches one pixel beyond the shape, for its anti-aliased edge (and so that a
+    // shape smaller than a pixel still covers one, faintly).
+    float size = max(abs(in_size), 1e-6);
+    corner = in_corner * (1.0 + 1.0 / (size * max(resolution.y, 1.0)));
     color = use_tint ? in_color * texture(tint, in_position) : in_color;
-    vec2 half_extent = vec2(in_size * resolution.y / max(resolution.x, 1.0), in_size) * 2.0;
-    gl_Position = vec4(in_position * 2.0 - 1.0 + in_corner * half_extent, 0.0, 1.0);
+    vec2 half_extent = vec2(size * resolution.y / max(resolution.x, 1.0), size) * 2.0;
+    gl_Position = vec4(in_position * 2.0 - 1.0 + corner * half_extent, 0.0, 1.0);
 }
 """
 
-#: shape 0: circle (anti-aliased over about one pixel), 1: square. A sprite (when `use_sprite`)
-#: covers the square, row 0 at its bottom, and is multiplied by the colour.
+#: shape 0: circle, 1: square, both anti-aliased over about one pixel. A sprite (when
+#: `use_sprite`) covers the square, row 0 at its bottom, and is multiplied by the colour.
 INSTANCE_FRAGMENT_SHADER = """#version 330
 in vec2 corner;
 in vec4 color;
@@ -107,14 +110,13 @@ uniform sampler2D sprite;
 out vec4 fragColor;
 void main() {
     vec4 c = use_sprite ? color * texture(sprite, corner * 0.5 + 0.5) : color;
-    if (shape == 0) {
-        float r = length(corner);
-        float edge = max(fwidth(r), 1e-4);
-        float coverage = clamp((1.0 - r) / edge + 0.5, 0.0, 1.0);
-        if (coverage <= 0.0) discard;
-        c.a *= coverage;
-    }
-    fragColor = c;
+    // Distance from the centre in corner units: Euclidean for circles, the larger axis for
+    // squares; the edge is anti-aliased over about one pixel.
+    float r = shape == 0 ? length(corner) : max(abs(corner.x), abs(corner.y));
+    float edge = max(fwidth(r), 1e-4);
+    float coverage = clamp((1.0 - r) / edge + 0.5, 0.0, 1.0);
+    if (coverage <= 0.0) discard;
+    fragColor = vec4(c.rgb, c.a * coverage);
 }
 """
 
