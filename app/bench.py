@@ -31,6 +31,9 @@ Sections:
   decode time per frame, medians side by side (app/video_bench.py).
 - audio: audio input to frame latency through the input's ring buffer (median and p99) and the
   per-frame cost of level, bands and onset on 800-sample frames (app/audio_bench.py).
+- instancing: one instanced pass of 10,000 and of 1,000 circles side by side (the GL service's
+  draw, and a whole frame of a patch whose gpu.instances node draws a grid of them every frame;
+  app/instancing_bench.py).
 - load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
   order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
   (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
@@ -596,6 +599,12 @@ def _audio_section(quick: bool) -> Report:
     return audio_bench(quick)
 
 
+def _instancing_section(quick: bool) -> Report:
+    from app.instancing_bench import instancing_bench
+
+    return instancing_bench(quick)
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -623,6 +632,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         ),
         "video": lambda: _video_section(quick),
         "audio": lambda: _audio_section(quick),
+        "instancing": lambda: _instancing_section(quick),
     }
     report: Report = {"python": sys.version.split()[0], "quick": quick}
     for name, run in sections.items():

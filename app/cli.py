@@ -118,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
             "profiler",
             "video",
             "audio",
+            "instancing",
         ),
         help="run only these sections",
     )

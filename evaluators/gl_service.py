@@ -8,7 +8,10 @@ What it does:
       (a new exception on every call: only the error's data is cached);
     * renders a fragment shader into a target, uploads numpy arrays and reads targets back
       (whole, or scaled down on the GPU first for a small picture: `readback_scaled`);
-    * writes PNG frames, encoding them on a worker thread (`GLFrameWriter`).
+    * writes PNG frames, encoding them on a worker thread (`GLFrameWriter`);
+    * draws N 2D shapes (circles, squares, optionally a sprite texture) in one instanced call
+      (`draw_instances`): per-instance position, size and colour from numpy arrays, alpha-blended
+      over a cleared target; the instance buffer grows as needed and is reused.
 
 A frame is `with gl.frame(): ...` (`begin_frame()`, then `end_frame()` even when the frame fails).
 `release(target)` gives one target back to the pool; `close()` frees the whole service.
@@ -46,6 +49,7 @@ import numpy as np
 from nodes._glsl import builtin_shader
 
 __all__ = [
+    "INSTANCE_SHAPES",
     "SHADER_ERROR_PREFIX",
     "VERTEX_SHADER",
     "FrameWriteError",
@@ -70,6 +74,57 @@ void main() {
 """
 
 _QUAD = np.array([-1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0], dtype="f4")
+
+#: Instanced shapes: each instance is the quad (corners -1..1) placed at `in_position` (0..1,
+#: origin bottom-left), `in_size` its radius as a fraction of the target height (so circles stay
+#: round), coloured by `in_color` times `tint` sampled at the position (when `use_tint`).
+INSTANCE_VERTEX_SHADER = """#version 330
+in vec2 in_corner;
+in vec2 in_position;
+in float in_size;
+in vec4 in_color;
+uniform vec2 resolution;
+uniform sampler2D tint;
+uniform bool use_tint;
+out vec2 corner;
+out vec4 color;
+void main() {
+    // The quad reaches one pixel beyond the shape, for its anti-aliased edge (and so that a
+    // shape smaller than a pixel still covers one, faintly).
+    float size = max(abs(in_size), 1e-6);
+    corner = in_corner * (1.0 + 1.0 / (size * max(resolution.y, 1.0)));
+    color = use_tint ? in_color * texture(tint, in_position) : in_color;
+    vec2 half_extent = vec2(size * resolution.y / max(resolution.x, 1.0), size) * 2.0;
+    gl_Position = vec4(in_position * 2.0 - 1.0 + corner * half_extent, 0.0, 1.0);
+}
+"""
+
+#: shape 0: circle, 1: square, both anti-aliased over about one pixel. A sprite (when
+#: `use_sprite`) covers the square, row 0 at its bottom, and is multiplied by the colour.
+INSTANCE_FRAGMENT_SHADER = """#version 330
+in vec2 corner;
+in vec4 color;
+uniform int shape;
+uniform bool use_sprite;
+uniform sampler2D sprite;
+out vec4 fragColor;
+void main() {
+    vec4 c = use_sprite ? color * texture(sprite, corner * 0.5 + 0.5) : color;
+    // Distance from the centre in corner units: Euclidean for circles, the larger axis for
+    // squares; the edge is anti-aliased over about one pixel.
+    float r = shape == 0 ? length(corner) : max(abs(corner.x), abs(corner.y));
+    float edge = max(fwidth(r), 1e-4);
+    float coverage = clamp((1.0 - r) / edge + 0.5, 0.0, 1.0);
+    if (coverage <= 0.0) discard;
+    fragColor = vec4(c.rgb, c.a * coverage);
+}
+"""
+
+#: Instance shapes understood by `GLService.draw_instances`.
+INSTANCE_SHAPES = {"circle": 0, "square": 1}
+
+# Floats per instance in the instance buffer: x, y, size, r, g, b, a.
+_INSTANCE_FLOATS = 7
 
 _DTYPES: dict[str, np.dtype[Any]] = {
     "f1": np.dtype(np.uint8),
@@ -236,6 +291,26 @@ TextureLike = GLTarget | moderngl.Texture
 
 
 @dataclass
+class _Instancing:
+    """The instanced-shape program, its quad, and the instance buffer with its vertex array
+    (replaced by a larger one when more instances are drawn than it holds)."""
+
+    program: moderngl.Program
+    corners: moderngl.Buffer
+    buffer: moderngl.Buffer | None = None
+    vao: moderngl.VertexArray | None = None
+    capacity: int = 0
+
+    def release(self) -> None:
+        if self.vao is not None:
+            self.vao.release()
+        if self.buffer is not None:
+            self.buffer.release()
+        self.corners.release()
+        self.program.release()
+
+
+@dataclass
 class _Compiled:
     program: moderngl.Program
     vao: moderngl.VertexArray
@@ -284,6 +359,7 @@ class GLService:
         self.readback_count = 0
         self.readback_total = 0
         self.last_frame_readbacks = 0
+        self._instancing: _Instancing | None = None
         if ctx.gc_mode is None:
             ctx.gc_mode = "context_gc"
         with self.current():
@@ -545,6 +621,103 @@ class GLService:
             self.ctx.viewport = (0, 0, *target.size)
             compiled.vao.render(moderngl.TRIANGLE_STRIP)
 
+    def draw_instances(
+        self,
+        target: GLTarget,
+        positions: np.ndarray,
+        sizes: np.ndarray,
+        colors: np.ndarray,
+        *,
+        shape: str = "circle",
+        sprite: TextureLike | None = None,
+        tint: TextureLike | None = None,
+        background: Sequence[float] = (0.0, 0.0, 0.0, 0.0),
+    ) -> None:
+        """Clear `target` to `background`, then draw one shape per row in a single instanced
+        call, each alpha-blended ("over") onto what is there.
+
+        `positions` is Nx2 (0..1, origin bottom-left), `sizes` N (radius, or half the square's
+        side, as a fraction of the target height), `colors` Nx4 (RGBA 0..1). `shape` is one of
+        INSTANCE_SHAPES; a `sprite` texture covers each shape's square (multiplied by its
+        colour); a `tint` texture, sampled at each position, multiplies the colour. N may be 0.
+        ValueError for arrays that do not fit together, an unknown shape, or a sampler reading
+        `target`.
+        """
+        if shape not in INSTANCE_SHAPES:
+            raise ValueError(f"unknown shape {shape!r} (use {', '.join(INSTANCE_SHAPES)})")
+        count = len(positions)
+        if positions.shape != (count, 2) or sizes.shape != (count,) or colors.shape != (count, 4):
+            raise ValueError(
+                f"instances: positions {positions.shape}, sizes {sizes.shape} and colors "
+                f"{colors.shape} must be Nx2, N and Nx4"
+            )
+        for name, source in (("sprite", sprite), ("tint", tint)):
+            texture = source.texture if isinstance(source, GLTarget) else source
+            if texture is not None and texture is target.texture:
+                raise ValueError(f"sampler {name!r} reads the target being rendered")
+            if texture is not None and not texture_alive(texture):
+                raise ValueError(f"sampler {name!r}: its texture was released")
+        self.clear(target, background)
+        if count == 0:
+            return
+        data = np.empty((count, _INSTANCE_FLOATS), np.float32)
+        data[:, 0:2] = positions
+        data[:, 2] = sizes
+        data[:, 3:7] = colors
+        with self.current():
+            instancing = self._instancing_for(count)
+            assert instancing.buffer is not None and instancing.vao is not None
+            instancing.buffer.write(data.tobytes())
+            program = instancing.program
+            _set_uniform_if_present(program, "resolution", target.size)
+            _set_uniform_if_present(program, "shape", INSTANCE_SHAPES[shape])
+            _set_uniform_if_present(program, "use_sprite", sprite is not None)
+            _set_uniform_if_present(program, "use_tint", tint is not None)
+            for unit, (name, source) in enumerate((("sprite", sprite), ("tint", tint))):
+                texture = source.texture if isinstance(source, GLTarget) else source
+                (texture or self._blank).use(unit)
+                _set_uniform_if_present(program, name, unit)
+            target.framebuffer.use()
+            self.ctx.viewport = (0, 0, *target.size)
+            self.ctx.enable(moderngl.BLEND)
+            # "Over" for straight alpha: colour by the source alpha, alpha accumulated. moderngl
+            # takes four factors (colour, then alpha); its type stubs only know the two-factor form.
+            self.ctx.blend_func = (  # type: ignore[assignment]
+                moderngl.SRC_ALPHA,
+                moderngl.ONE_MINUS_SRC_ALPHA,
+                moderngl.ONE,
+                moderngl.ONE_MINUS_SRC_ALPHA,
+            )
+            try:
+                instancing.vao.render(moderngl.TRIANGLE_STRIP, vertices=4, instances=count)
+            finally:
+                self.ctx.disable(moderngl.BLEND)  # fullscreen passes draw unblended
+
+    def _instancing_for(self, count: int) -> _Instancing:
+        """The instancing program, with an instance buffer for at least `count` instances."""
+        instancing = self._instancing
+        if instancing is None:
+            program = self.ctx.program(
+                vertex_shader=INSTANCE_VERTEX_SHADER, fragment_shader=INSTANCE_FRAGMENT_SHADER
+            )
+            instancing = self._instancing = _Instancing(program, self.ctx.buffer(_QUAD.tobytes()))
+        if count > instancing.capacity:
+            capacity = max(count, 2 * instancing.capacity, 256)
+            if instancing.vao is not None:
+                instancing.vao.release()
+            if instancing.buffer is not None:
+                instancing.buffer.release()
+            instancing.buffer = self.ctx.buffer(reserve=capacity * _INSTANCE_FLOATS * 4)
+            instancing.vao = self.ctx.vertex_array(
+                instancing.program,
+                [
+                    (instancing.corners, "2f", "in_corner"),
+                    (instancing.buffer, "2f 1f 4f/i", "in_position", "in_size", "in_color"),
+                ],
+            )
+            instancing.capacity = capacity
+        return instancing
+
     def clear(self, target: GLTarget, color: Sequence[float] = (0.0, 0.0, 0.0, 0.0)) -> None:
         """Fill `target` with `color` (RGBA, 0..1)."""
         r, g, b, a = (float(c) for c in color)
@@ -658,6 +831,9 @@ class GLService:
                     entry.vao.release()
                     entry.program.release()
             self._programs.clear()
+            if self._instancing is not None:
+                self._instancing.release()
+                self._instancing = None
             self._quad.release()
             self._blank.release()
             self._collect_garbage()
@@ -708,6 +884,13 @@ def _set_uniform(member: moderngl.Uniform, name: str, value: Any) -> None:
             member.value = flat[0]
     except (TypeError, ValueError, struct.error) as exc:
         raise ValueError(f"uniform {name!r}: {exc}") from exc
+
+
+def _set_uniform_if_present(program: moderngl.Program, name: str, value: Any) -> None:
+    """Set a uniform the compiler kept (unused ones are optimized away)."""
+    member = program.get(name, None)
+    if isinstance(member, moderngl.Uniform):
+        _set_uniform(member, name, value)
 
 
 def _save_png(image: np.ndarray, path: Path, compress_level: int) -> None:

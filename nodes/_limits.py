@@ -56,6 +56,9 @@ class Limits:
     #: Input pins a node derives from its values (a shader's uniforms): each instance holds a
     #: value for each, so a small file of many such nodes must not make them many.
     pins_per_node: int = 1024
+    #: Shapes one instanced draw (gpu.instances) may draw: each is a row of GPU buffer and a
+    #: quad to fill, on every frame it runs.
+    instances: int = 1024 * 1024
 
     def exceeded(self, name: str, amount: int) -> str:
         """The one-line reason for `amount` being above the limit `name`."""

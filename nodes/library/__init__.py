@@ -1,3 +1,14 @@
 """The built-in node library. Importing this package registers every node type."""
 
-from nodes.library import audio, core, gpu, midi, osc, subpatch, text, video  # noqa: F401
+from nodes.library import (  # noqa: F401
+    audio,
+    core,
+    gpu,
+    gpu_effects,
+    gpu_instancing,
+    midi,
+    osc,
+    subpatch,
+    text,
+    video,
+)
