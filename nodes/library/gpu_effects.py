@@ -51,8 +51,9 @@ def _choice(kind: str, value: str, choices: dict[str, int]) -> int:
 def gpu_levels(ctx: Any, state: GPUTargets, in_: Texture = None, in_low: float = 0.0,
                in_high: float = 1.0, gamma: float = 1.0, out_low: float = 0.0,
                out_high: float = 1.0, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Levels on red, green and blue: in_low..in_high is stretched to 0..1 (clamped), raised to
-    1 / gamma and mapped to out_low..out_high; alpha is kept."""
+    """Levels of the red, green and blue channels. Levels on red, green and blue: in_low..in_high is
+    stretched to 0..1 (clamped), raised to 1 / gamma and mapped to out_low..out_high; alpha is kept.
+    """
     uniforms = {"in_low": in_low, "in_high": in_high, "gamma": gamma, "out_low": out_low,
                 "out_high": out_high}  # fmt: skip
     return _pass(ctx, state, "levels", resolution, uniforms, {"src": in_})
@@ -74,8 +75,9 @@ def gpu_levels(ctx: Any, state: GPUTargets, in_: Texture = None, in_low: float =
 def gpu_hsv(ctx: Any, state: GPUTargets, in_: Texture = None, hue: float = 0.0,
             saturation: float = 1.0, value: float = 1.0,
             resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Hue, saturation and value adjustment: hue shifted by `hue` turns, saturation and value
-    multiplied by their factors and clamped to 0..1; alpha is kept."""
+    """Shifts hue and scales saturation and value. Hue, saturation and value adjustment: hue shifted
+    by `hue` turns, saturation and value multiplied by their factors and clamped to 0..1; alpha is
+    kept."""
     uniforms = {"hue": hue, "saturation": saturation, "value": value}
     return _pass(ctx, state, "hsv", resolution, uniforms, {"src": in_})
 
@@ -116,8 +118,8 @@ def gpu_threshold(ctx: Any, state: GPUTargets, in_: Texture = None, level: float
                   softness: float = 0.0, low: Color = (0.0, 0.0, 0.0, 1.0),
                   high: Color = (1.0, 1.0, 1.0, 1.0),
                   resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Two colours by luminance (BT.709 weights): `high` where it is at least `level`, `low`
-    below it, blended over `softness` around the level."""
+    """Two colours split by luminance. Two colours by luminance (BT.709 weights): `high` where it is
+    at least `level`, `low` below it, blended over `softness` around the level."""
     uniforms = {"level": level, "softness": softness, "low": low, "high": high}
     return _pass(ctx, state, "threshold", resolution, uniforms, {"src": in_})
 
@@ -139,8 +141,9 @@ MIRROR_MODES = {"horizontal": 0, "vertical": 1, "both": 2}
 )
 def gpu_mirror(ctx: Any, state: GPUTargets, in_: Texture = None, mode: str = "horizontal",
                resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Mirrors one half of the input onto the other: horizontal reflects the left half onto the
-    right, vertical the bottom half onto the top, both the bottom-left quarter into all four."""
+    """Mirrors one half of the input onto the other. Mirrors one half of the input onto the other:
+    horizontal reflects the left half onto the right, vertical the bottom half onto the top, both
+    the bottom-left quarter into all four."""
     uniforms = {"mode": _choice("mirror mode", mode, MIRROR_MODES)}
     return _pass(ctx, state, "mirror", resolution, uniforms, {"src": in_})
 
@@ -161,8 +164,9 @@ def gpu_mirror(ctx: Any, state: GPUTargets, in_: Texture = None, mode: str = "ho
 def gpu_kaleidoscope(ctx: Any, state: GPUTargets, in_: Texture = None, segments: float = 6.0,
                      rotate: float = 0.0, center: Vec2 = (0.5, 0.5),
                      resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """A kaleidoscope: a wedge of the input (angle pi / segments, starting at `rotate`, around
-    `center`) reflected into 2 * segments wedges around the middle of the frame."""
+    """A kaleidoscope of the input. A kaleidoscope: a wedge of the input (angle pi / segments,
+    starting at `rotate`, around `center`) reflected into 2 * segments wedges around the middle of
+    the frame."""
     uniforms = {"segments": segments, "rotate": rotate, "center": center}
     return _pass(ctx, state, "kaleidoscope", resolution, uniforms, {"src": in_})
 
@@ -180,8 +184,9 @@ def gpu_kaleidoscope(ctx: Any, state: GPUTargets, in_: Texture = None, segments:
 )
 def gpu_displace(ctx: Any, state: GPUTargets, in_: Texture = None, map_: Texture = None,
                  amount: float = 0.05, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Moves the input's pixels by a texture: each pixel shows the input at its position plus
-    (map.rg - 0.5) * 2 * amount; without a map the input passes unchanged."""
+    """Moves the input's pixels by a displacement texture. Moves the input's pixels by a texture:
+    each pixel shows the input at its position plus (map.rg - 0.5) * 2 * amount; without a map the
+    input passes unchanged."""
     uniforms = {"amount": amount, "has_map": map_ is not None}
     return _pass(ctx, state, "displace", resolution, uniforms, {"src": in_, "map": map_})
 
@@ -217,8 +222,9 @@ def gpu_tile(ctx: Any, state: GPUTargets, in_: Texture = None, repeat: Vec2 = (2
 )
 def gpu_crop(ctx: Any, state: GPUTargets, in_: Texture = None, low: Vec2 = (0.25, 0.25),
              high: Vec2 = (0.75, 0.75), resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """The rectangle low..high of the input (fractions, origin bottom-left) stretched over the
-    output, which is by default the rectangle's size in input pixels."""
+    """A rectangle of the input, stretched over the output. The rectangle low..high of the input
+    (fractions, origin bottom-left) stretched over the output, which is by default the rectangle's
+    size in input pixels."""
     width, height = (round(v) for v in resolution)
     if (width < 1 or height < 1) and in_ is not None:
         in_width, in_height = in_.size
@@ -266,8 +272,9 @@ def gpu_edges(ctx: Any, state: GPUTargets, in_: Texture = None, strength: float 
 def gpu_chroma_key(ctx: Any, state: GPUTargets, in_: Texture = None,
                    key: Color = (0.0, 1.0, 0.0, 1.0), tolerance: float = 0.3,
                    softness: float = 0.1, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Chroma key: pixels near the key colour (RGB distance below `tolerance`) become
-    transparent, fading back in over `softness`; colours are kept."""
+    """Makes pixels near a key colour transparent. Chroma key: pixels near the key colour (RGB
+    distance below `tolerance`) become transparent, fading back in over `softness`; colours are
+    kept."""
     uniforms = {"key": key, "tolerance": tolerance, "softness": softness}
     return _pass(ctx, state, "chroma_key", resolution, uniforms, {"src": in_})
 
@@ -305,9 +312,10 @@ COMPOSITE_MODES = {
 def gpu_composite(ctx: Any, state: GPUTargets, base: Texture = None, layer: Texture = None,
                   mode: str = "normal", opacity: float = 1.0, base_fade: float = 0.0,
                   resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Composites `layer` over `base` with a blend mode (normal, add, multiply, screen, overlay,
-    difference, subtract, lighten, darken, hard_light) at the layer's alpha times `opacity`.
-    `base_fade` first fades the base, so a gpu.feedback base makes a fading trail in one node."""
+    """Composites a layer over a base with a blend mode. Composites `layer` over `base` with a blend
+    mode (normal, add, multiply, screen, overlay, difference, subtract, lighten, darken, hard_light)
+    at the layer's alpha times `opacity`. `base_fade` first fades the base, so a gpu.feedback base
+    makes a fading trail in one node."""
     uniforms = {"mode": _choice("blend mode", mode, COMPOSITE_MODES), "opacity": opacity,
                 "base_fade": base_fade}  # fmt: skip
     return _pass(ctx, state, "composite", resolution, uniforms, {"base": base, "layer": layer})

@@ -99,9 +99,10 @@ def gpu_instances(ctx: Any, state: GPUTargets,
                   color: Color = (1.0, 1.0, 1.0, 1.0), sprite: Texture = None,
                   tint: Texture = None, background: Color = (0.0, 0.0, 0.0, 0.0),
                   resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
-    """Draws N circles or squares (or sprites) at once, one per row of `positions`, sized and
-    coloured by the `sizes` and `colors` arrays, in one instanced draw call: particles and
-    generative grids. Shapes are alpha-blended in row order over `background`."""
+    """Draws many circles, squares or sprites in one draw call. Draws N circles or squares (or
+    sprites) at once, one per row of `positions`, sized and coloured by the `sizes` and `colors`
+    arrays, in one instanced draw call: particles and generative grids. Shapes are alpha-blended in
+    row order over `background`."""
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shown(shape)} (use {', '.join(SHAPES)})")
     points, radii, rgba = instance_arrays(positions, sizes, colors, size, color)
@@ -126,8 +127,9 @@ def gpu_instances(ctx: Any, state: GPUTargets,
     },
 )
 def array_grid(columns: int = 16, rows: int = 9) -> Array:
-    """The centres of a columns x rows grid of cells over 0..1 (x, y; the bottom row first), an
-    Nx2 array for gpu.instances positions."""
+    """The cell centres of a grid, as an Nx2 array of positions. The centres of a columns x rows
+    grid of cells over 0..1 (x, y; the bottom row first), an Nx2 array for gpu.instances positions.
+    """
     if columns < 0 or rows < 0:
         raise ValueError("columns and rows must not be negative")
     check_elements(columns * rows * 2)
