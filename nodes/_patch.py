@@ -470,9 +470,11 @@ class Patch:
         values: Mapping[str, Any] | None = None,
         pos: tuple[float, float] | None = None,
         node_id: str | None = None,
+        spec: NodeSpec | None = None,
     ) -> str:
-        """Add a node of a library type and return its id (given, or a fresh one)."""
-        spec = get_spec(type_id)
+        """Add a node of a library type and return its id (given, or a fresh one). `spec`: the
+        spec to use instead of the library's (a placeholder for a type not installed)."""
+        spec = spec or get_spec(type_id)
         if spec is None:
             raise UnknownNodeTypeError(f"unknown node type {type_id!r}")
         if node_id is None:
