@@ -3,12 +3,16 @@ shared, which must be set before the QApplication exists; `make_evaluator`, the 
 a test once per evaluator kind."""
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Node packs: an empty nodes folder of the run's own, never the user's (tests that load packs
+# point PATCHBAY_NODES_DIR at theirs); child processes inherit it.
+os.environ["PATCHBAY_NODES_DIR"] = tempfile.mkdtemp(prefix="patchbay-test-nodes-")
 
 from PySide6.QtCore import QCoreApplication, Qt
 
