@@ -314,3 +314,48 @@ def test_a_pack_in_the_patchs_own_folder_is_never_loaded(
     patch = load_patch(folder / "show.patchbay")
     assert "mypack.scale" not in LIBRARY and "sneaky" not in packs.PACKS
     assert patch.nodes["ghost"].spec.missing
+
+
+COUNTER = '''
+from nodes import Determinism, node
+
+
+class {name}:
+    def __init__(self) -> None:
+        self.{field} = 0.0
+
+
+def fresh(path):
+    return {name}()
+
+
+@node(
+    "mypack.count",
+    determinism=Determinism.NONDETERMINISTIC,
+    init_state=fresh,
+    docs={{"step": "How much to add a frame.", "out": "The sum so far."}},
+)
+def count(state, step: float = 1.0) -> float:
+    """Adds a step every frame."""
+    state.{field} += step * {factor}
+    return state.{field}
+'''
+
+
+def test_a_stateful_node_starts_over_with_a_state_of_the_new_code(
+    nodes_dir: Path, make_evaluator
+) -> None:
+    path = nodes_dir / "mypack.py"
+    path.write_text(COUNTER.format(name="Sum", field="total", factor=1.0))
+    assert packs.load_packs() == []
+    patch = Patch()
+    patch.add_node("mypack.count", node_id="count")
+    patch.add_node("output.value", node_id="out")
+    patch.connect("count", "out", "out", "in")
+    running = Running(make_evaluator(patch), patch)
+    assert running.until(lambda: (running.evaluator.output("out") or 0.0) >= 3.0)
+    # the new code keeps another kind of state: running it on the old one would fail
+    path.write_text(COUNTER.format(name="Tally", field="sum", factor=1000.0))
+    assert packs.stage_file(path) is None
+    assert running.until(lambda: running.evaluator.output("out") == 3000.0)
+    assert running.evaluator.error("count") is None
