@@ -4,6 +4,7 @@ back byte for byte, replaced when the pack arrives), and never loaded from a pat
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -359,3 +360,23 @@ def test_a_stateful_node_starts_over_with_a_state_of_the_new_code(
     assert packs.stage_file(path) is None
     assert running.until(lambda: running.evaluator.output("out") == 3000.0)
     assert running.evaluator.error("count") is None
+
+
+def test_the_readme_example_is_a_working_pack(nodes_dir: Path, make_evaluator) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    section = readme.split("## Writing a node pack", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (nodes_dir / "mine.py").write_text(code)
+    assert packs.load_packs() == []
+    spec = LIBRARY["mine.wobble"]
+    assert spec.summary == "A sine of patch time, scaled." and set(spec.pin_docs) == {
+        "depth",
+        "out",
+    }
+    patch = Patch()
+    patch.add_node("mine.wobble", {"depth": 2.0}, node_id="wobble")
+    patch.add_node("output.value", node_id="out")
+    patch.connect("wobble", "out", "out", "in")
+    evaluator = make_evaluator(patch)
+    evaluator.run_frame(0.5, 0)
+    assert evaluator.output("out") == pytest.approx(2.0 * math.sin(1.5))
