@@ -719,7 +719,8 @@ class QtPatchCanvas(QObject):
         if (
             len(inst.inputs) != len(inst.spec.inputs)
             or inst.type_id == SUBPATCH
-            or inst.spec is not LIBRARY.get(inst.type_id)  # a placeholder, a pack reloaded
+            or inst.type_id not in NODE_CLASSES  # a placeholder, a pack loaded since
+            or inst.spec is not LIBRARY.get(inst.type_id)  # a pack reloaded since
         ):
             self._sync_ports(node_id)
         view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.doc}".strip())
