@@ -888,12 +888,9 @@ class QtPatchCanvas(QObject):
         definitions); the choice arrives in create_node or create_instance."""
         self.finish_loading()
         viewer = self.viewer()
-        # Our node types only: NodeGraphQt registers its own (Backdrop) too.
-        names = {
-            name: types
-            for name, types in self.graph.node_factory.names.items()
-            if all(t.startswith("patchbay.") for t in types)
-        }
+        # The library's types (NodeGraphQt registers its own, Backdrop, too; node packs may have
+        # added types since the canvas classes were made): create_node makes them.
+        names = {type_id: [f"patchbay.{type_id}"] for type_id in sorted(LIBRARY)}
         for name in self.document.definitions if self.document is not None else ():
             names[f"{name} - definition"] = [DEFINITION_TYPE + name]
         viewer.tab_search_set_nodes(names)
