@@ -65,3 +65,19 @@ def test_a_pack_edited_while_the_editor_runs_reaches_its_patch(
     qtbot.waitUntil(lambda: "node pack 'mypack' not loaded" in editor.statusBar().currentMessage())
     editor.tick()
     assert editor.evaluator.output(out) == 15.0
+
+
+def test_deleting_a_placeholder_is_undone_with_its_values_and_links(
+    editor, qtbot, tmp_path: Path, nodes_dir: Path
+) -> None:
+    source = tmp_path / "ghost.patchbay"
+    source.write_text(PLACEHOLDER_FILE)
+    assert editor.open_path(source)
+    values = dict(editor.patch.nodes["ghost"].values)
+    editor.canvas.select(["ghost"])
+    editor.delete_selection()
+    assert "ghost" not in editor.patch.nodes and editor.patch.links == []
+    editor.undo_stack.undo()
+    ghost = editor.patch.nodes["ghost"]
+    assert ghost.spec.missing and ghost.values == values
+    assert editor.patch.links == [("v", "out", "ghost", "x"), ("ghost", "out", "out", "in")]
