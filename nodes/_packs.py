@@ -13,7 +13,8 @@ thread; the result is staged, and `apply_staged` swaps it in (the pack's old typ
 ones in) on the thread that owns the library's readers, between frames. A pack that fails to
 import, or declares a type another pack or the built-in library has, changes nothing and gives
 one line. `PackWatcher` follows the nodes folder with watchdog (inotify on Linux: no polling, and
-an import runs only when a file changed) and stages on its own thread.
+an import runs only when a file changed, once its events have been quiet for a moment) and
+stages on a thread of its own.
 
 Instances follow the library through `sync_instances(patch)`: an instance of a pack type gets
 the type's current spec, or a placeholder when the type is gone; a placeholder gets the real
@@ -33,6 +34,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,8 +312,11 @@ def _same_folder(a: Path, b: Path) -> bool:
 
 class PackWatcher:
     """Follows a nodes folder: a pack file created, changed or removed is imported (or noted
-    gone) on watchdog's thread and staged; `report(line)` gets each problem. The owner applies
-    staged packs between frames (`apply_staged`, `sync_instances`)."""
+    gone) on the watcher's own thread once it has been quiet for `QUIET_S` (an editor's save is
+    several events: a truncate, writes, a rename), and staged; `report(line)` gets each
+    problem. The owner applies staged packs between frames (`apply_staged`, `sync_instances`)."""
+
+    QUIET_S = 0.1
 
     def __init__(self, folder: Path, report: Callable[[str], None] | None = None) -> None:
         from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -319,20 +324,25 @@ class PackWatcher:
 
         self.folder = folder
         self._report = report or (lambda line: None)
+        self._due: dict[Path, float] = {}  # pack file -> when it has been quiet long enough
+        self._wake = threading.Condition()
+        self._stopped = False
         watcher = self
 
         class _Handler(FileSystemEventHandler):
             def on_any_event(self, event: FileSystemEvent) -> None:
                 if event.event_type in ("opened", "closed_no_write"):
                     return
-                paths = [event.src_path, getattr(event, "dest_path", "")]
-                for path in paths:
+                for path in (event.src_path, getattr(event, "dest_path", "")):
                     if isinstance(path, bytes):
                         path = os.fsdecode(path)
                     if path:
                         watcher._changed(Path(path))
 
         folder.mkdir(parents=True, exist_ok=True)
+        self._stager = threading.Thread(target=self._stage_when_quiet, name="pack-stager")
+        self._stager.daemon = True
+        self._stager.start()
         self._observer = Observer()
         self._observer.schedule(_Handler(), str(folder), recursive=False)
         self._observer.daemon = True
@@ -341,16 +351,39 @@ class PackWatcher:
     def _changed(self, path: Path) -> None:
         if path.suffix != ".py" or path.parent != self.folder or path.name[0] in "_.":
             return
-        try:
-            problem = stage_file(path)
-        except Exception as error:  # never let a pack stop the watcher
-            problem = _load_problem(path.stem, str(path), error)
-        if problem is not None:
-            self._report(problem)
+        with self._wake:
+            self._due[path] = time.monotonic() + self.QUIET_S
+            self._wake.notify()
+
+    def _stage_when_quiet(self) -> None:
+        while True:
+            with self._wake:
+                while not self._stopped:
+                    now = time.monotonic()
+                    ready = [path for path, due in self._due.items() if due <= now]
+                    if ready:
+                        break
+                    wait = min(self._due.values(), default=now + 3600.0) - now
+                    self._wake.wait(timeout=wait)
+                if self._stopped:
+                    return
+                for path in ready:
+                    del self._due[path]
+            for path in ready:
+                try:
+                    problem = stage_file(path)
+                except Exception as error:  # never let a pack stop the watcher
+                    problem = _load_problem(path.stem, str(path), error)
+                if problem is not None:
+                    self._report(problem)
 
     def close(self) -> None:
         self._observer.stop()
         self._observer.join(timeout=5)
+        with self._wake:
+            self._stopped = True
+            self._wake.notify()
+        self._stager.join(timeout=5)
 
 
 __all__ = [

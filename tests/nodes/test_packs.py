@@ -19,8 +19,11 @@ from nodes import _packs as packs
 from tests.waiting import BUILD_TIMEOUT_S, TIMEOUT_S
 
 PACK = '''
+import threading
+
 from nodes import node
 
+LOADED_ON = threading.current_thread().name
 
 @node("mypack.scale", docs={{"x": "The value.", "out": "The value scaled."}})
 def scale(x: float = 1.0) -> float:
@@ -142,6 +145,8 @@ def test_a_pack_edited_while_a_patch_runs_reloads_on_every_evaluator_kind(
             running.problems,
         )
         assert running.frame > before
+        # imported on the watcher's thread, swapped in on this one (the frame thread)
+        assert LIBRARY["mypack.scale"].compute.__globals__["LOADED_ON"] == "pack-stager"
         assert patch.links == [("v", "out", "scale", "x"), ("scale", "out", "out", "in")]
         # removed: the instance becomes a placeholder, the patch keeps running, one line
         path.unlink()
