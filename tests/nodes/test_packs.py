@@ -385,3 +385,23 @@ def test_the_readme_example_is_a_working_pack(nodes_dir: Path, make_evaluator) -
     evaluator = make_evaluator(patch)
     evaluator.run_frame(0.5, 0)
     assert evaluator.output("out") == pytest.approx(2.0 * math.sin(1.5))
+
+
+def test_a_patch_saved_with_a_pack_saves_the_same_bytes_without_it(
+    tmp_path: Path, nodes_dir: Path
+) -> None:
+    path = write_pack(nodes_dir, 2.0)
+    assert packs.load_packs() == []
+    patch, _ = scale_patch()
+    patch.set_value("scale", "x", 1.5)
+    patch.disconnect("v", "out", "scale", "x")
+    with_pack = tmp_path / "with.patchbay"
+    save_patch(patch, with_pack)
+    path.unlink()
+    assert packs.stage_file(path) is None and packs.apply_staged() == []
+    opened = load_patch(with_pack)
+    assert opened.nodes["scale"].spec.missing
+    assert opened.nodes["scale"].values == {"x": 1.5}
+    without = tmp_path / "without.patchbay"
+    save_patch(opened, without)
+    assert without.read_bytes() == with_pack.read_bytes()
