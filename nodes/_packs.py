@@ -179,6 +179,14 @@ def _import_file(name: str, path: Path) -> list[NodeSpec]:
     return specs
 
 
+def _forget_modules(specs: Iterable[NodeSpec]) -> None:
+    """Drop the modules of pack files these specs came from (replaced, or never applied), so
+    reloading a pack many times keeps one module of it."""
+    for name in {getattr(spec.compute, "__module__", "") for spec in specs}:
+        if name.startswith(_MODULE_PREFIX):
+            sys.modules.pop(name, None)
+
+
 def _load_problem(name: str, origin: str, error: BaseException) -> str:
     if isinstance(error, SyntaxError):
         where = f"{Path(error.filename or origin).name}:{error.lineno}"
@@ -193,16 +201,16 @@ def stage_file(path: Path) -> str | None:
     `apply_staged`; any thread. Returns the one-line problem when the import failed (the
     pack's current nodes then stay)."""
     name, origin = path.stem, str(path)
-    if not path.is_file():
-        with _lock:
-            _staged[name] = (origin, None)
-        return None
-    try:
-        specs = _import_file(name, path)
-    except Exception as error:
-        return _load_problem(name, origin, error)
+    specs: list[NodeSpec] | None = None
+    if path.is_file():
+        try:
+            specs = _import_file(name, path)
+        except Exception as error:
+            return _load_problem(name, origin, error)
     with _lock:
+        superseded = _staged.get(name, ("", None))[1]
         _staged[name] = (origin, specs)
+    _forget_modules(superseded or ())
     return None
 
 
@@ -237,7 +245,9 @@ def apply_staged() -> list[str]:
                     f"node pack {name!r} not loaded: type {clash!r} is already declared by {by}"
                 )
             )
+            _forget_modules(specs or ())
             continue
+        _forget_modules(LIBRARY[type_id] for type_id in old_ids if type_id in LIBRARY)
         for type_id in old_ids:
             unregister(type_id)
         if specs is None:

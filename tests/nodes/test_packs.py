@@ -405,3 +405,17 @@ def test_a_patch_saved_with_a_pack_saves_the_same_bytes_without_it(
     without = tmp_path / "without.patchbay"
     save_patch(opened, without)
     assert without.read_bytes() == with_pack.read_bytes()
+
+
+def test_reloading_a_pack_many_times_keeps_one_module_of_it(nodes_dir: Path) -> None:
+    path = write_pack(nodes_dir, 2.0)
+    assert packs.load_packs() == []
+    for factor in range(3, 13):
+        write_pack(nodes_dir, float(factor))
+        assert packs.stage_file(path) is None
+        if factor % 2:  # staged twice before a swap, too
+            assert packs.apply_staged() == []
+    assert packs.apply_staged() == []
+    assert LIBRARY["mypack.scale"].compute(1.0) == 12.0
+    loaded = [name for name in sys.modules if name.startswith("patchbay_packs.mypack")]
+    assert loaded == [LIBRARY["mypack.scale"].compute.__module__]
