@@ -21,6 +21,9 @@ did. Definitions are built innermost first (a body holding instances of another 
 so every instance finds its definition's pins; definitions that contain each other are refused.
 
 Keys are sorted and nodes keep the patch's order, so saving an unchanged patch gives the same bytes.
+A node whose type is not installed (a node pack missing) loads as a placeholder
+(nodes/_packs.py) with `any` pins named by its values and links, and is written back as it was
+read; files never carry code for it.
 Arrays are stored as {"$array": {"dtype", "shape", "data"}} inline, or, above a size threshold,
 as {"$array": {"npz": "<sidecar file>", "key": "<name>"}} in a `.npz` next to the JSON, named
 after the patch file and a hash of its contents. Loading never executes code.

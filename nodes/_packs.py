@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
@@ -53,6 +53,9 @@ from nodes._spec import (
     register,
     unregister,
 )
+
+if TYPE_CHECKING:
+    from nodes._patch import NodeInstance, Patch
 
 ENTRY_POINT_GROUP = "patchbay.nodes"
 NODES_DIR_ENV = "PATCHBAY_NODES_DIR"
@@ -129,13 +132,13 @@ def placeholder_spec(type_id: str, inputs: Iterable[str], outputs: Iterable[str]
     )
 
 
-def _placeholder_for(instance: Any, links_out: Iterable[str]) -> NodeSpec:
+def _placeholder_for(instance: NodeInstance, links_out: Iterable[str]) -> NodeSpec:
     names = [pin.name for pin in instance.inputs]
     outputs = [out.name for out in instance.spec.outputs] + list(links_out)
     return placeholder_spec(instance.type_id, names, outputs)
 
 
-def sync_instances(patch: Any) -> int:
+def sync_instances(patch: Patch) -> int:
     """Give every instance of a pack type in the document (and its definitions) the library's
     spec for it now, a placeholder if it is gone; placeholders whose type is installed become
     real nodes. Returns how many instances changed. Call it on the patch's own thread."""
@@ -154,7 +157,7 @@ def sync_instances(patch: Any) -> int:
             else:
                 outs = (link.src_pin for link in container.links_out_of(node_id))
                 target = current if current is not None else _placeholder_for(instance, outs)
-            container._rederive_instance(node_id, target, {}, {})
+            container.replace_spec(node_id, target)
             changed += 1
     return changed
 

@@ -431,6 +431,12 @@ class Patch:
             except PatchError:
                 continue  # the renamed pin changed type too: the link cannot stay
 
+    def replace_spec(self, node_id: str, spec: NodeSpec) -> None:
+        """Give a node another spec of its type (a node pack reloaded, or a placeholder for a
+        type that went or came: nodes/_packs.py): values and links of pins it still has stay,
+        and a structural `pins` event tells evaluators to rebuild."""
+        self._rederive_instance(self.node(node_id).id, spec, {}, {})
+
     def group(self, node_ids: Iterable[str], name: str) -> str:
         """Turn these nodes into a new definition `name` and one instance in their place (links
         that crossed the selection go through new inlets and outlets); returns the instance id."""
