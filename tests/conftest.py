@@ -2,7 +2,9 @@
 shared, which must be set before the QApplication exists; `make_evaluator`, the fixture that runs
 a test once per evaluator kind."""
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +21,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
 QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+atexit.register(shutil.rmtree, os.environ["PATCHBAY_NODES_DIR"], ignore_errors=True)
 
 
 def pytest_addoption(parser):
