@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from app.engine import Engine
+from app.engine_client import EngineClient, EngineProcess
 from nodes import LIBRARY, Patch, apply_staged, load_packs
 from nodes._packs import stage_file
+from tests.app.test_engine_process import Editor
 from tests.nodes.test_packs import PACK, library, scale_patch, write_pack  # noqa: F401
 from tests.waiting import TIMEOUT_S
 
@@ -139,3 +141,30 @@ def test_a_patch_the_engine_receives_gets_the_specs_of_now(nodes_dir: Path) -> N
         assert engine.evaluator.output(out) == 25.0
     finally:
         engine.close()
+
+
+def test_the_engine_process_loads_packs_at_start_and_reloads_them_while_it_plays(
+    nodes_dir: Path, tmp_path: Path
+) -> None:
+    write_pack(nodes_dir, 2.0)
+    assert load_packs() == []  # the editor's side knows the type too
+    run_dir = tmp_path / "engine"
+    client = EngineClient(EngineProcess(run_dir))  # inherits PATCHBAY_NODES_DIR
+    try:
+        assert client.start() is False
+        patch, out = scale_patch()
+        editor = Editor(client, patch)
+        editor.send_patch()
+        remote = client.evaluator
+        assert editor.wait(lambda: remote.output(out) == 10.0)
+        write_pack(nodes_dir, 3.0)
+        assert editor.wait(lambda: remote.output(out) == 15.0)
+        assert not [m for m in editor.messages if m["type"] == "error"]
+        (nodes_dir / "mypack.py").write_text("def (\n")
+        assert editor.wait(lambda: any(m["type"] == "error" for m in editor.messages))
+        [error] = [m["message"] for m in editor.messages if m["type"] == "error"]
+        assert error.startswith("node pack 'mypack' not loaded: mypack.py:1: SyntaxError")
+        assert editor.wait(lambda: remote.output(out) == 15.0)
+    finally:
+        client.close()
+        EngineProcess(run_dir).stop()
