@@ -143,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except PatchError as error:
             print(f"patchbay {command}: {error}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        if command != "bench":
+            _load_packs(getattr(options, "file", None))
         if command == "edit":
             from app.editor import run_editor
 
@@ -182,6 +184,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _load_packs(patch_file: str | None) -> None:
+    """Load the node packs (entry points, the user's nodes folder) before any patch is read;
+    a pack that does not load is one line on stderr, and the command goes on without it."""
+    from pathlib import Path
+
+    from nodes import load_packs
+
+    folder = Path(patch_file).absolute().parent if patch_file else None
+    for problem in load_packs(folder):
+        print(f"patchbay: {problem}", file=sys.stderr)
+
+
 def _guarded(command: Callable[[], int]) -> int:
     """Run a command on a file; an exception nothing else caught (a bug, or a case the checks
     missed) is still one line and exit status 2, never a traceback."""
@@ -211,9 +225,19 @@ def _check(path: str) -> int:
         instances = sum(len(patch.instances(name)) for name in patch.definitions)
         counts += f", {len(patch.definitions)} definitions, {instances} instances"
     print(f"{path}: ok: {kind}, {counts}")
-    for warning in _refused_file_names(patch):
+    for warning in _refused_file_names(patch) + _missing_types(patch):
         print(f"{path}: warning: {warning}")
     return 0
+
+
+def _missing_types(patch: Patch) -> list[str]:
+    """One line per node whose type is not installed (it loads as a placeholder and fails)."""
+    return [
+        f"{node.id}: node type {node.type_id!r} is not installed (missing pack?)"
+        for container in (patch, *patch.definitions.values())
+        for node in container.nodes.values()
+        if node.spec.missing
+    ]
 
 
 def _refused_file_names(patch: Patch) -> list[str]:
@@ -236,7 +260,7 @@ def _refused_file_names(patch: Patch) -> list[str]:
 
 
 def _nodes(as_json: bool) -> int:
-    from nodes import LIBRARY
+    from nodes import LIBRARY, pack_of
 
     entries = []
     for spec in sorted(LIBRARY.values(), key=lambda s: s.id):
@@ -264,6 +288,7 @@ def _nodes(as_json: bool) -> int:
                 ],
                 "summary": spec.summary,
                 "doc": spec.doc,
+                "pack": pack_of(spec.id),  # None: built in
             }
         )
     if as_json:
@@ -277,8 +302,9 @@ def _nodes(as_json: bool) -> int:
         )  # fmt: skip
         outs = ", ".join(f"{out['name']}:{out['type']}" for out in entry["outputs"])
         sink = " sink" if entry["sink"] else ""
+        pack = f" [pack {entry['pack']}]" if entry["pack"] else ""
         print(
-            f"{entry['id']:<20} {entry['determinism']:<16}{sink} ({pins}) -> {outs}"
+            f"{entry['id']:<20} {entry['determinism']:<16}{sink} ({pins}) -> {outs}{pack}"
             f"  -- {entry['summary']}"
         )
     return 0

@@ -162,6 +162,7 @@ def run_editor(
                 allow_send=allow_send,
             )
         )
+        windows[0].watch_packs()  # node packs edited while it runs (loaded by the CLI at start)
         if signalled:  # it came while the editor started (a dialog ran the loop)
             windows[0].end()
             code = 0

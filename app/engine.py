@@ -49,6 +49,13 @@ touches a heartbeat file while the frame loop turns: a process stuck where this 
 or cannot run (native code holding the interpreter, a stuck drain or paint) stops beating, and
 the supervisor outside (`app.engine_client`) kills and restarts it.
 
+Node packs: `watch_packs()` follows the user's nodes folder; a pack file changed is imported on
+the watcher's thread and only staged there, and `step()` swaps it into the library at the start
+of a frame and gives the patch's instances the new specs (`nodes.sync_instances`: one structural
+`pins` event each, so the evaluator rebuilds), so no frame ever runs beside a half-made swap. The
+editor does the same on its own copy; when their revisions then disagree, the usual resync
+follows.
+
 Pictures for the editor are made in isolated steps (app.refresh): a picture that fails never stops
 the frame, the report or the other pictures, and is written to stderr once per distinct failure.
 A node output whose picture failed (a texture the GPU released) is not pictured again until the
@@ -86,7 +93,19 @@ from app.exit_codes import EXIT_HUNG
 from app.refresh import FailedPictures, RefreshSteps
 from app.transport import TransportClock, checked_step
 from evaluators import Controls, DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
-from nodes import Patch, PatchError, PatchEvent, PresetDeck, nudge_beats, resync_beats
+from nodes import (
+    PackWatcher,
+    Patch,
+    PatchError,
+    PatchEvent,
+    PresetDeck,
+    apply_staged,
+    library_revision,
+    nudge_beats,
+    resync_beats,
+    sync_instances,
+    user_nodes_folder,
+)
 
 REPORT_HZ = 30.0
 REPORT_NODES = 128
@@ -356,6 +375,9 @@ class Engine:
         self.failed_pictures = FailedPictures()
         # live values set since the last `live_values` message went out: (node, pin) -> value
         self._live_values: dict[tuple[str, str], Any] = {}
+        self._pack_revision = library_revision()
+        self._pack_watcher: PackWatcher | None = None
+        self._pack_problems: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.controls = Controls(
             patch, self.ctx, on_preset=self.presets.recall, on_crossfade=self.presets.set_crossfade
@@ -408,6 +430,7 @@ class Engine:
         headless player reads its output there), and report when one is due. Live controls apply
         before the frame, and while paused too (as edits do)."""
         self.drain()
+        self.refresh_steps.run("packs", self._apply_packs)
         self.refresh_steps.run("controls", self.controls.before_frame)
         learned = self.controls.take_learned()
         if learned is not None and self.editor is not None:
@@ -438,6 +461,28 @@ class Engine:
                 images = self.refresh_steps.run("pictures", self._images) or []
         self._maybe_report(images)
         self.steps += 1
+
+    # ----------------------------------------------------------------- node packs
+    def watch_packs(self, folder: Path | None = None) -> None:
+        """Follow the user's nodes folder (or `folder`): a pack file changed is imported on the
+        watcher's thread, and swapped in here between two frames (`_apply_packs`)."""
+        if self._pack_watcher is None:
+            self._pack_watcher = PackWatcher(folder or user_nodes_folder(), self._pack_problems.put)
+
+    def _apply_packs(self) -> None:
+        """Between frames: swap staged packs into the library and give the patch's instances
+        the new specs (evaluators rebuild on the `pins` events); problems are one line each,
+        on stderr and to the editor."""
+        problems = apply_staged()
+        while not self._pack_problems.empty():
+            problems.append(self._pack_problems.get_nowait())
+        if library_revision() != self._pack_revision:
+            self._pack_revision = library_revision()
+            sync_instances(self.patch)
+        for problem in problems:
+            print(f"patchbay engine: {problem}", file=sys.stderr)
+            if self.editor is not None:
+                self.editor.post({"type": "error", "message": problem[:300]})
 
     def _step_presets(self, t: float) -> None:
         """Step the preset deck before the frame runs; a recall that fails is ended, and the
@@ -625,6 +670,7 @@ class Engine:
         self.failed_pictures.clear()
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self._live_values.clear()
+        sync_instances(patch)  # built on a reader thread: a pack may have changed since
         self.patch = patch
         self.presets.attach(patch)
         self.controls.patch = patch
@@ -803,6 +849,8 @@ class Engine:
         threading.Thread(target=watch, name="engine-watchdog", daemon=True).start()
 
     def close(self) -> None:
+        if self._pack_watcher is not None:
+            self._pack_watcher.close()
         if self.editor is not None:
             self.editor.close()
         self.evaluator.close()

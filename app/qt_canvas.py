@@ -285,10 +285,10 @@ class QtPatchNode(BaseNode):
 
     def __init__(self) -> None:
         super().__init__(qgraphics_item=_PatchNodeItem)
-        spec = LIBRARY[self.SPEC_ID]
-        for pin in spec.inputs:
+        spec = LIBRARY.get(self.SPEC_ID)
+        for pin in spec.inputs if spec is not None else ():
             self.add_input(pin.name, color=PIN_COLORS.get(pin.type))
-        for out in spec.outputs:
+        for out in spec.outputs if spec is not None else ():
             self.add_output(out.name, color=PIN_COLORS.get(out.type))
         self.set_port_deletion_allowed(True)
 
@@ -299,6 +299,9 @@ def _node_class(spec_id: str) -> type[QtPatchNode]:
 
 
 NODE_CLASSES = {spec_id: _node_class(spec_id) for spec_id in sorted(LIBRARY)}
+# The view of a node whose type has no class here: a node pack's type loaded after this module,
+# or a placeholder for a type that is not installed. Its ports come from the instance.
+OTHER_NODE_CLASS = _node_class("other")
 
 
 class _GestureGraph(NodeGraph):
@@ -395,7 +398,7 @@ class QtPatchCanvas(QObject):
         self.stack = undo_stack
         self.graph = _GestureGraph(self)
         self.graph.set_acyclic(False)
-        self.graph.register_nodes(list(NODE_CLASSES.values()))
+        self.graph.register_nodes([*NODE_CLASSES.values(), OTHER_NODE_CLASS])
         viewer = self.graph.viewer()
         graph_menu = viewer.context_menus()["graph"]
         for action in (viewer.qaction_for_undo(), viewer.qaction_for_redo()):
@@ -708,7 +711,7 @@ class QtPatchCanvas(QObject):
     def _add_view(self, node_id: str) -> None:
         inst = self.patch.nodes[node_id]
         view = self.graph.create_node(
-            NODE_CLASSES[inst.type_id].type_,
+            NODE_CLASSES.get(inst.type_id, OTHER_NODE_CLASS).type_,
             name=title_of(inst),
             pos=inst.pos,
             selected=False,
@@ -716,7 +719,12 @@ class QtPatchCanvas(QObject):
         )
         self._views[node_id] = view
         self._ids[view.id] = node_id
-        if len(inst.inputs) != len(inst.spec.inputs) or inst.type_id == SUBPATCH:
+        if (
+            len(inst.inputs) != len(inst.spec.inputs)
+            or inst.type_id == SUBPATCH
+            or inst.type_id not in NODE_CLASSES  # a placeholder, a pack loaded since
+            or inst.spec is not LIBRARY.get(inst.type_id)  # a pack reloaded since
+        ):
             self._sync_ports(node_id)
         view.view.setToolTip(f"{node_id} ({inst.type_id})\n{inst.spec.summary}".strip())
         self._badge(node_id)
@@ -883,13 +891,10 @@ class QtPatchCanvas(QObject):
         definitions); the choice arrives in create_node or create_instance."""
         self.finish_loading()
         viewer = self.viewer()
-        # Our node types only (NodeGraphQt registers its own, Backdrop, too), each named with its
-        # summary, which typing matches as well.
-        names = {
-            search_name(name): types
-            for name, types in self.graph.node_factory.names.items()
-            if all(t.startswith("patchbay.") for t in types)
-        }
+        # The library's types (NodeGraphQt registers its own, Backdrop, too; node packs may have
+        # added types since the canvas classes were made), each named with its summary, which
+        # typing matches as well: create_node makes them.
+        names = {search_name(type_id): [f"patchbay.{type_id}"] for type_id in sorted(LIBRARY)}
         for name in self.document.definitions if self.document is not None else ():
             names[f"{name} - definition"] = [DEFINITION_TYPE + name]
         viewer.tab_search_set_nodes(names)

@@ -28,25 +28,33 @@ from typing import Any
 
 from PySide6.QtGui import QUndoCommand
 
-from nodes import Backdrop, Link, Patch, PatchError
+from nodes import Backdrop, Link, NodeSpec, Patch, PatchError
 from nodes._bindings import Binding
 
 
 @dataclass(frozen=True)
 class NodeRecord:
-    """Everything needed to put a node back: id, type, values and position."""
+    """Everything needed to put a node back: id, type, values and position (and the spec of a
+    placeholder, whose type the library does not have)."""
 
     id: str
     type_id: str
     values: Mapping[str, Any]
     pos: tuple[float, float]
+    placeholder: NodeSpec | None = None
 
 
 def record_nodes(patch: Patch, node_ids: Iterable[str]) -> list[NodeRecord]:
     """Records of the given nodes, in patch order."""
     wanted = set(node_ids)
     return [
-        NodeRecord(inst.id, inst.type_id, dict(inst.values), inst.pos)
+        NodeRecord(
+            inst.id,
+            inst.type_id,
+            dict(inst.values),
+            inst.pos,
+            inst.spec if inst.spec.missing else None,
+        )
         for inst in patch.nodes.values()
         if inst.id in wanted
     ]
@@ -54,7 +62,7 @@ def record_nodes(patch: Patch, node_ids: Iterable[str]) -> list[NodeRecord]:
 
 def _add_records(patch: Patch, records: Iterable[NodeRecord], links: Iterable[Link]) -> None:
     for rec in records:
-        patch.add_node(rec.type_id, rec.values, rec.pos, node_id=rec.id)
+        patch.add_node(rec.type_id, rec.values, rec.pos, node_id=rec.id, spec=rec.placeholder)
     for link in links:
         patch.connect(*link)
 

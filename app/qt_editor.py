@@ -84,6 +84,8 @@ Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 from __future__ import annotations
 
 import contextlib
+import queue
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -187,14 +189,19 @@ from evaluators import (
 from evaluators.gl_service import GLService, texture_alive
 from nodes import (
     DEFAULT_BPM,
+    PackWatcher,
     Patch,
     PatchError,
     PatchEvent,
     PresetDeck,
     TapTempo,
     UnknownNodeError,
+    apply_staged,
+    library_revision,
     nudge_beats,
     resync_beats,
+    sync_instances,
+    user_nodes_folder,
 )
 from nodes._bindings import PRESET_TARGET, Binding
 
@@ -333,6 +340,9 @@ class QtEditorWindow(QMainWindow):
         self.link_values.wanted_changed.connect(self._send_watch)
         self.undo_stack.cleanChanged.connect(self._on_clean_changed)
 
+        self._pack_revision = library_revision()
+        self.pack_watcher: PackWatcher | None = None  # see watch_packs
+        self._pack_problems: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._timer = QTimer(self)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.setInterval(FRAME_INTERVAL_MS)
@@ -1604,8 +1614,29 @@ class QtEditorWindow(QMainWindow):
         """Seconds of patch time: wall time since start, minus the time spent paused."""
         return self.session.clock.seconds()
 
+    def watch_packs(self, folder: Path | None = None) -> None:
+        """Follow the user's nodes folder (or `folder`): a pack file changed there is imported
+        on the watcher's thread and swapped in by `tick`, between two frames."""
+        if self.pack_watcher is None:
+            self.pack_watcher = PackWatcher(folder or user_nodes_folder(), self._pack_problems.put)
+
+    def follow_packs(self) -> None:
+        """Swap staged node packs into the library and give the document's instances the new
+        specs (placeholders when a type went); a pack that did not load is one line shown."""
+        problems = apply_staged()
+        while not self._pack_problems.empty():
+            problems.append(self._pack_problems.get_nowait())
+        document = self.canvas.document
+        if library_revision() != self._pack_revision and document is not None:
+            self._pack_revision = library_revision()
+            sync_instances(document)
+        for problem in problems:
+            print(f"patchbay: {problem}", file=sys.stderr)
+            self.statusBar().showMessage(problem, 10000)
+
     def tick(self) -> None:
         """Run one frame (unless paused) and refresh what shows its results."""
+        self.refresh_steps.run("packs", self.follow_packs)
         if self.engine is not None:
             self._tick_remote()
             return
@@ -1908,6 +1939,8 @@ class QtEditorWindow(QMainWindow):
             app.removeEventFilter(self._undo_router)
         self._timer.stop()
         self._autosave.stop()
+        if self.pack_watcher is not None:
+            self.pack_watcher.close()
         self.learn.cancel(quiet=True)  # and its key filter leaves the application
         if self.engine is not None:  # perform mode: an open output window plays on
             self.send_edits()

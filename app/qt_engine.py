@@ -12,6 +12,10 @@ runs GPU nodes and no window can open; without either, GPU nodes fail with "no G
 Frames presented: with the output window open, one `PATCHBAY_FRAME_LOG` line per buffer swap;
 without it, one per frame run.
 
+Node packs (nodes/_packs.py) load before the file, as in the editor, so both know the same node
+types; the user's nodes folder is watched, and a pack edited there is swapped in by
+`engine.step()` between two frames (the import runs on the watcher's thread).
+
 Once it listens, the engine writes `engine.json` (pid, address, and the supervisor's pid when it
 has one) in its run folder so that editors find it; it removes it when it quits. SIGTERM and
 SIGINT quit cleanly. With `--resume` (a restart by its supervisor) it plays what the engine before
@@ -53,7 +57,7 @@ from app.qt_output import (
 )
 from app.qt_signals import on_signals
 from app.service_options import add_service_arguments, service_options
-from nodes import Patch, PatchError, PresetPlayer, load_patch
+from nodes import Patch, PatchError, PresetPlayer, load_packs, load_patch
 
 NO_WINDOW_PLATFORMS = ("offscreen", "minimal")
 
@@ -214,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed: dict[str, Any] | None = None
     try:
         apply_limits(options)  # for the file and for every patch an editor sends
+        # Node packs before the patch, so its pack nodes are real nodes (as in the editor).
+        patch_folder = Path(options.file).absolute().parent if options.file else None
+        for problem in load_packs(patch_folder):
+            print(f"patchbay engine: {problem}", file=sys.stderr)
         patch = load_patch(options.file) if options.file else Patch()
         if options.resume and playing_file.exists():
             try:
@@ -252,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if resumed is not None:
         path = resumed.get("path")
         engine.document_path = path if isinstance(path, str) else None
+    engine.watch_packs()
     host = QtEngineHost(app, engine, options.fps)
     host.frames_limit = options.frames
     host.player = options.player

@@ -39,7 +39,9 @@ compiling: last good outputs, feedback values and cache entries, which the progr
 reloads when it is swapped in (`adopt_live_values`, `adopt_context`), and it creates the states of
 nodes it binds through `state_for`: dict.setdefault keeps one state per path, and `init_state`
 must be cheap and touch no GL. States made for nodes removed during a build are released with the
-discarded program (`keep_only`).
+discarded program (`keep_only`). A state is kept with the `init_state` that made it: a node whose
+type a node pack reloaded (another `init_state`) gets a fresh state of the new code's, the old one
+closed.
 """
 
 from __future__ import annotations
@@ -117,6 +119,9 @@ class ExecutionContext:
         self.dt = 0.0
         self.gpu = gpu
         self.states: dict[NodePath, Any] = {}
+        # The init_state that made each state: a node whose type was reloaded from a node pack
+        # (another init_state) starts over with a state of the new code's.
+        self._state_makers: dict[NodePath, Any] = {}
         self.cache: dict[str, CacheEntry] = {}
         self.shared: dict[int, CacheEntry] = {}
         self.outputs: dict[str, tuple[Any, ...]] = {}
@@ -218,10 +223,16 @@ class ExecutionContext:
         self.services.frame_started()
 
     def state_for(self, path: NodePath, spec: NodeSpec) -> Any:
+        maker = spec.init_state
+        assert maker is not None
         state = self.states.get(path)
+        if state is not None and self._state_makers.get(path, maker) is not maker:
+            if self.states.pop(path, None) is state:  # not already replaced by another thread
+                _close_state(state)
+            state = None
         if state is None:
-            assert spec.init_state is not None
-            state = self.states.setdefault(path, spec.init_state(path))
+            self._state_makers[path] = maker
+            state = self.states.setdefault(path, maker(path))
         return state
 
     def on_patch_event(self, event: PatchEvent) -> None:
@@ -243,6 +254,7 @@ class ExecutionContext:
         self.outputs.pop(node_id, None)
         for key in [key for key in self.feedback if key[0] == node_id]:
             del self.feedback[key]
+        self._state_makers.pop(NodePath.of(node_id), None)
         _close_state(self.states.pop(NodePath.of(node_id), None))
 
     def release_all(self) -> None:
@@ -251,6 +263,7 @@ class ExecutionContext:
         for."""
         self.services.close()
         states, self.states = self.states, {}
+        self._state_makers = {}
         for state in states.values():
             _close_state(state)
         workers, self._workers = self._workers, None

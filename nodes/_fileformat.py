@@ -21,6 +21,9 @@ did. Definitions are built innermost first (a body holding instances of another 
 so every instance finds its definition's pins; definitions that contain each other are refused.
 
 Keys are sorted and nodes keep the patch's order, so saving an unchanged patch gives the same bytes.
+A node whose type is not installed (a node pack missing) loads as a placeholder
+(nodes/_packs.py) with `any` pins named by its values and links, and is written back as it was
+read; files never carry code for it.
 Arrays are stored as {"$array": {"dtype", "shape", "data"}} inline, or, above a size threshold,
 as {"$array": {"npz": "<sidecar file>", "key": "<name>"}} in a `.npz` next to the JSON, named
 after the patch file and a hash of its contents. Loading never executes code.
@@ -95,8 +98,10 @@ from nodes._errors import (
     shown,
 )
 from nodes._limits import MAX_POSITION, Limits, active_limits
+from nodes._packs import placeholder_spec
 from nodes._patch import Backdrop, Patch, checked_resolution
 from nodes._paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
+from nodes._spec import get_spec
 from nodes._tempo import checked_bpm
 from nodes._types import coerce_value
 
@@ -634,7 +639,16 @@ def _fill(
     limits: Limits,
     fail: Any,
 ) -> None:
-    """Add the nodes and links of a document (or of one definition) to `patch`."""
+    """Add the nodes and links of a document (or of one definition) to `patch`. A node whose
+    type is not installed becomes a placeholder (nodes/_packs.py) with the pins its values and
+    links name, so it keeps them and is saved back unchanged."""
+    pins_out: dict[Any, list[Any]] = {}
+    pins_in: dict[Any, list[Any]] = {}
+    for entry in links:
+        with contextlib.suppress(TypeError, ValueError, KeyError):
+            (src, src_pin), (dst, dst_pin) = entry["from"], entry["to"]
+            pins_out.setdefault(src, []).append(src_pin)
+            pins_in.setdefault(dst, []).append(dst_pin)
     for index, entry in enumerate(nodes):
         place = f"nodes[{index}]"
         try:
@@ -648,8 +662,14 @@ def _fill(
         unplaceable = _position_problem(pos) if pos else None
         if unplaceable is not None:
             raise fail(f"{place}.pos", f"node {shown(entry['id'])}: {unplaceable}")
+        spec = None
+        if get_spec(entry["type"]) is None:
+            pins = [*values, *pins_in.get(entry["id"], ())]
+            spec = placeholder_spec(entry["type"], pins, pins_out.get(entry["id"], ()))
         try:
-            patch.add_node(entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"])
+            patch.add_node(
+                entry["type"], values, tuple(pos) if pos else None, node_id=entry["id"], spec=spec
+            )
         except PatchError as problem:
             field = "type" if "unknown node type" in str(problem) else "values"
             if "already used" in str(problem) or "bad node id" in str(problem):

@@ -431,6 +431,12 @@ class Patch:
             except PatchError:
                 continue  # the renamed pin changed type too: the link cannot stay
 
+    def replace_spec(self, node_id: str, spec: NodeSpec) -> None:
+        """Give a node another spec of its type (a node pack reloaded, or a placeholder for a
+        type that went or came: nodes/_packs.py): values and links of pins it still has stay,
+        and a structural `pins` event tells evaluators to rebuild."""
+        self._rederive_instance(self.node(node_id).id, spec, {}, {})
+
     def group(self, node_ids: Iterable[str], name: str) -> str:
         """Turn these nodes into a new definition `name` and one instance in their place (links
         that crossed the selection go through new inlets and outlets); returns the instance id."""
@@ -470,9 +476,11 @@ class Patch:
         values: Mapping[str, Any] | None = None,
         pos: tuple[float, float] | None = None,
         node_id: str | None = None,
+        spec: NodeSpec | None = None,
     ) -> str:
-        """Add a node of a library type and return its id (given, or a fresh one)."""
-        spec = get_spec(type_id)
+        """Add a node of a library type and return its id (given, or a fresh one). `spec`: the
+        spec to use instead of the library's (a placeholder for a type not installed)."""
+        spec = spec or get_spec(type_id)
         if spec is None:
             raise UnknownNodeTypeError(f"unknown node type {type_id!r}")
         if node_id is None:

@@ -17,9 +17,11 @@ evaluator, on any thread.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
@@ -155,6 +157,9 @@ class NodeSpec:
     # the library panel, tooltips and `patchbay nodes --json`. The node's own sentence is the
     # first sentence of `doc` (`summary`).
     pin_docs: Mapping[str, str] = field(default_factory=dict)
+    # A placeholder for a type that is not installed (nodes/_packs.py): it keeps an instance's
+    # values and links and fails when it runs.
+    missing: bool = False
     _input_index: Mapping[str, PinSpec] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -192,16 +197,44 @@ class NodeSpec:
 
 LIBRARY: dict[str, NodeSpec] = {}
 _LEGACY: dict[str, str] = {}
+# While a node pack is imported (possibly on a worker thread), its specs are collected here
+# instead of entering LIBRARY: the pack loader swaps them in later, at a frame boundary.
+_collector = threading.local()
+
+
+@contextlib.contextmanager
+def collecting_specs() -> Iterator[list[NodeSpec]]:
+    """Within this block, specs registered by this thread go to the list yielded, not LIBRARY."""
+    specs: list[NodeSpec] = []
+    outer = getattr(_collector, "specs", None)
+    _collector.specs = specs
+    try:
+        yield specs
+    finally:
+        _collector.specs = outer
 
 
 def register(spec: NodeSpec) -> NodeSpec:
     """Add a spec to the library; ids are unique."""
+    collected = getattr(_collector, "specs", None)
+    if collected is not None:
+        collected.append(spec)
+        return spec
     if spec.id in LIBRARY:
         raise ValueError(f"node type {spec.id!r} is registered twice")
     LIBRARY[spec.id] = spec
     for old in spec.legacy_ids:
         _LEGACY[old] = spec.id
     return spec
+
+
+def unregister(type_id: str) -> None:
+    """Remove a type (and its legacy ids) from the library, as a node pack is reloaded."""
+    spec = LIBRARY.pop(type_id, None)
+    if spec is not None:
+        for old in spec.legacy_ids:
+            if _LEGACY.get(old) == type_id:
+                del _LEGACY[old]
 
 
 def get_spec(type_id: str) -> NodeSpec | None:
@@ -249,7 +282,7 @@ def node(
             params = params[:-1]  # the last parameter receives the dynamic pins' values
         pins = []
         for param in params:
-            annotation = str(param.annotation)
+            annotation = _annotation_name(param.annotation)
             is_lazy = param.name.rstrip("_") in lazy or annotation.startswith("Pull")
             pin_type = _ANNOTATION_TYPES.get(annotation.removeprefix("Pull[").rstrip("]"), "")
             if pin_type not in PIN_TYPES:
@@ -269,7 +302,7 @@ def node(
                 )
             )
         if outputs is None:
-            ret = str(inspect.signature(fn).return_annotation)
+            ret = _annotation_name(inspect.signature(fn).return_annotation)
             out_types = {"out": _ANNOTATION_TYPES.get(ret, "any")}
         else:
             out_types = dict(outputs)
@@ -303,6 +336,16 @@ def node(
         return fn
 
     return decorate
+
+
+def _annotation_name(annotation: Any) -> str:
+    """An annotation as the text the library's modules give (they postpone annotations; a node
+    pack may not): `float` and "float" alike."""
+    if isinstance(annotation, str):
+        return annotation
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).removeprefix("typing.")
 
 
 def _zero_of(pin_type: str) -> Any:

@@ -2,19 +2,26 @@
 shared, which must be set before the QApplication exists; `make_evaluator`, the fixture that runs
 a test once per evaluator kind."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Node packs: an empty nodes folder of the run's own, never the user's (tests that load packs
+# point PATCHBAY_NODES_DIR at theirs); child processes inherit it.
+os.environ["PATCHBAY_NODES_DIR"] = tempfile.mkdtemp(prefix="patchbay-test-nodes-")
 
 from PySide6.QtCore import QCoreApplication, Qt
 
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
 QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+atexit.register(shutil.rmtree, os.environ["PATCHBAY_NODES_DIR"], ignore_errors=True)
 
 
 def pytest_addoption(parser):

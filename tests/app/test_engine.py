@@ -26,7 +26,7 @@ from app.engine_protocol import (
     patch_message,
 )
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
-from nodes import Patch, PatchFileError
+from nodes import Patch
 from tests.waiting import BUILD_TIMEOUT_S, TIMEOUT_S, poll_until
 
 
@@ -112,9 +112,10 @@ def test_a_blob_that_does_not_match_its_description_is_refused() -> None:
     message, blobs = patch_message(patch)
     with pytest.raises(ProtocolError, match="does not match"):
         patch_from_message(message, [blobs[0][:-8]])
-    message["document"]["nodes"][0]["type"] = "no.such"
-    with pytest.raises(PatchFileError, match="unknown node type"):
-        patch_from_message(message, blobs)
+    message["document"]["nodes"][0]["type"] = "no.such"  # not installed: a placeholder
+    placeholder = patch_from_message(message, blobs).nodes["big"]
+    assert placeholder.spec.missing and placeholder.type_id == "no.such"
+    assert np.array_equal(placeholder.values["value"], np.zeros(20_000))
 
 
 def test_edits_reach_the_engine_and_reports_carry_values_and_statuses() -> None:
