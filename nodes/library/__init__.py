@@ -1,3 +1,3 @@
 """The built-in node library. Importing this package registers every node type."""
 
-from nodes.library import core, gpu, midi, osc, subpatch  # noqa: F401
+from nodes.library import control, core, gpu, midi, osc, shaping, subpatch, vector  # noqa: F401
