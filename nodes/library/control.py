@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 
 from nodes._spec import Determinism, Num, node
+from nodes.library.shaping import TRUE_ABOVE
 
 HOT = Determinism.NONDETERMINISTIC
-#: A trigger counts as high above this (booleans are 0 and 1).
-HIGH_ABOVE = 0.5
 
 
 def _flag(pin: str, value: Any) -> bool:
@@ -37,7 +36,7 @@ def _flag(pin: str, value: Any) -> bool:
         if value.size != 1:
             raise ValueError(f"{pin}: expected one value, got an array of shape {value.shape}")
         value = value.reshape(())
-    return bool(value > HIGH_ABOVE)
+    return bool(value > TRUE_ABOVE)
 
 
 class Elapsed:

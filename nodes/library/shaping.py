@@ -122,6 +122,10 @@ def compare_within(a: Num = 0.0, b: Num = 0.0, tolerance: float = 1e-6) -> Any:
 # ----------------------------------------------------------------------------- logic
 
 
+_and = _elementwise(lambda a, b: a and b, np.logical_and)
+_or = _elementwise(lambda a, b: a or b, np.logical_or)
+_xor = _elementwise(lambda a, b: a != b, np.logical_xor)
+
 _LOGIC_DOCS = {
     "a": "The first condition (a number counts as true above 0.5).",
     "b": "The second condition (a number counts as true above 0.5).",
@@ -136,7 +140,7 @@ _LOGIC_DOCS = {
 )
 def logic_and(a: bool = False, b: bool = False) -> Any:
     """True when both a and b are true (elementwise for arrays)."""
-    return _elementwise(lambda x, y: x and y, np.logical_and)(_truth(a), _truth(b))
+    return _and(_truth(a), _truth(b))
 
 
 @node(
@@ -147,7 +151,7 @@ def logic_and(a: bool = False, b: bool = False) -> Any:
 )
 def logic_or(a: bool = False, b: bool = False) -> Any:
     """True when a or b (or both) is true (elementwise for arrays)."""
-    return _elementwise(lambda x, y: x or y, np.logical_or)(_truth(a), _truth(b))
+    return _or(_truth(a), _truth(b))
 
 
 @node(
@@ -158,7 +162,7 @@ def logic_or(a: bool = False, b: bool = False) -> Any:
 )
 def logic_xor(a: bool = False, b: bool = False) -> Any:
     """True when exactly one of a and b is true (elementwise for arrays)."""
-    return _elementwise(lambda x, y: x != y, np.logical_xor)(_truth(a), _truth(b))
+    return _xor(_truth(a), _truth(b))
 
 
 @node(
