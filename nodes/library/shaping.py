@@ -7,8 +7,8 @@ must broadcast to a shape within `Limits.array_elements`. A number counts as tru
 (`true` itself is 1), so an LFO from 0 to 1 drives logic like a square wave.
 
 `string.format` takes its template from the patch file, which may be hostile: fields may only name
-the node's inputs (no attribute or index lookups) and widths are capped, so a template cannot read
-the program's internals or allocate a huge string.
+the node's inputs (no attribute or index lookups), widths are capped and the text it makes stops at
+`Limits.string_chars`, so a template cannot read the program's internals or fill the memory.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from nodes._limits import active_limits
 from nodes._spec import Num, node
 from nodes.library.core import check_broadcast
 
@@ -339,25 +340,72 @@ FORMAT_FIELDS = ("a", "b", "c", "d")
 #: The widest a field may be formatted (its width or precision).
 MAX_FIELD_WIDTH = 1000
 _SPEC_NUMBERS = re.compile(r"\d+")
+_CONVERSIONS: dict[str | None, Callable[[Any], Any]] = {
+    None: lambda value: value,
+    "s": str,
+    "r": repr,
+    "a": ascii,
+}
+
+#: A parsed template: (literal text, field name or None, format spec, conversion) per part.
+Template = list[tuple[str, str | None, str, str | None]]
 
 
-def checked_template(template: str) -> None:
-    """ValueError (one line, starting with "template:") unless `template` is a format string
-    whose fields name only a, b, c, d (or their positions 0-3, or {} in turn), with no attribute
-    or index lookups, no nested fields and widths up to MAX_FIELD_WIDTH."""
+def checked_template(template: str) -> Template:
+    """`template` parsed, or ValueError (one line, starting with "template:") unless it is a
+    format string whose fields name only a, b, c, d (or their positions 0-3, or {} in turn), with
+    no attribute or index lookups, no nested fields and widths up to MAX_FIELD_WIDTH."""
     try:
-        parts = list(string.Formatter().parse(template))
+        parts = [
+            (literal, field, spec or "", conversion)
+            for literal, field, spec, conversion in string.Formatter().parse(template)
+        ]
     except ValueError as exc:
         raise ValueError(f"template: {exc}") from None
-    for _literal, field, spec, _conversion in parts:
+    for _literal, field, spec, conversion in parts:
         if field is None:
             continue
         if field not in FORMAT_FIELDS and field not in ("", "0", "1", "2", "3"):
             raise ValueError(f"template: unknown field {{{field[:40]}}}; use {{a}} to {{d}}")
-        if spec and "{" in spec:
+        if "{" in spec:
             raise ValueError(f"template: nested fields are not allowed in {{{field}:{spec[:40]}}}")
-        if spec and any(int(n) > MAX_FIELD_WIDTH for n in _SPEC_NUMBERS.findall(spec)):
+        if conversion not in _CONVERSIONS:
+            raise ValueError(
+                f"template: unknown conversion !{str(conversion)[:20]}; use !s, !r or !a"
+            )
+        if any(int(n) > MAX_FIELD_WIDTH for n in _SPEC_NUMBERS.findall(spec)):
             raise ValueError(f"template: widths above {MAX_FIELD_WIDTH} are not allowed")
+    return parts
+
+
+def filled_template(parts: Template, values: tuple[Any, ...]) -> str:
+    """The checked template `parts` with `values` (for a, b, c, d) filled in, or ValueError (one
+    line) when a value does not take its format or the text grows past `Limits.string_chars`
+    (a short template repeating a long value must not fill the memory)."""
+    limit = active_limits().string_chars
+    pieces: list[str] = []
+    length = 0
+    next_auto = 0
+    for literal, field, spec, conversion in parts:
+        pieces.append(literal)
+        length += len(literal)
+        if field is None:
+            continue
+        if field == "":
+            index, next_auto = next_auto, next_auto + 1
+        else:
+            index = FORMAT_FIELDS.index(field) if field in FORMAT_FIELDS else int(field)
+        if index >= len(values):
+            raise ValueError(f"template: more {{}} fields than the {len(values)} values")
+        try:
+            piece = format(_CONVERSIONS[conversion](values[index]), spec)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"template: {exc}") from None
+        pieces.append(piece)
+        length += len(piece)
+        if length > limit:
+            raise ValueError(f"template: the text grows past the limit string_chars = {limit}")
+    return "".join(pieces)
 
 
 @node(
@@ -381,9 +429,4 @@ def string_format(
     template: str = "{a}", a: Any = 0.0, b: Any = 0.0, c: Any = 0.0, d: Any = 0.0
 ) -> str:
     """Text made from a template with up to four values filled in, e.g. "bar {a} beat {b}"."""
-    checked_template(template)
-    values = (a, b, c, d)
-    try:
-        return template.format(*values, **dict(zip(FORMAT_FIELDS, values, strict=True)))
-    except (ValueError, TypeError, IndexError) as exc:
-        raise ValueError(f"template: {exc}") from None
+    return filled_template(checked_template(template), (a, b, c, d))

@@ -4,6 +4,7 @@ through every evaluator kind where state across frames matters."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from nodes import LIBRARY, Determinism, Patch, get_spec
+from nodes._limits import active_limits, set_active_limits
 from nodes.library import control, shaping, vector
 from nodes.library.shaping import EASING_CURVES
 
@@ -548,12 +550,28 @@ def test_string_format_fills_fields_by_name_and_position() -> None:
         ("value {a", "template: expected '}' before end of string"),
         ("}", "template: Single '}' encountered in format string"),
         ("{a:d}", "template: Unknown format code 'd' for object of type 'float'"),
+        ("{a!x}", "template: unknown conversion !x; use !s, !r or !a"),
+        ("{} {} {} {} {}", "template: more {} fields than the 4 values"),
     ],
 )
 def test_string_format_refuses_bad_templates_in_one_line(template: str, message: str) -> None:
     with pytest.raises(ValueError) as caught:
         get_spec("string.format").compute(template, 1.5, 0, 0, 0)
     assert str(caught.value) == message
+
+
+def test_string_format_stops_at_the_string_limit() -> None:
+    fmt = get_spec("string.format").compute
+    limits = active_limits()
+    try:
+        set_active_limits(dataclasses.replace(limits, string_chars=10_000))
+        assert len(fmt("{a}" * 10, "x" * 1000, 0, 0, 0)) == 10_000
+        with pytest.raises(ValueError, match=r"^template: the text grows past the limit "):
+            fmt("{a}" * 11, "x" * 1000, 0, 0, 0)
+        with pytest.raises(ValueError, match=r"^template: the text grows past the limit "):
+            fmt("{a:1000}" * 11, 1.0, 0, 0, 0)
+    finally:
+        set_active_limits(limits)
 
 
 def test_a_bad_template_fails_only_its_node(make_evaluator) -> None:
