@@ -59,6 +59,12 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray)
 
 
+def _finite(value: Any) -> bool:
+    if isinstance(value, np.ndarray):
+        return bool(np.isfinite(value).all())
+    return math.isfinite(value)
+
+
 def _same_shape(a: Any, b: Any) -> bool:
     """True if a and b are both floats, or arrays of one shape."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -266,8 +272,14 @@ class SmoothState:
 
     def start(self, dt: float | None, target: Any) -> bool:
         """True (and the value set to `target`) when the node starts afresh: its first run, a
-        clock gone back, or an input that changed between float and array or changed shape."""
-        if dt is None or self.value is None or not _same_shape(self.value, target):
+        clock gone back, an input that changed between float and array or changed shape, or a
+        value that is no longer finite."""
+        if (
+            dt is None
+            or self.value is None
+            or not _same_shape(self.value, target)
+            or not _finite(self.value)  # a NaN or infinity that came in once would stay forever
+        ):
             self.value = np.array(target, dtype=np.float64) if _is_array(target) else target
             self.rate = 0.0
             return True
@@ -477,9 +489,10 @@ class WalkState:
 
 
 def _reflected(value: float, low: float, high: float) -> float:
-    """`value` folded back into [low, high] as if it bounced off the limits."""
+    """`value` folded back into [low, high] as if it bounced off the limits (`low` when the range
+    is empty or not finite)."""
     span = high - low
-    if not span > 0.0:
+    if not 0.0 < span < math.inf or not math.isfinite(value):
         return low
     folded = (value - low) % (2.0 * span)
     return low + (2.0 * span - folded if folded > span else folded)
@@ -493,7 +506,7 @@ def _reflected(value: float, low: float, high: float) -> float:
     docs={
         "speed": "How far it wanders: the typical distance covered in one second.",
         "low": "The lowest value; the walk bounces off it.",
-        "high": "The highest value; the walk bounces off it.",
+        "high": "The highest value; the walk bounces off it (at or below low, it stays at low).",
         "seed": "Picks another walk; the same seed gives the same walk on every run.",
         "out": "The walk's position, from low to high.",
     },
@@ -510,7 +523,7 @@ def noise_random_walk(
     clock), starting from the middle; seeded by the node's path and `seed`, so reruns and headless
     renders at the same fps give the same walk."""
     dt = state.clock.since_last(ctx.t)
-    if dt is None or seed != state.seed:
+    if dt is None or seed != state.seed or not math.isfinite(state.value):
         state.seed = seed
         state.rng = np.random.default_rng([state.path_seed, seed % 2**64])
         state.value = (low + high) / 2.0

@@ -262,7 +262,8 @@ def math_quantize(x: Num = 0.0, step: float = 0.25) -> Num:
         raise ValueError(f"step must be above 0, got {step:g}")
     if isinstance(x, np.ndarray):
         return np.floor(x / step + 0.5) * step
-    return math.floor(x / step + 0.5) * step
+    steps = x / step + 0.5
+    return math.floor(steps) * step if math.isfinite(steps) else x  # inf and NaN stay as they are
 
 
 # ----------------------------------------------------------------------------- easing

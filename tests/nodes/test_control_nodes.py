@@ -397,6 +397,15 @@ def test_smoothers_start_afresh_when_the_clock_goes_back() -> None:
     assert damp(0.0, **{"in": 7.0}) == 7.0
 
 
+@pytest.mark.parametrize("type_id", ["smooth.damp", "smooth.slew", "smooth.one_euro"])
+def test_smoothers_recover_after_a_nan(type_id: str) -> None:
+    node = Runner(type_id)
+    node(0.0, **{"in": 1.0})
+    assert np.isnan(node(0.1, **{"in": float("nan")}))
+    assert node(0.2, **{"in": 2.0}) == 2.0  # starts afresh from a finite input
+    assert node(0.3, **{"in": 2.0}) == 2.0
+
+
 # ----------------------------------------------------------------------------- envelope
 
 ADSR = {"attack": 0.5, "decay": 0.5, "sustain": 0.6, "release": 1.0}
@@ -489,6 +498,13 @@ def test_random_walk_spreads_like_brownian_motion_in_seconds() -> None:
         spread[fps] = float(np.std(ends))
     assert spread[30.0] == pytest.approx(1.0, rel=0.15)
     assert spread[120.0] == pytest.approx(1.0, rel=0.15)
+
+
+def test_random_walk_survives_unusable_limits_and_speeds() -> None:
+    node = Runner("noise.random_walk")
+    assert node(0.0, low=1.0, high=0.0) == 1.0  # an empty range: stays at low
+    assert node(0.1, speed=float("inf")) == 0.0  # thrown out of the range: back to low
+    assert all(0.0 <= node(0.1 * n) <= 1.0 for n in range(2, 50))  # and on from there
 
 
 def test_random_walk_is_the_same_in_every_evaluator(make_evaluator) -> None:
@@ -621,6 +637,7 @@ def test_map_range_and_quantize_refuse_empty_ranges_and_steps() -> None:
         call("math.map_range", x=1.0, from_low=2.0, from_high=2.0)
     with pytest.raises(ValueError, match=r"^step must be above 0, got 0"):
         call("math.quantize", x=1.0, step=0.0)
+    assert call("math.quantize", x=float("inf"), step=0.5) == float("inf")
     assert call("math.map_range", x=-1.0, to_low=1.0, to_high=0.0, clamp=True) == 1.0
     np.testing.assert_allclose(
         call("math.map_range", x=np.array([-1.0, 0.5, 2.0]), clamp=True), [0.0, 0.5, 1.0]
