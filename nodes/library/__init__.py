@@ -2,13 +2,16 @@
 
 from nodes.library import (  # noqa: F401
     audio,
+    control,
     core,
     gpu,
     gpu_effects,
     gpu_instancing,
     midi,
     osc,
+    shaping,
     subpatch,
     text,
+    vector,
     video,
 )
