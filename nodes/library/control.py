@@ -164,7 +164,7 @@ def trigger_toggle(state: TriggerState, trigger: bool = False, reset: bool = Fal
     },
 )
 def trigger_sample_hold(state: TriggerState, in_: Any = 0.0, trigger: bool = False) -> Any:
-    """Holds the value `in` had at the last rising edge of `trigger` (sample and hold); it samples
+    """Holds the value `in` had at the last rising edge of `trigger` (sample and hold). It samples
     on its first frame too, so it never outputs a value `in` never had."""
     rose = state.rose(_flag("trigger", trigger))
     if rose or state.held is None:
@@ -240,7 +240,7 @@ _EDGE_DOCS = {
     docs={**_EDGE_DOCS, "out": "True on the frame `in` goes from at or below to above threshold."},
 )
 def edge_rising(state: EdgeState, in_: Num = 0.0, threshold: float = 0.5) -> bool:
-    """True on the frame `in` rises above `threshold` (a one-frame trigger); an input already
+    """True on the frame `in` rises above `threshold` (a one-frame trigger). An input already
     above it on the first frame counts as rising."""
     return _crossed(state, in_, threshold, rising=True)
 
@@ -301,8 +301,8 @@ _IN_DOC = "The number (or array, smoothed elementwise) to follow."
     },
 )
 def smooth_damp(ctx: Any, state: SmoothState, in_: Num = 0.0, half_life: float = 0.25) -> Num:
-    """Follows `in` smoothly, closing half the distance every `half_life` seconds (exponential
-    smoothing that does not depend on the frame rate)."""
+    """Follows `in` smoothly, at a speed that does not depend on the frame rate. It closes half
+    the distance every `half_life` seconds (exponential smoothing)."""
     dt = state.clock.since_last(ctx.t)
     if state.start(dt, in_):
         return _as_output(state.value)
@@ -368,8 +368,8 @@ def smooth_one_euro(
     beta: float = 0.0,
     d_cutoff: float = 1.0,
 ) -> Num:
-    """The one-euro filter (Casiez et al., 2012): strong smoothing of jitter while the input holds
-    still, little lag when it moves fast."""
+    """The one-euro filter: jitter smoothed away with little lag. After Casiez et al., 2012:
+    strong smoothing while the input holds still, little lag when it moves fast."""
     dt = state.clock.since_last(ctx.t)
     if state.start(dt, in_):
         return _as_output(state.value)
@@ -455,8 +455,9 @@ def envelope_adsr(
     release: float = 0.5,
     hold: float = 0.0,
 ) -> float:
-    """An attack-decay-sustain-release envelope in seconds on the patch clock, started by a gate or
-    a trigger (linear segments; a new trigger restarts the attack from the current level)."""
+    """An attack-decay-sustain-release envelope. Times are seconds on the patch clock; a gate or
+    a trigger starts it (linear segments; a new trigger restarts the attack from the current
+    level)."""
     t = ctx.t
     if state.clock.since_last(t) is None:
         state.restart()
@@ -519,8 +520,8 @@ def noise_random_walk(
     high: float = 1.0,
     seed: int = 0,
 ) -> float:
-    """A value that wanders at random between `low` and `high` (Brownian motion on the patch
-    clock), starting from the middle; seeded by the node's path and `seed`, so reruns and headless
+    """A value that wanders at random between `low` and `high`. It is Brownian motion on the patch
+    clock, starting from the middle; seeded by the node's path and `seed`, so reruns and headless
     renders at the same fps give the same walk."""
     dt = state.clock.since_last(ctx.t)
     if dt is None or seed != state.seed or not math.isfinite(state.value):

@@ -94,7 +94,7 @@ def compare_greater(a: Num = 0.0, b: Num = 0.0) -> Any:
     docs={**_A_B_DOCS, "out": "True where a equals b exactly."},
 )
 def compare_equal(a: Num = 0.0, b: Num = 0.0) -> Any:
-    """True when a == b exactly (elementwise for arrays); use `compare.within` for computed
+    """True when a == b exactly (elementwise for arrays). Use `compare.within` for computed
     numbers, which rarely match to the last digit."""
     return _equal(a, b)
 
@@ -193,7 +193,7 @@ def logic_not(a: bool = False) -> Any:
     },
 )
 def logic_select(condition: bool = False, if_true: Any = 1.0, if_false: Any = 0.0) -> Any:
-    """Passes on `if_true` while the condition holds, else `if_false`; an array condition picks
+    """Passes on `if_true` while the condition holds, else `if_false`. An array condition picks
     elementwise between two numbers or arrays."""
     truth = _truth(condition)
     if isinstance(truth, np.ndarray):
@@ -231,8 +231,8 @@ def math_map_range(
     to_high: float = 1.0,
     clamp: bool = False,
 ) -> Num:
-    """Maps x linearly from the range from_low..from_high to to_low..to_high (either may be
-    reversed), optionally clamped to the target range."""
+    """Maps x from one range to another. Linearly from from_low..from_high to to_low..to_high
+    (either may be reversed), optionally clamped to the target range."""
     if from_low == from_high:
         raise ValueError(f"from_low and from_high are both {from_low:g}: the range is empty")
     result = to_low + (x - from_low) * ((to_high - to_low) / (from_high - from_low))
@@ -326,8 +326,8 @@ EASING_CURVES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     },
 )
 def math_ease(t: Num = 0.0, curve: str = "in_out_cubic") -> Num:
-    """Shapes a 0..1 progress with an easing curve (slow in, slow out, overshoot, bounce...), for
-    motion that starts and stops smoothly."""
+    """Shapes a 0..1 progress with an easing curve. Curves slow in, slow out, overshoot or bounce,
+    for motion that starts and stops smoothly."""
     shape = EASING_CURVES.get(curve)
     if shape is None:
         raise ValueError(f"unknown curve {curve[:40]!r}; one of: {', '.join(EASING_CURVES)}")

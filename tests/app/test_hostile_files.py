@@ -37,6 +37,7 @@ def _allowed_folders(case_folder: Path) -> list[str]:
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     python.update(sysconfig.get_paths().values())
     package = [ROOT / name for name in ("app", "nodes", "evaluators", "resources", "tests")]
+    package.append(ROOT / "patchbay.egg-info")  # our own entry points, read to find node packs
     harmless = ["/dev/null"]  # opened by the GL context's loader
     return sorted({*python, *map(str, package), *harmless, str(case_folder / "patch"),
                    str(case_folder / "config")})  # fmt: skip
