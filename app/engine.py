@@ -83,6 +83,7 @@ from app.engine_protocol import (
     report_value,
 )
 from app.exit_codes import EXIT_HUNG
+from app.profile_costs import checked_request, profile_reply
 from app.refresh import FailedPictures, RefreshSteps
 from app.transport import TransportClock, checked_step
 from evaluators import Controls, DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
@@ -539,6 +540,8 @@ class Engine:
                 self.controls.cancel_learn()
             else:
                 self.controls.learn(str(node), str(pin))
+        elif kind == "profile":
+            self._post_profile(link, message)
         elif kind == "retry":
             node_id = str(message.get("node"))
             if node_id in self.graph.nodes:
@@ -571,6 +574,11 @@ class Engine:
                 self.on_quit()
         else:
             raise ProtocolError(f"unknown message type {kind!r}")
+
+    def _post_profile(self, link: EditorLink, message: dict[str, Any]) -> None:
+        """Answer a `profile` request: the costliest nodes and why a node ran (app.profile_costs)."""
+        node, top = checked_request(message)
+        link.post(profile_reply(self.evaluator, node, top))
 
     def allow_send(self, allow: bool) -> None:
         """Let `osc.out` nodes send from now on, or stop them (the editor asked the person)."""
