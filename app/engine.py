@@ -576,7 +576,7 @@ class Engine:
             raise ProtocolError(f"unknown message type {kind!r}")
 
     def _post_profile(self, link: EditorLink, message: dict[str, Any]) -> None:
-        """Answer a `profile` request: the costliest nodes and why a node ran (app.profile_costs)."""
+        """Answer a `profile` request: the costliest nodes, why a node ran (app.profile_costs)."""
         node, top = checked_request(message)
         link.post(profile_reply(self.evaluator, node, top))
 

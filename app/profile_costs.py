@@ -70,6 +70,11 @@ def profile_reply(evaluator: Any, node: str | None, top: int) -> dict[str, Any]:
     if node is not None:
         if node in playing:
             lines = [str(line) for line in evaluator.explain(node)]
+        elif node in instances:
+            inside = [row for row in costs if row[0].startswith(f"{node}/")]
+            lines = [f"subpatch instance: its nodes take {instances[node]:.3f} ms per frame"]
+            if inside:
+                lines.append(f"costliest inside: {inside[0][0]} ({inside[0][2]:.3f} ms per frame)")
         else:
             lines = [f"{node} is not in the running patch"]
         reply["explain"] = {"node": node, "lines": lines}
