@@ -10,8 +10,9 @@ began, the estimated self time per profiled frame (mean measured time x runs / f
 self time of one run over the profiler's ring of recent frames, and what happened to the node in
 the last frame (its run's reason, or "cache hit"), else its most frequent reason. Nodes inside
 subpatch instances have paths (`blob1/lfo3`); `instances` sums the self times under each instance
-path (`blob1`, `blob1/inner2`): its cumulative time. Only nodes the evaluator plays now are listed
-(the profiler remembers removed ones too).
+path (`blob1`, `blob1/inner2`) and the instance's own node's (its pins), if it has one: its
+cumulative time. Only nodes the evaluator plays now are listed (the profiler remembers removed
+ones too). An instance's `explain` lines start with its cumulative time and its costliest node.
 
 Assumes the evaluator has `observer.profiler`, `patch.nodes` (the expanded graph, by path) and
 `explain(node_id)`, as DualEvaluator does.
@@ -61,6 +62,9 @@ def profile_reply(evaluator: Any, node: str | None, top: int) -> dict[str, Any]:
         )
         median_ms = row["median_seconds"] * 1000.0
         costs.append([path, row["runs"], round(self_ms, 4), round(median_ms, 4), reason])
+    for path, _, self_ms, _, _ in costs:  # an instance's own node (its pins) counts too
+        if path in instances:
+            instances[path] += self_ms
     reply: dict[str, Any] = {
         "type": "profile",
         "frames": profiler.frames_profiled,
@@ -68,14 +72,15 @@ def profile_reply(evaluator: Any, node: str | None, top: int) -> dict[str, Any]:
         "instances": [[path, round(ms, 4)] for path, ms in sorted(instances.items())],
     }
     if node is not None:
-        if node in playing:
-            lines = [str(line) for line in evaluator.explain(node)]
-        elif node in instances:
+        lines = []
+        if node in instances:
             inside = [row for row in costs if row[0].startswith(f"{node}/")]
-            lines = [f"subpatch instance: its nodes take {instances[node]:.3f} ms per frame"]
+            lines.append(f"subpatch instance: its nodes take {instances[node]:.3f} ms per frame")
             if inside:
                 lines.append(f"costliest inside: {inside[0][0]} ({inside[0][2]:.3f} ms per frame)")
-        else:
-            lines = [f"{node} is not in the running patch"]
+        if node in playing:
+            lines += [str(line) for line in evaluator.explain(node)]
+        elif node not in instances:
+            lines.append(f"{node} is not in the running patch")
         reply["explain"] = {"node": node, "lines": lines}
     return reply

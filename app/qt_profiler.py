@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from PySide6.QtCore import (
@@ -71,7 +71,9 @@ def heat_color(ms: float) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class CostRow:
-    """One table row: a node (`runs`, `self_ms` set) or a subpatch instance (both None)."""
+    """One table row: a node (`runs`, `self_ms` set) or a subpatch instance (`instance`: its
+    `cumulative_ms` counts the nodes under its path; `runs` and `self_ms` are those of its own
+    node, None when it has none)."""
 
     path: str
     type_id: str
@@ -79,6 +81,7 @@ class CostRow:
     self_ms: float | None
     cumulative_ms: float
     reason: str
+    instance: bool = False
 
     def cell(self, column: int) -> Any:
         """What the table shows in `column`."""
@@ -123,14 +126,23 @@ def rows_of(reply: dict[str, Any], type_of: Callable[[str], str]) -> list[CostRo
             continue
         reason_text = str(reason) if isinstance(reason, str) else ""
         rows.append(CostRow(path, type_of(path), int(runs), self_ms, self_ms, reason_text))
+    cumulative: dict[str, float] = {}
     instances = reply.get("instances")
     for entry in instances if isinstance(instances, list) else ():
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
-            continue
-        cumulative = _number(entry[1])
-        if cumulative is not None:
-            type_id = type_of(entry[0])
-            rows.append(CostRow(entry[0], type_id or INSTANCE, None, None, cumulative, INSTANCE))
+        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
+            ms = _number(entry[1])
+            if ms is not None:
+                cumulative[entry[0]] = ms
+    rows = [
+        replace(row, cumulative_ms=cumulative[row.path], instance=True)
+        if row.path in cumulative
+        else row
+        for row in rows
+    ]
+    listed = {row.path for row in rows}
+    for path, ms in cumulative.items():
+        if path not in listed:
+            rows.append(CostRow(path, type_of(path) or INSTANCE, None, None, ms, INSTANCE, True))
     return rows
 
 
@@ -142,6 +154,15 @@ class CostModel(QAbstractTableModel):
         self.rows: list[CostRow] = []
 
     def set_rows(self, rows: list[CostRow]) -> None:
+        """Show `rows`: in place when the same nodes are listed (a click or double-click in
+        progress keeps its row), else anew."""
+        rows = sorted(rows, key=lambda row: row.path)
+        if [row.path for row in rows] == [row.path for row in self.rows]:
+            self.rows = rows
+            if rows:
+                last = self.index(len(rows) - 1, len(COLUMNS) - 1)
+                self.dataChanged.emit(self.index(0, 0), last)
+            return
         self.beginResetModel()
         self.rows = rows
         self.endResetModel()
@@ -203,6 +224,7 @@ class QtProfilerPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -254,7 +276,7 @@ class QtProfilerPanel(QWidget):
         self.why_title.setText(f"{WHY_TITLE} {path}" if path else WHY_TITLE)
         self.why.setPlainText("")
         if path is not None:
-            self.refresh()
+            QTimer.singleShot(0, self.refresh)  # not inside the click that chose it
 
     def show_reply(self, reply: dict[str, Any]) -> None:
         """Show a `profile` reply (see app/profile_costs.py)."""
@@ -262,7 +284,7 @@ class QtProfilerPanel(QWidget):
         frames = _number(reply.get("frames"))
         self.frames = int(frames) if frames is not None else 0
         self.self_ms = {row.path: row.self_ms for row in rows if row.self_ms is not None}
-        self.cumulative_ms = {row.path: row.cumulative_ms for row in rows if row.self_ms is None}
+        self.cumulative_ms = {row.path: row.cumulative_ms for row in rows if row.instance}
         chosen = self._chosen_path()
         self.model.set_rows(rows)
         if chosen is not None:
@@ -281,8 +303,8 @@ class QtProfilerPanel(QWidget):
         self.replied.emit()
 
     def cost_of(self, path: str) -> float:
-        """Self ms per frame of a node, cumulative for an instance; 0 when unknown."""
-        return self.self_ms.get(path, self.cumulative_ms.get(path, 0.0))
+        """Cumulative ms per frame of an instance, self ms of a node; 0 when unknown."""
+        return self.cumulative_ms.get(path, self.self_ms.get(path, 0.0))
 
     def shown_paths(self) -> list[str]:
         """The paths in the table's order (as sorted)."""
