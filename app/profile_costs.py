@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluators._profiler import CACHE_HIT, REASON_TEXT
+from nodes import UnknownNodeError
 
 COSTS_CAP = 500
 """At most this many cost rows in one reply."""
@@ -46,29 +47,31 @@ def profile_reply(evaluator: Any, node: str | None, top: int) -> dict[str, Any]:
     frames = max(1, profiler.frames_profiled)
     last = profiler.frames[-1].reasons() if profiler.frames else {}
     costs: list[list[Any]] = []
+    self_ms_of: dict[str, float] = {}
     instances: dict[str, float] = {}
     for row in profiler.report():
         path = row["node"]
         if path not in playing:
             continue
-        self_ms = row["total_seconds"] * 1000.0 / frames
-        parts = path.split("/")
-        for depth in range(1, len(parts)):
-            prefix = "/".join(parts[:depth])
-            instances[prefix] = instances.get(prefix, 0.0) + self_ms
-        reasons: dict[str, int] = row["reasons"]
-        reason = last.get(path) or (
-            max(reasons, key=reasons.__getitem__) if reasons else REASON_TEXT[CACHE_HIT]
-        )
-        median_ms = row["median_seconds"] * 1000.0
-        costs.append([path, row["runs"], round(self_ms, 4), round(median_ms, 4), reason])
-    for path, _, self_ms, _, _ in costs:  # an instance's own node (its pins) counts too
-        if path in instances:
-            instances[path] += self_ms
+        self_ms = self_ms_of[path] = row["total_seconds"] * 1000.0 / frames
+        if "/" in path:
+            parts = path.split("/")
+            for depth in range(1, len(parts)):
+                prefix = "/".join(parts[:depth])
+                instances[prefix] = instances.get(prefix, 0.0) + self_ms
+        if len(costs) < top:
+            reasons: dict[str, int] = row["reasons"]
+            reason = last.get(path) or (
+                max(reasons, key=reasons.__getitem__) if reasons else REASON_TEXT[CACHE_HIT]
+            )
+            median_ms = row["median_seconds"] * 1000.0
+            costs.append([path, row["runs"], round(self_ms, 4), round(median_ms, 4), reason])
+    for path in instances:  # an instance's own node (its pins) counts too
+        instances[path] += self_ms_of.get(path, 0.0)
     reply: dict[str, Any] = {
         "type": "profile",
         "frames": profiler.frames_profiled,
-        "costs": costs[:top],
+        "costs": costs,
         "instances": [[path, round(ms, 4)] for path, ms in sorted(instances.items())],
     }
     if node is not None:
@@ -78,9 +81,10 @@ def profile_reply(evaluator: Any, node: str | None, top: int) -> dict[str, Any]:
             lines.append(f"subpatch instance: its nodes take {instances[node]:.3f} ms per frame")
             if inside:
                 lines.append(f"costliest inside: {inside[0][0]} ({inside[0][2]:.3f} ms per frame)")
-        if node in playing:
+        try:
             lines += [str(line) for line in evaluator.explain(node)]
-        elif node not in instances:
-            lines.append(f"{node} is not in the running patch")
+        except (UnknownNodeError, KeyError):  # gone, or an instance with no node of its own
+            if node not in instances:
+                lines.append(f"{node} is not in the running patch")
         reply["explain"] = {"node": node, "lines": lines}
     return reply

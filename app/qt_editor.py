@@ -69,6 +69,10 @@ address typed; the Bindings panel lists and edits them; `live_values` from the e
 document as live edits. A patch opened from a file with `osc.out` nodes sends nothing until the
 person allows it (app.qt_allow_send; `--allow-send` skips the question).
 
+Profiling (app.qt_profiler): the Profiler dock lists the costliest nodes and why the selected one
+ran, from `profile` replies (app.profile_costs) the engine sends when asked (or the editor's own
+evaluator answers); View > Heat tint colours node bodies by cost through the canvas's tints.
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """

@@ -259,14 +259,15 @@ class QtProfilerPanel(QWidget):
         self.timer.start()
 
     @property
-    def wanted(self) -> bool:
-        """Whether replies are asked for: the panel is shown, or the heat tint is on."""
-        return self.isVisible() or self.heat_wanted
+    def shown(self) -> bool:
+        """Whether the panel can be seen (a dock in a tab behind another is "visible" to Qt)."""
+        return self.isVisible() and not self.visibleRegion().isEmpty()
 
     def refresh(self) -> None:
-        """Ask for a reply now (when wanted)."""
-        if self.wanted:
-            self.request(self.explained if self.isVisible() else None, TOP)
+        """Ask for a reply now, if the panel is shown or the heat tint is on."""
+        shown = self.shown
+        if shown or self.heat_wanted:
+            self.request(self.explained if shown else None, TOP)
 
     def explain(self, path: str | None) -> None:
         """Show why `path` ran (None: nobody)."""

@@ -456,16 +456,18 @@ class Profiler:
         if not pairs:
             return {}
         nodes = np.concatenate([nodes for nodes, _ in pairs])
-        seconds = np.concatenate([seconds for _, seconds in pairs])
-        order = np.argsort(nodes, kind="stable")
+        seconds = np.concatenate([seconds for _, seconds in pairs]).astype(np.float64)
+        if not len(nodes):
+            return {}
+        order = np.lexsort((seconds, nodes))  # by node, then by time: each group sorted
         nodes, seconds = nodes[order], seconds[order]
-        bounds = np.flatnonzero(np.diff(nodes)) + 1
+        starts = np.flatnonzero(np.r_[True, np.diff(nodes) != 0])
+        sizes = np.diff(np.r_[starts, len(nodes)])
+        middle = (seconds[starts + (sizes - 1) // 2] + seconds[starts + sizes // 2]) / 2.0
+        names = self._names
         return {
-            self._names[int(group_nodes[0])]: float(np.median(group))
-            for group_nodes, group in zip(
-                np.split(nodes, bounds), np.split(seconds, bounds), strict=True
-            )
-            if len(group)
+            names[node]: value
+            for node, value in zip(nodes[starts].tolist(), middle.tolist(), strict=True)
         }
 
     def report(self, top: int | None = None) -> list[dict[str, Any]]:

@@ -82,7 +82,7 @@ def open_profiler(editor: QtEditorWindow, qtbot: Any) -> Any:
     editor.docks["Profiler"].raise_()
     editor.resizeDocks([editor.docks["Profiler"]], [320], Qt.Orientation.Vertical)
     panel = editor.profiler_panel
-    qtbot.waitUntil(lambda: panel.isVisible())
+    qtbot.waitUntil(lambda: panel.shown)
     qtbot.waitUntil(lambda: panel.shown_paths()[:1] == ["slow"], timeout=10000)
     return panel
 
