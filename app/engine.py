@@ -83,7 +83,7 @@ from app.engine_protocol import (
     report_value,
 )
 from app.exit_codes import EXIT_HUNG
-from app.profile_costs import checked_request, profile_reply
+from app.profile_costs import ProfileAnswers, checked_request
 from app.refresh import FailedPictures, RefreshSteps
 from app.transport import TransportClock, checked_step
 from evaluators import Controls, DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
@@ -357,6 +357,7 @@ class Engine:
         self.failed_pictures = FailedPictures()
         # live values set since the last `live_values` message went out: (node, pin) -> value
         self._live_values: dict[tuple[str, str], Any] = {}
+        self._profile_answers = ProfileAnswers()  # `profile` requests
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.controls = Controls(
             patch, self.ctx, on_preset=self.presets.recall, on_crossfade=self.presets.set_crossfade
@@ -577,8 +578,7 @@ class Engine:
 
     def _post_profile(self, link: EditorLink, message: dict[str, Any]) -> None:
         """Answer a `profile` request: the costliest nodes, why a node ran (app.profile_costs)."""
-        node, top = checked_request(message)
-        link.post(profile_reply(self.evaluator, node, top))
+        link.post(self._profile_answers.reply(self.evaluator, *checked_request(message)))
 
     def allow_send(self, allow: bool) -> None:
         """Let `osc.out` nodes send from now on, or stop them (the editor asked the person)."""

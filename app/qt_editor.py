@@ -125,7 +125,7 @@ from app.engine_protocol import (
 )
 from app.patch_info import output_node
 from app.placement import free_position
-from app.profile_costs import profile_reply
+from app.profile_costs import ProfileAnswers
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
 from app.qt_bindings import QtBindingsPanel, QtLearn, bindings_of, default_range
 from app.qt_breadcrumbs import QtBreadcrumbBar
@@ -568,6 +568,7 @@ class QtEditorWindow(QMainWindow):
     def _build_profiler(self) -> None:
         """The Profiler dock (app.qt_profiler), tabbed with Messages and Bindings."""
         self.profiler_panel = QtProfilerPanel()
+        self._profile_answers = ProfileAnswers()  # for the editor's own evaluator
         self.profiler_panel.request = self._request_profile
         self.profiler_panel.type_of = self._type_at
         self.profiler_panel.node_activated.connect(self.show_node_path)
@@ -611,7 +612,7 @@ class QtEditorWindow(QMainWindow):
         if self.engine is not None:
             self.engine.send({"type": "profile", "node": node, "top": top})
         elif isinstance(self.evaluator, DualEvaluator):
-            self.profiler_panel.show_reply(profile_reply(self.evaluator, node, top))
+            self.profiler_panel.show_reply(self._profile_answers.reply(self.evaluator, node, top))
 
     def _type_at(self, path: str) -> str:
         """The type of the node at an evaluator path (a definition's name for an instance)."""

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 
 from app.engine import Engine
 from app.engine_client import RemoteEvaluator
-from app.profile_costs import profile_reply
+from app.profile_costs import PROFILE_BUSY_SHARE, ProfileAnswers, profile_reply
 from app.qt_canvas import CLASS_COLORS
 from app.qt_editor import QtEditorWindow
 from app.qt_profiler import CUMULATIVE_MS, NODE, RUNS, SELF_MS, heat_color
@@ -76,6 +76,26 @@ def test_profile_reply_ranks_nodes_and_sums_instances() -> None:
     ]
     assert len(profile_reply(evaluator, None, 3)["costs"]) == 3
     assert "explain" not in profile_reply(evaluator, None, 3)
+
+
+def test_costs_are_worked_out_again_only_when_they_took_a_small_share_of_the_time() -> None:
+    evaluator = DualEvaluator(busy_patch(), ExecutionContext(None))
+    clock = iter(float(t) for t in range(100))  # each reading one second later
+    answers = ProfileAnswers(clock=lambda: next(clock))
+    evaluator.run_frame(0.0, 0)
+    first = answers.reply(evaluator, "m", 10)  # took "1 s": kept for 1 / PROFILE_BUSY_SHARE s
+    for frame in range(1, 4):
+        evaluator.run_frame(frame / 60.0, frame)
+    second = answers.reply(evaluator, "k", 10)
+    assert second["costs"] == first["costs"] and second["frames"] == 1
+    assert second["explain"]["node"] == "k" and second["explain"]["lines"][0].startswith("CONST")
+    assert answers.reply(evaluator, None, 5)["frames"] == 4  # another row count: anew
+    other = DualEvaluator(busy_patch(), ExecutionContext(None))
+    assert answers.reply(other, None, 5)["frames"] == 0  # another evaluator: anew
+    other.run_frame(0.0, 0)  # its costs, worked out at "t" taking 1 s, are due at t + 20 s:
+    for _ in range(round(1 / PROFILE_BUSY_SHARE) - 2):  # read at t + 2 ... t + 19
+        assert answers.reply(other, None, 5)["frames"] == 0
+    assert answers.reply(other, None, 5)["frames"] == 1  # due again
 
 
 def open_profiler(editor: QtEditorWindow, qtbot: Any) -> Any:
