@@ -580,6 +580,7 @@ class QtEditorWindow(QMainWindow):
         )
         self.tabifyDockWidget(self.docks["Messages"], self.docks["Profiler"])
         self.docks["Messages"].raise_()
+        self.resizeDocks([self.docks["Messages"]], [110], Qt.Orientation.Vertical)
 
     def _build_heat_action(self, view: QMenu) -> None:
         self.heat_action = self._action(

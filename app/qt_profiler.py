@@ -53,6 +53,7 @@ HEAT_HOT_MS = 1000.0 / 60.0
 HEAT_STOPS = ((70, 84, 110), (150, 110, 60), (225, 45, 30))  # cold, warm, hot
 INSTANCE = "instance"
 WHY_TITLE = "<b>Why did this run?</b>"
+MIN_PART_HEIGHT = 24
 
 
 def heat_color(ms: float) -> tuple[int, int, int]:
@@ -226,6 +227,7 @@ class QtProfilerPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.setAlternatingRowColors(True)
+        self.table.setMinimumHeight(MIN_PART_HEIGHT)  # the dock shares its area with Messages
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
@@ -238,6 +240,7 @@ class QtProfilerPanel(QWidget):
         self.why_title = QLabel(WHY_TITLE)
         self.why = QPlainTextEdit()
         self.why.setReadOnly(True)
+        self.why.setMinimumHeight(MIN_PART_HEIGHT)
         self.why.setPlaceholderText("Select a node on the canvas or in the table")
         below = QWidget()
         below_layout = QVBoxLayout(below)
