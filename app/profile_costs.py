@@ -33,6 +33,7 @@ from nodes import UnknownNodeError
 
 COSTS_CAP = 500
 """At most this many cost rows in one reply."""
+MAX_PATH_CHARS = 1000
 PROFILE_BUSY_SHARE = 0.05
 """At most this share of the time goes to working out costs (see the module note)."""
 
@@ -42,6 +43,8 @@ def checked_request(message: dict[str, Any]) -> tuple[str | None, int]:
     node, top = message.get("node"), message.get("top", 50)
     if node is not None and not isinstance(node, str):
         raise ValueError(f"node must be a node path or null, not {type(node).__name__}")
+    if node is not None and len(node) > MAX_PATH_CHARS:
+        raise ValueError(f"node path longer than {MAX_PATH_CHARS} characters")
     if isinstance(top, bool) or not isinstance(top, int):
         raise ValueError(f"top must be a whole number, not {top!r}")
     return node, max(1, min(COSTS_CAP, top))

@@ -248,10 +248,13 @@ def test_the_profiler_dock_with_an_engine(remote, bridge, qtbot):
     # a request the engine cannot read is one error line, not an exception
     bridge.engine._handle(bridge, {"type": "profile", "top": "all"}, [])  # type: ignore[arg-type]
     bridge.engine._handle(bridge, {"type": "profile", "node": 3}, [])  # type: ignore[arg-type]
+    long_path = {"type": "profile", "node": "x" * 5000}
+    bridge.engine._handle(bridge, long_path, [])  # type: ignore[arg-type]
     errors = [m["message"] for m, _ in bridge.poll() if m["type"] == "error"]
     assert errors == [
         "profile: top must be a whole number, not 'all'",
         "profile: node must be a node path or null, not int",
+        "profile: node path longer than 1000 characters",
     ]
 
 
