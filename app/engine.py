@@ -90,6 +90,7 @@ from app.engine_protocol import (
     report_value,
 )
 from app.exit_codes import EXIT_HUNG
+from app.profile_costs import ProfileAnswers, checked_request
 from app.refresh import FailedPictures, RefreshSteps
 from app.transport import TransportClock, checked_step
 from evaluators import Controls, DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
@@ -378,6 +379,7 @@ class Engine:
         self._pack_revision = library_revision()
         self._pack_watcher: PackWatcher | None = None
         self._pack_problems: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._profile_answers = ProfileAnswers()  # `profile` requests
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.controls = Controls(
             patch, self.ctx, on_preset=self.presets.recall, on_crossfade=self.presets.set_crossfade
@@ -584,6 +586,8 @@ class Engine:
                 self.controls.cancel_learn()
             else:
                 self.controls.learn(str(node), str(pin))
+        elif kind == "profile":
+            self._post_profile(link, message)
         elif kind == "retry":
             node_id = str(message.get("node"))
             if node_id in self.graph.nodes:
@@ -616,6 +620,10 @@ class Engine:
                 self.on_quit()
         else:
             raise ProtocolError(f"unknown message type {kind!r}")
+
+    def _post_profile(self, link: EditorLink, message: dict[str, Any]) -> None:
+        """Answer a `profile` request: the costliest nodes, why a node ran (app.profile_costs)."""
+        link.post(self._profile_answers.reply(self.evaluator, *checked_request(message)))
 
     def allow_send(self, allow: bool) -> None:
         """Let `osc.out` nodes send from now on, or stop them (the editor asked the person)."""

@@ -42,6 +42,8 @@ Editor -> engine
     learn     {node, pin}: the next control event (OSC, MIDI) of any source is learned for that
               pin (the engine answers `learned`); {node: null} cancels
     retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
+    profile   {node, top}: ask for the `top` costliest nodes (1..500) and, unless `node` is null,
+              why that node (a path, `blob1/lfo3`) ran; sent only while the editor shows them
     quit      {unless_showing}: stop the engine (the editor closed on purpose); with
               `unless_showing`, only if its output window is closed (perform mode)
 
@@ -67,6 +69,10 @@ Engine -> editor
               report; the editor applies them as live edits (`set_value(..., live=True)`),
               except to pins it set in edits after `seq` (the last it had applied): a person's
               edit the engine had not heard of yet is newer
+    profile   {frames, costs, instances, explain}: the answer to `profile` (app.profile_costs):
+              `costs` is [[node path, runs, self_ms_per_frame, median_ms, reason], ...], the
+              costliest first; `instances` [[instance path, cumulative self ms per frame], ...]
+              for every subpatch instance; `explain` {node, lines} only when a node was asked
     error     {message}: a message that could not be applied (one line)
 
 The engine checks revisions after every `edits` message: its copy of the patch counts structural

@@ -420,6 +420,7 @@ class QtPatchCanvas(QObject):
         self._views: dict[str, BaseNode] = {}  # node id -> canvas node
         self._ids: dict[str, str] = {}  # canvas node id (NodeGraphQt's) -> node id
         self._decor: dict[str, tuple[Any, ...]] = {}
+        self._tints: dict[str, tuple[int, int, int]] = {}  # body colours over the class colours
         self._thumbnails: dict[str, QGraphicsPixmapItem] = {}
         self._applying = 0
         self._pending: deque[Callable[[], None]] = deque()  # build steps of a progressive load
@@ -469,6 +470,7 @@ class QtPatchCanvas(QObject):
             self._views.clear()
             self._ids.clear()
             self._decor.clear()
+            self._tints.clear()
             self._thumbnails.clear()  # items gone with the session
             self._badges.clear()
             self.patch = patch
@@ -989,12 +991,28 @@ class QtPatchCanvas(QObject):
         if node_id in self._views:
             self._show_decor(node_id)
 
+    def set_tints(self, tints: dict[str, tuple[int, int, int]]) -> None:
+        """Body colours (RGB) shown instead of the class colours, by shown node id: the
+        profiler's heat tint. Failed nodes stay red; `{}` gives every node its class colour back."""
+        changed = {n for n in set(self._tints) | set(tints) if self._tints.get(n) != tints.get(n)}
+        self._tints = dict(tints)
+        for node_id in changed:
+            if node_id in self._views and node_id in self._decor:
+                self._show_decor(node_id)
+
+    def body_color(self, node_id: str) -> tuple[int, int, int]:
+        """The body colour a shown node has now (RGB)."""
+        self.finish_loading()
+        red, green, blue, *_ = self._views[node_id].color()
+        return red, green, blue
+
     def _show_decor(self, node_id: str) -> None:
         node_class, status, error = self._decor[node_id]
         view = self._views[node_id]
         inst = self.patch.nodes[node_id]
         failed = status == NodeStatus.FAILED
-        color = FAILED_COLOR if failed else CLASS_COLORS.get(node_class, (60, 60, 60))
+        class_color = CLASS_COLORS.get(node_class, (60, 60, 60))
+        color = FAILED_COLOR if failed else self._tints.get(node_id, class_color)
         view.set_color(*color)
         item = view.view
         deferred = status == NodeStatus.DEFERRED

@@ -77,6 +77,10 @@ example" opens a small patch using the node (app.node_examples) as a new untitle
 File > Examples opens each bundled example patch (resources/examples) the same way: saving one
 asks for a file name, so the bundled files are never overwritten.
 
+Profiling (app.qt_profiler): the Profiler dock lists the costliest nodes and why the selected one
+ran, from `profile` replies (app.profile_costs) the engine sends when asked (or the editor's own
+evaluator answers); View > Heat tint colours node bodies by cost through the canvas's tints.
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """
@@ -132,6 +136,7 @@ from app.engine_protocol import (
 from app.node_examples import example_patch, example_paths
 from app.patch_info import output_node
 from app.placement import free_position
+from app.profile_costs import ProfileAnswers
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
 from app.qt_bindings import (
     QtBindingsPanel,
@@ -176,6 +181,7 @@ from app.qt_output import (
 from app.qt_pin_hints import QtPinHints
 from app.qt_presets import QtPresetsPanel
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
+from app.qt_profiler import QtProfilerPanel, heat_color
 from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
 from evaluators import (
@@ -304,6 +310,7 @@ class QtEditorWindow(QMainWindow):
         self.failed_thumbnails = FailedPictures()
 
         self._build_layout()
+        self._build_profiler()
         self.legend = QtLegend(self.canvas.widget)
         self.node_help = QtNodeHelp(self)
         self.node_help.open_example_requested.connect(self.open_node_example)
@@ -592,6 +599,7 @@ class QtEditorWindow(QMainWindow):
         self.legend_action.setCheckable(True)
         self.legend_action.setChecked(True)
         self.legend.closed.connect(lambda: self.legend_action.setChecked(False))
+        self._build_heat_action(view)
         panels = view.addMenu("&Panels")
         for dock in self.docks.values():
             panels.addAction(dock.toggleViewAction())
@@ -643,6 +651,83 @@ class QtEditorWindow(QMainWindow):
             self.offer_allow_send()
         self.canvas.frame(None)
         return True
+
+    # ------------------------------------------------------------------ profiler
+    def _build_profiler(self) -> None:
+        """The Profiler dock (app.qt_profiler), tabbed with Messages and Bindings."""
+        self.profiler_panel = QtProfilerPanel()
+        self._profile_answers = ProfileAnswers()  # for the editor's own evaluator
+        self.profiler_panel.request = self._request_profile
+        self.profiler_panel.type_of = self._type_at
+        self.profiler_panel.node_activated.connect(self.show_node_path)
+        self.profiler_panel.replied.connect(self._show_heat)
+        self.canvas.selection_changed.connect(self._explain_selected)
+        self.canvas.level_changed.connect(self._show_heat)
+        self.docks["Profiler"] = self._dock(
+            "Profiler", self.profiler_panel, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
+        self.tabifyDockWidget(self.docks["Messages"], self.docks["Profiler"])
+        self.docks["Messages"].raise_()
+        self.resizeDocks([self.docks["Messages"]], [110], Qt.Orientation.Vertical)
+
+    def _build_heat_action(self, view: QMenu) -> None:
+        self.heat_action = self._action(
+            view, "&Heat tint", lambda: self.show_heat_tint(self.heat_action.isChecked())
+        )
+        self.heat_action.setCheckable(True)
+        self.heat_action.setStatusTip("Tint nodes by their cost per frame: blue-grey cold, red hot")
+
+    def show_heat_tint(self, shown: bool) -> None:
+        """View > Heat tint: node bodies coloured by cost (log scale of self time per frame;
+        an instance by its cumulative time), or their class colours again."""
+        self.heat_action.setChecked(shown)
+        self.profiler_panel.heat_wanted = shown
+        if shown:
+            self.profiler_panel.refresh()
+        self._show_heat()
+
+    def _show_heat(self) -> None:
+        if not self.profiler_panel.heat_wanted:
+            self.canvas.set_tints({})
+            return
+        cost = self.profiler_panel.cost_of
+        eval_id = self.canvas.eval_id
+        self.canvas.set_tints(
+            {node_id: heat_color(cost(eval_id(node_id))) for node_id in self.canvas.patch.nodes}
+        )
+
+    def _request_profile(self, node: str | None, top: int) -> None:
+        """Ask whoever runs the patch for a `profile` reply (the panel shows it)."""
+        if self.engine is not None:
+            self.engine.send({"type": "profile", "node": node, "top": top})
+        elif isinstance(self.evaluator, DualEvaluator):
+            self.profiler_panel.show_reply(self._profile_answers.reply(self.evaluator, node, top))
+
+    def _type_at(self, path: str) -> str:
+        """The type of the node at an evaluator path (a definition's name for an instance)."""
+        instance = self.canvas.node_at(path)
+        if instance is None:
+            return ""
+        definition = instance.values.get("definition") if instance.type_id == "subpatch" else None
+        return f"subpatch {definition}" if isinstance(definition, str) else instance.type_id
+
+    def _explain_selected(self, node_ids: list[str]) -> None:
+        if node_ids:
+            self.profiler_panel.explain(self.canvas.eval_id(node_ids[0]))
+
+    def show_node_path(self, path: str) -> None:
+        """Select the node at an evaluator path (`blob1/lfo3`) on the canvas, entering the
+        instances on the way, and bring it into view."""
+        *through, node_id = path.split("/")
+        if self.canvas.trail != through:
+            if self.canvas.trail:
+                self.canvas.go_to(0)
+            for instance_id in through:
+                if not self.canvas.enter(instance_id):
+                    return
+        if node_id in self.canvas.patch.nodes:
+            self.canvas.select([node_id])
+            self.canvas.frame([node_id])
 
     def _toggle_legend(self) -> None:
         self.legend.setVisible(self.legend_action.isChecked())
@@ -960,6 +1045,8 @@ class QtEditorWindow(QMainWindow):
             self.messages.add("engine", str(message.get("message")))
         elif kind == "learned":
             self._on_learned(message)
+        elif kind == "profile":
+            self.profiler_panel.show_reply(message)
 
     def _apply_live_values(self, values: Any, blobs: list[bytes], seq: int = 0) -> None:
         """What the engine's live controls set, as live edits of the document (not sent back,

@@ -450,30 +450,39 @@ class Profiler:
             return {}
         return {REASON_TEXT[r]: int(n) for r, n in enumerate(self._counts[i]) if n}
 
-    def medians(self) -> dict[str, float]:
-        """Median measured self seconds per node over the frames in the ring."""
+    def medians(self, node_ids: Iterable[str] | None = None) -> dict[str, float]:
+        """Median measured self seconds per node over the frames in the ring (of `node_ids`
+        only, when given: sorting every sample of a large patch takes a while)."""
         pairs = [record.samples() for record in self.frames]
         if not pairs:
             return {}
         nodes = np.concatenate([nodes for nodes, _ in pairs])
-        seconds = np.concatenate([seconds for _, seconds in pairs])
-        order = np.argsort(nodes, kind="stable")
+        seconds = np.concatenate([seconds for _, seconds in pairs]).astype(np.float64)
+        if node_ids is not None:
+            wanted = [self._ids[n] for n in node_ids if n in self._ids]
+            keep = np.isin(nodes, np.asarray(wanted, dtype=nodes.dtype))
+            nodes, seconds = nodes[keep], seconds[keep]
+        if not len(nodes):
+            return {}
+        order = np.argsort(seconds)
+        order = order[np.argsort(nodes[order], kind="stable")]  # by node, each group by time
         nodes, seconds = nodes[order], seconds[order]
-        bounds = np.flatnonzero(np.diff(nodes)) + 1
+        starts = np.flatnonzero(np.r_[True, np.diff(nodes) != 0])
+        sizes = np.diff(np.r_[starts, len(nodes)])
+        middle = (seconds[starts + (sizes - 1) // 2] + seconds[starts + sizes // 2]) / 2.0
+        names = self._names
         return {
-            self._names[int(group_nodes[0])]: float(np.median(group))
-            for group_nodes, group in zip(
-                np.split(nodes, bounds), np.split(seconds, bounds), strict=True
-            )
-            if len(group)
+            names[node]: value
+            for node, value in zip(nodes[starts].tolist(), middle.tolist(), strict=True)
         }
 
-    def report(self, top: int | None = None) -> list[dict[str, Any]]:
+    def report(self, top: int | None = None, medians: bool = True) -> list[dict[str, Any]]:
         """The costliest nodes first: per node its runs, cache hits, runs by reason, measured
-        runs and seconds, median self time and estimated total (mean measured time x runs)."""
+        runs and seconds, median self time (0 unless `medians`: `medians()` gives them for the
+        nodes wanted) and estimated total (mean measured time x runs)."""
         self._flush_hot()
         self._flush_hits()
-        medians = self.medians()
+        median_of = self.medians() if medians else {}
         rows: list[dict[str, Any]] = []
         for i, node_id in enumerate(self._names):
             counts = self._counts[i]
@@ -488,7 +497,7 @@ class Profiler:
                     "reasons": {REASON_TEXT[r]: int(counts[r]) for r in RUN_REASONS if counts[r]},
                     "timed_runs": timed,
                     "measured_seconds": measured,
-                    "median_seconds": medians.get(node_id, 0.0),
+                    "median_seconds": median_of.get(node_id, 0.0),
                     "total_seconds": measured / timed * runs if timed else 0.0,
                 }
             )

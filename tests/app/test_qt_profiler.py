@@ -1,0 +1,271 @@
+"""The editor's Profiler dock: the costliest nodes first (a node sleeping 20 ms a frame), sorting by
+a column, cumulative time of a subpatch instance, "Why did this run?" for the selected node,
+double-click to select on the canvas, and the heat tint on and off; with the editor's own
+evaluator and with an engine (an in-process Engine answering the editor's `profile` messages).
+The last test writes tests/artifacts/profiler.png."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.engine import Engine
+from app.engine_client import RemoteEvaluator
+from app.profile_costs import PROFILE_BUSY_SHARE, ProfileAnswers, profile_reply
+from app.qt_canvas import CLASS_COLORS
+from app.qt_editor import QtEditorWindow
+from app.qt_profiler import CUMULATIVE_MS, NODE, RUNS, SELF_MS, heat_color
+from evaluators import DualEvaluator, ExecutionContext, NodeClass
+from nodes import Patch, patch_from_dict, patch_to_dict
+from tests.app.conftest import ScriptedDialogs, show_patch
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+SLEEP_S = 0.02
+
+
+def busy_patch() -> Patch:
+    """t -> slow (sleeps 20 ms a frame) -> m -> sink, a CONST k into m, and t -> amp1 (an
+    instance of `amp`: y = x * 3) -> o1."""
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "x"}, (0, 0), node_id="in1")
+    body.add_node("math.mul", {"b": 3.0}, (250, 0), node_id="mul")
+    body.add_node("subpatch.outlet", {"name": "y"}, (500, 0), node_id="out1")
+    body.connect("in1", "out", "mul", "a")
+    body.connect("mul", "out", "out1", "in")
+    patch = Patch()
+    patch.add_definition("amp", body)
+    patch.add_node("time.seconds", None, (0, 0), node_id="t")
+    patch.add_node("debug.sleep", {"seconds": SLEEP_S}, (250, 0), node_id="slow")
+    patch.add_node("value.float", {"value": 3.0}, (250, 200), node_id="k")
+    patch.add_node("math.add", None, (500, 0), node_id="m")
+    patch.add_node("output.value", None, (750, 0), node_id="sink")
+    patch.add_node("subpatch", {"definition": "amp"}, (250, 400), node_id="amp1")
+    patch.add_node("output.value", None, (500, 400), node_id="o1")
+    patch.connect("t", "out", "slow", "x")
+    patch.connect("slow", "out", "m", "a")
+    patch.connect("k", "out", "m", "b")
+    patch.connect("m", "out", "sink", "in")
+    patch.connect("t", "out", "amp1", "x")
+    patch.connect("amp1", "y", "o1", "in")
+    return patch
+
+
+def test_profile_reply_ranks_nodes_and_sums_instances() -> None:
+    evaluator = DualEvaluator(busy_patch(), ExecutionContext(None))
+    for frame in range(8):
+        evaluator.run_frame(frame / 60.0, frame)
+    reply = profile_reply(evaluator, "m", 100)
+    costs = {row[0]: row for row in reply["costs"]}
+    assert reply["costs"][0][:2] == ["slow", 8]
+    assert costs["slow"][2] >= SLEEP_S * 1000 * 0.9  # self ms per frame
+    assert costs["slow"][4] == "non-deterministic"
+    assert costs["k"][1] == 1 and costs["k"][4] == "cache hit"
+    inside = sum(row[2] for path, row in costs.items() if path.startswith("amp1/"))
+    assert inside > 0
+    assert reply["instances"] == [["amp1", pytest.approx(inside + costs["amp1"][2], abs=1e-3)]]
+    assert any(line.startswith("HOT because") for line in reply["explain"]["lines"])
+    instance_lines = profile_reply(evaluator, "amp1", 100)["explain"]["lines"]
+    assert instance_lines[0].startswith("subpatch instance: its nodes take")
+    assert instance_lines[1].startswith("costliest inside: amp1/")
+    assert profile_reply(evaluator, "ghost", 3)["explain"]["lines"] == [
+        "ghost is not in the running patch"
+    ]
+    assert len(profile_reply(evaluator, None, 3)["costs"]) == 3
+    assert "explain" not in profile_reply(evaluator, None, 3)
+
+
+def test_costs_are_worked_out_again_only_when_they_took_a_small_share_of_the_time() -> None:
+    evaluator = DualEvaluator(busy_patch(), ExecutionContext(None))
+    clock = iter(float(t) for t in range(100))  # each reading one second later
+    answers = ProfileAnswers(clock=lambda: next(clock))
+    evaluator.run_frame(0.0, 0)
+    first = answers.reply(evaluator, "m", 10)  # took "1 s": kept for 1 / PROFILE_BUSY_SHARE s
+    for frame in range(1, 4):
+        evaluator.run_frame(frame / 60.0, frame)
+    second = answers.reply(evaluator, "k", 10)
+    assert second["costs"] == first["costs"] and second["frames"] == 1
+    assert second["explain"]["node"] == "k" and second["explain"]["lines"][0].startswith("CONST")
+    assert answers.reply(evaluator, None, 5)["frames"] == 4  # another row count: anew
+    other = DualEvaluator(busy_patch(), ExecutionContext(None))
+    assert answers.reply(other, None, 5)["frames"] == 0  # another evaluator: anew
+    other.run_frame(0.0, 0)  # its costs, worked out at "t" taking 1 s, are due at t + 20 s:
+    for _ in range(round(1 / PROFILE_BUSY_SHARE) - 2):  # read at t + 2 ... t + 19
+        assert answers.reply(other, None, 5)["frames"] == 0
+    assert answers.reply(other, None, 5)["frames"] == 1  # due again
+
+
+def open_profiler(editor: QtEditorWindow, qtbot: Any) -> Any:
+    editor.docks["Profiler"].raise_()
+    editor.resizeDocks([editor.docks["Profiler"]], [320], Qt.Orientation.Vertical)
+    panel = editor.profiler_panel
+    qtbot.waitUntil(lambda: panel.shown)
+    qtbot.waitUntil(lambda: panel.shown_paths()[:1] == ["slow"], timeout=10000)
+    return panel
+
+
+def cells(panel: Any, column: int) -> list[Any]:
+    proxy = panel.proxy
+    return [proxy.index(r, column).data(Qt.ItemDataRole.UserRole) for r in range(proxy.rowCount())]
+
+
+def test_the_profiler_dock_with_the_editors_own_evaluator(editor, qtbot):
+    show_patch(editor, busy_patch())
+    panel = open_profiler(editor, qtbot)
+    table = panel.table
+    assert cells(panel, SELF_MS) == sorted(cells(panel, SELF_MS), reverse=True)
+    row = panel.shown_paths().index("slow")
+    assert panel.proxy.index(row, 1).data() == "debug.sleep"
+    assert panel.proxy.index(row, 5).data() == "non-deterministic"
+    # the instance: its cumulative time is its nodes' self times
+    qtbot.waitUntil(lambda: "amp1" in panel.shown_paths())
+    amp = panel.shown_paths().index("amp1")
+    assert panel.proxy.index(amp, 1).data() == "subpatch amp"
+    inside = sum(ms for path, ms in panel.self_ms.items() if path.startswith("amp1/"))
+    own = panel.self_ms["amp1"]  # the instance's own node
+    assert panel.cumulative_ms["amp1"] == pytest.approx(inside + own, abs=1e-3)
+    assert panel.proxy.index(amp, CUMULATIVE_MS).data(Qt.ItemDataRole.UserRole) == pytest.approx(
+        inside + own, abs=1e-3
+    )
+    # sorting by a column: names alphabetically, runs as numbers
+    table.sortByColumn(NODE, Qt.SortOrder.AscendingOrder)
+    assert panel.shown_paths() == sorted(panel.shown_paths(), key=str.lower)
+    table.sortByColumn(RUNS, Qt.SortOrder.DescendingOrder)
+    runs = cells(panel, RUNS)
+    assert runs == sorted(runs, reverse=True) and runs[-1] == 1
+    assert panel.shown_paths()[-1] == "k"  # CONST: ran once
+    table.sortByColumn(CUMULATIVE_MS, Qt.SortOrder.DescendingOrder)
+    assert panel.shown_paths()[0] == "slow"
+    # Why did this run? for the node selected on the canvas
+    editor.canvas.select(["m"])
+    qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
+    assert "depends on debug.sleep (slow) through m" in panel.why.toPlainText()
+    # a double-click on a row selects that node on the canvas
+    k = panel.proxy.index(panel.shown_paths().index("k"), NODE)
+    table.scrollTo(k)
+    qtbot.waitUntil(lambda: table.viewport().rect().contains(table.visualRect(k).center()))
+    point = table.visualRect(k).center()
+    # an item view takes a double-click on the row it was pressed on: press first
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert editor.canvas.selected_ids() == ["k"]
+    qtbot.waitUntil(lambda: panel.why.toPlainText().startswith("CONST"))
+    why = panel.why.toPlainText().splitlines()
+    assert why[1].endswith(": first run") and why[2].startswith("cached: inputs unchanged since")
+
+
+def test_heat_tint_colours_nodes_by_cost_and_off_restores_them(editor, qtbot):
+    show_patch(editor, busy_patch())
+    canvas = editor.canvas
+    qtbot.waitUntil(lambda: canvas.body_color("slow") == CLASS_COLORS[NodeClass.HOT])
+    normal = {node_id: canvas.body_color(node_id) for node_id in ("slow", "k", "m")}
+    editor.docks["Messages"].raise_()  # the tint refreshes with the panel hidden too
+    editor.show_heat_tint(True)
+    panel = editor.profiler_panel
+    qtbot.waitUntil(lambda: panel.cost_of("slow") > 1.0, timeout=10000)
+    qtbot.waitUntil(lambda: canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
+    hot, cold = canvas.body_color("slow"), canvas.body_color("k")
+    assert hot != normal["slow"] and cold != normal["k"]
+    assert hot[0] > 180 and hot[0] > hot[2]  # red
+    assert cold[2] > cold[0]  # blue-grey
+    editor.show_heat_tint(False)
+    assert {node_id: canvas.body_color(node_id) for node_id in normal} == normal
+    assert not editor.heat_action.isChecked()
+
+
+class EngineBridge:
+    """Stands in for `EngineClient`: `profile` messages go to an in-process Engine playing the
+    same patch, whose answers come back through `poll` as the real client's do."""
+
+    def __init__(self, patch: Patch) -> None:
+        self.hello: dict[str, Any] = {"gl": False, "pid": 0}
+        self.evaluator = RemoteEvaluator()
+        self.engine = Engine(patch)
+        for _ in range(6):
+            self.engine.step()
+        self.engine.editor = self  # type: ignore[assignment]  # its link: `post` below
+        self.sent: list[dict[str, Any]] = []
+        self.incoming: list[tuple[dict[str, Any], list[bytes]]] = []
+
+    def send(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> bool:
+        self.sent.append(message)
+        if message.get("type") == "profile":
+            self.engine.step()
+            self.engine._handle(self, message, [])  # type: ignore[arg-type]
+        return True
+
+    def post(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+        self.incoming.append((message, blobs or []))
+
+    def post_report(self, message: dict[str, Any], blobs: list[bytes]) -> None:
+        self.evaluator.update(message, blobs)
+
+    def post_live(self, message: dict[str, Any], blobs: list[bytes]) -> bool:
+        self.post(message, blobs)
+        return True
+
+    def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
+        delivered, self.incoming = self.incoming, []
+        return delivered
+
+    def close(self, **_options: Any) -> None:
+        self.engine.evaluator.close()
+
+
+@pytest.fixture
+def bridge() -> EngineBridge:
+    return EngineBridge(patch_from_dict(patch_to_dict(busy_patch())))
+
+
+@pytest.fixture
+def remote(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, bridge: EngineBridge) -> Iterator:
+    window = QtEditorWindow(tmp_path / "state", engine=bridge)  # type: ignore[arg-type]
+    dialogs.install(window)
+    qtbot.addWidget(window)
+    window.resize(1400, 850)
+    window.show()
+    qtbot.waitExposed(window)
+    yield window
+    dialogs.unsaved_answer = "discard"
+    window.close()
+
+
+def test_the_profiler_dock_with_an_engine(remote, bridge, qtbot):
+    show_patch(remote, busy_patch())
+    assert not [m for m in bridge.sent if m["type"] == "profile"]  # only asked while shown
+    panel = open_profiler(remote, qtbot)
+    asked = [m for m in bridge.sent if m["type"] == "profile"]
+    assert asked[-1] == {"type": "profile", "node": None, "top": 200}
+    assert panel.self_ms["slow"] >= SLEEP_S * 1000 * 0.9
+    remote.canvas.select(["m"])
+    qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
+    assert {"type": "profile", "node": "m", "top": 200} in bridge.sent
+    remote.show_heat_tint(True)
+    qtbot.waitUntil(lambda: remote.canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
+    # a request the engine cannot read is one error line, not an exception
+    bridge.engine._handle(bridge, {"type": "profile", "top": "all"}, [])  # type: ignore[arg-type]
+    bridge.engine._handle(bridge, {"type": "profile", "node": 3}, [])  # type: ignore[arg-type]
+    long_path = {"type": "profile", "node": "x" * 5000}
+    bridge.engine._handle(bridge, long_path, [])  # type: ignore[arg-type]
+    errors = [m["message"] for m, _ in bridge.poll() if m["type"] == "error"]
+    assert errors == [
+        "profile: top must be a whole number, not 'all'",
+        "profile: node must be a node path or null, not int",
+        "profile: node path longer than 1000 characters",
+    ]
+
+
+def test_screenshot_of_the_profiler_with_heat_tint(editor, qtbot):
+    show_patch(editor, busy_patch())
+    panel = open_profiler(editor, qtbot)
+    editor.show_heat_tint(True)
+    editor.legend_action.trigger()  # the legend's class colours would cover the patch
+    editor.canvas.select(["m"])
+    qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
+    qtbot.waitUntil(lambda: editor.canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
+    qtbot.waitUntil(lambda: panel.table.height() > 120)
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert editor.grab().save(str(ARTIFACTS / "profiler.png"))
