@@ -1714,9 +1714,11 @@ class QtEditorWindow(QMainWindow):
         while not self._pack_problems.empty():
             problems.append(self._pack_problems.get_nowait())
         document = self.canvas.document
-        if library_revision() != self._pack_revision and document is not None:
+        if library_revision() != self._pack_revision:
             self._pack_revision = library_revision()
-            sync_instances(document)
+            self.library.show_types()  # the pack's types come and go in the panel too
+            if document is not None:
+                sync_instances(document)
         for problem in problems:
             print(f"patchbay: {problem}", file=sys.stderr)
             self.statusBar().showMessage(problem, 10000)

@@ -90,6 +90,22 @@ class QtLibraryPanel(QWidget):
         self.definitions = QTreeWidgetItem(self.tree, [DEFINITIONS])
         self.definitions.setToolTip(0, "This patch's definitions: double-click adds an instance")
         self.definitions.setHidden(True)
+        self._categories: list[QTreeWidgetItem] = []
+        self.show_types()
+        self.tree.itemDoubleClicked.connect(self._activated)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._context_menu)
+        self.filter.textChanged.connect(self._apply_filter)
+        self.filter.returnPressed.connect(self.activate_first_match)
+        self.tree.itemEntered.connect(self._on_item_entered)
+        self.tree.currentItemChanged.connect(lambda *_: self._describe(self.tree.currentItem()))
+        self.tree.viewport().installEventFilter(self)
+
+    def show_types(self) -> None:
+        """List the library's node types by category (again, after node packs changed it),
+        keeping the filter."""
+        for category in self._categories:
+            self.tree.invisibleRootItem().removeChild(category)
         categories: dict[str, QTreeWidgetItem] = {}
         for type_id in sorted(LIBRARY):
             spec = LIBRARY[type_id]
@@ -99,16 +115,11 @@ class QtLibraryPanel(QWidget):
             item = QTreeWidgetItem(parent, [type_id, spec.determinism.value])
             item.setData(0, TYPE_ROLE, type_id)
             item.setToolTip(0, f"{spec.summary or type_id}\nF1: help and an example")
+        self._categories = list(categories.values())
+        self._hovered_type = None
         self.tree.expandAll()
         self.tree.resizeColumnToContents(0)
-        self.tree.itemDoubleClicked.connect(self._activated)
-        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.tree.customContextMenuRequested.connect(self._context_menu)
-        self.filter.textChanged.connect(self._apply_filter)
-        self.filter.returnPressed.connect(self.activate_first_match)
-        self.tree.itemEntered.connect(self._on_item_entered)
-        self.tree.currentItemChanged.connect(lambda *_: self._describe(self.tree.currentItem()))
-        self.tree.viewport().installEventFilter(self)
+        self._apply_filter(self.filter.text())
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is not self.tree.viewport():

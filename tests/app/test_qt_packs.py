@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from nodes import LIBRARY, load_packs
 from tests.nodes.test_packs import (  # noqa: F401  (library: a fixture)
@@ -26,6 +27,12 @@ def nodes_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: None) ->
     return folder
 
 
+def listed(editor, type_id: str) -> bool:
+    """Whether the library panel lists the node type."""
+    flags = Qt.MatchFlag.MatchExactly | Qt.MatchFlag.MatchRecursive
+    return bool(editor.library.tree.findItems(type_id, flags))
+
+
 def test_a_placeholder_opens_with_its_ports_fails_in_one_line_and_saves_unchanged(
     editor, qtbot, tmp_path: Path, nodes_dir: Path
 ) -> None:
@@ -42,10 +49,12 @@ def test_a_placeholder_opens_with_its_ports_fails_in_one_line_and_saves_unchange
     assert editor.save()  # over the file it came from
     saved, original = json.loads(source.read_text()), json.loads(PLACEHOLDER_FILE)
     assert saved["nodes"][1] == original["nodes"][1] and saved["links"] == original["links"]
-    # the pack arrives: the placeholder becomes the real node, and runs
+    assert not listed(editor, "mypack.scale")
+    # the pack arrives: the placeholder becomes the real node, and runs; the library lists it
     write_pack(nodes_dir, 3.0)
     assert load_packs() == []
     qtbot.waitUntil(lambda: editor.evaluator.output("out") == 15.0)
+    assert listed(editor, "mypack.scale")
     assert editor.patch.nodes["ghost"].spec is LIBRARY["mypack.scale"]
     assert [port.name() for port in view.inputs().values()] == ["x"]
 
