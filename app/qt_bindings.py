@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -56,6 +57,33 @@ from nodes._bindings import (
     TAKEOVERS,
     Binding,
 )
+
+LEARN_TEXT = "Learn MIDI/OSC…"
+BIND_OSC_TEXT = "Bind to OSC address…"
+UNBIND_TEXT = "Remove binding"
+CANCEL_LEARN_TEXT = "Cancel learn"
+NO_LEARN_TIP = "Learning listens in the engine process (patchbay edit)"
+
+
+def binding_menu(owner: Any, node_id: str, pin: str) -> QMenu:
+    """The menu that learns, binds to an OSC address or unbinds the target `node_id`.`pin` (a
+    node's pin, a preset, the crossfader). `owner` (the inspector, the presets panel) is a widget
+    with `patch`, `learning` (the target learn waits for), `can_learn` and the signals
+    `learn_requested`, `bind_osc_requested` and `unbind_requested` (node id, pin)."""
+    menu = QMenu(owner)
+    waiting = owner.learning == (node_id, pin)
+    learn = menu.addAction(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
+    learn.setEnabled(owner.can_learn)
+    if not owner.can_learn:
+        learn.setToolTip(NO_LEARN_TIP)
+    learn.triggered.connect(lambda _=False: owner.learn_requested.emit(node_id, pin))
+    bind = menu.addAction(BIND_OSC_TEXT)
+    bind.triggered.connect(lambda _=False: owner.bind_osc_requested.emit(node_id, pin))
+    if owner.patch is not None and bindings_of(owner.patch, node_id, pin):
+        unbind = menu.addAction(UNBIND_TEXT)
+        unbind.triggered.connect(lambda _=False: owner.unbind_requested.emit(node_id, pin))
+    return menu
+
 
 COLUMNS = ("Source", "Device", "Target", "Low", "High", "Curve", "Takeover")
 SOURCE, DEVICE, TARGET, LOW, HIGH, CURVE, TAKEOVER = range(len(COLUMNS))

@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.qt_bindings import bindable, bindings_of
+from app.qt_bindings import bindable, binding_menu, bindings_of
 from app.qt_code_editor import QtCodeField
 from app.qt_help import pin_doc
 from nodes import Patch, PinSpec
@@ -53,10 +53,6 @@ from nodes import Patch, PinSpec
 SLIDER_STEPS = 1000
 BOUND_COLOR = "#6ab0ff"
 LEARNING_STYLE = "background: #4a3a08; color: #ffe9a0; border: 1px solid #e0b030; padding: 2px;"
-LEARN_TEXT = "Learn MIDI/OSC…"
-BIND_OSC_TEXT = "Bind to OSC address…"
-UNBIND_TEXT = "Remove binding"
-CANCEL_LEARN_TEXT = "Cancel learn"
 _gestures = itertools.count(1)
 
 
@@ -358,20 +354,7 @@ class QtInspector(QWidget):
         spec = self.patch.nodes[self.node_id].input(pin)
         if spec is None or not bindable(spec) or self.patch.link_into(self.node_id, pin):
             return None
-        node_id = self.node_id
-        menu = QMenu(self)
-        waiting = self.learning == (node_id, pin)
-        learn = menu.addAction(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
-        learn.setEnabled(self.can_learn)
-        if not self.can_learn:
-            learn.setToolTip("Learning listens in the engine process (patchbay edit)")
-        learn.triggered.connect(lambda _=False: self.learn_requested.emit(node_id, pin))
-        bind = menu.addAction(BIND_OSC_TEXT)
-        bind.triggered.connect(lambda _=False: self.bind_osc_requested.emit(node_id, pin))
-        if bindings_of(self.patch, node_id, pin):
-            unbind = menu.addAction(UNBIND_TEXT)
-            unbind.triggered.connect(lambda _=False: self.unbind_requested.emit(node_id, pin))
-        return menu
+        return binding_menu(self, self.node_id, pin)
 
     def _pin_of(self, widget: QObject) -> str | None:
         for pin, label in self._labels.items():

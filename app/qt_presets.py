@@ -48,9 +48,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine_protocol import ProtocolError, apply_deck_message
-from app.qt_bindings import bindings_of
+from app.qt_bindings import CANCEL_LEARN_TEXT, LEARN_TEXT, NO_LEARN_TIP, binding_menu, bindings_of
 from app.qt_commands import same_value
-from app.qt_inspector import BIND_OSC_TEXT, CANCEL_LEARN_TEXT, LEARN_TEXT, UNBIND_TEXT
 from nodes import EASINGS, START_POINTS, SWITCH_POINTS, Patch, PatchError, PatchEvent, capture
 from nodes._bindings import CROSSFADER_TARGET, PRESET_TARGET
 
@@ -61,7 +60,6 @@ NAME_ROLE = Qt.ItemDataRole.UserRole  # a list item's preset name (its text adds
 LEARNING_COLOR, LEARNING_TEXT_COLOR = QColor(74, 58, 8), QColor(255, 233, 160)  # the inspector's
 CROSSFADER = (CROSSFADER_TARGET, "position")
 CROSSFADE_TITLE = "Crossfade A ↔ B"
-NO_LEARN_TIP = "Learning listens in the engine process (patchbay edit)"
 
 
 def _mark(sources: list[str], learning: bool) -> str:
@@ -338,19 +336,7 @@ class QtPresetsPanel(QWidget):
 
     def binding_menu(self, node_id: str, pin: str) -> QMenu:
         """The binding menu of a preset (`@preset`, name) or the crossfader."""
-        menu = QMenu(self)
-        waiting = self.learning == (node_id, pin)
-        learn = menu.addAction(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
-        learn.setEnabled(self.can_learn)
-        if not self.can_learn:
-            learn.setToolTip(NO_LEARN_TIP)
-        learn.triggered.connect(lambda _=False: self.learn_requested.emit(node_id, pin))
-        bind = menu.addAction(BIND_OSC_TEXT)
-        bind.triggered.connect(lambda _=False: self.bind_osc_requested.emit(node_id, pin))
-        if bindings_of(self.patch, node_id, pin):
-            unbind = menu.addAction(UNBIND_TEXT)
-            unbind.triggered.connect(lambda _=False: self.unbind_requested.emit(node_id, pin))
-        return menu
+        return binding_menu(self, node_id, pin)
 
     def _preset_menu_at(self, pos: QPoint) -> None:
         item = self.list.itemAt(pos)

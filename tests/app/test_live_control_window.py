@@ -15,7 +15,7 @@ from pythonosc.udp_client import SimpleUDPClient
 
 from app.editor import launch_editor
 from app.engine_client import EngineProcess
-from app.qt_inspector import LEARN_TEXT
+from app.qt_bindings import LEARN_TEXT
 from nodes import Patch, save_patch
 from nodes._bindings import Binding
 from tests.app.test_qt_bindings import choose, inspect

@@ -26,15 +26,20 @@ from PySide6.QtWidgets import (
 
 from app.engine_client import RemoteEvaluator
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
-from app.qt_bindings import CURVE, HIGH, LOW, SOURCE, TAKEOVER, TARGET
-from app.qt_editor import QtEditorWindow
-from app.qt_inspector import (
+from app.qt_bindings import (
     BIND_OSC_TEXT,
     CANCEL_LEARN_TEXT,
+    CURVE,
+    HIGH,
     LEARN_TEXT,
+    LOW,
+    SOURCE,
+    TAKEOVER,
+    TARGET,
     UNBIND_TEXT,
-    QtInspector,
 )
+from app.qt_editor import QtEditorWindow
+from app.qt_inspector import QtInspector
 from nodes import LIBRARY, Patch, node, save_patch
 from nodes._bindings import Binding
 from tests.app.conftest import ScriptedDialogs, press, show_patch

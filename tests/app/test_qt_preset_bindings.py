@@ -19,9 +19,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QContextMenuEvent
 from PySide6.QtWidgets import QApplication, QWidget
 
-from app.qt_bindings import TARGET
+from app.qt_bindings import BIND_OSC_TEXT, CANCEL_LEARN_TEXT, LEARN_TEXT, TARGET, UNBIND_TEXT
 from app.qt_editor import QtEditorWindow
-from app.qt_inspector import BIND_OSC_TEXT, CANCEL_LEARN_TEXT, LEARN_TEXT, UNBIND_TEXT
 from app.qt_presets import QtPresetsPanel
 from evaluators._services import FACTORIES
 from evaluators.midi_service import MidiService
