@@ -37,7 +37,6 @@ something ran or was dirtied).
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
@@ -60,8 +59,16 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
+from evaluators._memory_plan import (
+    hot_order,
+    last_consumers,
+    releasable,
+    release_call,
+    value_bytes,
+)
 from evaluators._observer import FrameObserver, unreported_status
 from evaluators._patch_graph import PatchGraph
+from evaluators._path import NodePath
 from evaluators._profiler import (
     COLD_PHASE,
     FORCED,
@@ -136,6 +143,7 @@ class FlatProgram:
         self.stamps = [node.stamp for node in ir.nodes]
 
         roots = [i for i in ir.sinks()] + [ir.index[w] for w in watched if w in ir.index]
+        self.roots = frozenset(roots)
         self.main = ir.upstream(roots, _EAGER)
         guarded = self._guarded_regions(order)
         self.needed = self.main | set().union(*guarded.values()) if guarded else set(self.main)
@@ -160,6 +168,10 @@ class FlatProgram:
             self.node_steps[i] = self._compile_node(i)
 
         self.in_order = sorted(self.main, key=self.position.__getitem__)
+        # Memory plan (evaluators/_memory_plan.py): output sizes in bytes of HOT nodes (what
+        # they hold now, measured again after the first frame) and the slot of each release.
+        self.sizes = {i: value_bytes(self.slots[self.node_slots[i][0]]) for i in self.main}
+        self.release_slot: dict[int, int] = {}
         pause()
         self._assemble_lists(pause)
         self.guarded = {
@@ -184,9 +196,8 @@ class FlatProgram:
         """The main program's step lists, without the steps of bypassed nodes."""
         bypassed, ids = self.ctx.bypassed, self.ir.ids
         self.bypass_epoch = self.ctx.bypass_epoch
-        self.hot_steps: list[Step] = []
         self.all_steps: list[Step] = []
-        self.hot_count = 0
+        hot = []
         for count, i in enumerate(self.in_order):
             if count & 63 == 63:
                 pause()
@@ -194,14 +205,53 @@ class FlatProgram:
                 continue
             self.all_steps += self.node_steps[i]
             if self.classes[i] == HOT:
-                self.hot_steps += self.node_steps[i]
-                self.hot_count += 1
+                hot.append(i)
+        self.hot_count = len(hot)
+        self.hot_steps = self._memory_planned(hot)
         self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
         pause()
         self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
         pause()
         self.hot_info = self._steps_info(self.hot_steps)
         self._all_info: HotSteps | None = None  # made when caching is off
+
+    def _memory_planned(self, hot: list[int]) -> list[Step]:
+        """The HOT steps in memory order, each release step right after the steps of the last
+        consumer of the output it gives back (see evaluators/_memory_plan.py)."""
+        ir, ctx = self.ir, self.ctx
+        order = hot_order(ir, hot, self.sizes)
+
+        def state_of(i: int) -> Any:
+            spec = ir.nodes[i].spec
+            return ctx.state_for(NodePath.of(ir.ids[i]), spec) if spec.stateful else None
+
+        self.released = releasable(
+            ir, order, self.roots, self.aliases, lambda i: len(self.node_slots[i]) == 1, state_of
+        )
+        after: dict[int, list[int]] = {}
+        for i, consumer in last_consumers(ir, order, self.released).items():
+            after.setdefault(consumer, []).append(i)
+        steps: list[Step] = []
+        for i in order:
+            steps += self.node_steps[i]
+            for source in after.get(i, ()):
+                slot = self.release_slot.get(source)
+                if slot is None:
+                    slot = self.release_slot[source] = self._new_slot(None)
+                self.owner[slot] = i
+                consumers = [self.node_slots[e.dst][0] for e in ir.out_edges[source]]
+                get = _getter([self.node_slots[source][0], *consumers])
+                steps.append((release_call(self.released[source]), get, slot))
+        return steps
+
+    def _measure_sizes(self) -> None:
+        """Sizes of HOT outputs as they came out of the first frame; reorders the HOT list
+        when they differ from what the order assumed."""
+        slots, sizes = self.slots, self.sizes
+        measured = {i: value_bytes(slots[self.node_slots[i][0]]) for i in self.main}
+        if measured != sizes:
+            self.sizes = measured
+            self._assemble_lists()
 
     def _reason(self, i: int) -> int:
         """Why node `i` runs when it runs every frame: its class, or caching being off."""
@@ -450,6 +500,8 @@ class FlatProgram:
                         self.dirty_main.add(i)  # unsettled (deferred input): again next frame
             self._run_main(self.hot_steps, self.hot_index, self.hot_info)
             self.observer.nodes_run += self.hot_count
+            if self.serial == 1:
+                self._measure_sizes()
         if self.feedback:
             self._capture_feedback()
         if profiler.current is not None:
@@ -496,6 +548,29 @@ class FlatProgram:
                 i = self.owner[out]
                 self._record_failure(i, problem)
                 start = index[out] + 1
+                if i in self.released and steps is self.hot_steps:
+                    self._run_skipping(steps[start:], self._hot_cone(i))
+                    return
+
+    def _hot_cone(self, i: int) -> set[int]:
+        """The nodes downstream of `i` (eager and lazy links)."""
+        return set(self.ir.traverse([i], kinds=_DEPENDS)) - {i}
+
+    def _run_skipping(self, steps: list[Step], skipped: set[int]) -> None:
+        """The rest of a HOT list after a failed node whose output went back to the pool last
+        frame: what it feeds does not run this frame (it would read a target another node drew
+        into) and keeps what it showed last."""
+        slots, owner = self.slots, self.owner
+        for call, get, out in steps:
+            i = owner[out]
+            if i in skipped:
+                continue
+            try:
+                slots[out] = call(*get(slots))
+            except Exception as problem:
+                self._record_failure(i, problem)
+                if i in self.released:
+                    skipped |= self._hot_cone(i)
 
     def _run_timed(self, steps: list[Step]) -> tuple[np.ndarray, np.ndarray]:
         """The HOT loop with a clock read after each step: bypasses the nodes over the budget.
@@ -508,11 +583,17 @@ class FlatProgram:
         offset = busy_clock() - clock()
         stamps = [clock()]
         stamp = stamps.append
+        skipped: set[int] = set()
+        released = self.released if steps is self.hot_steps else {}
         for call, get, out in steps:
-            try:
-                slots[out] = call(*get(slots))
-            except Exception as problem:
-                self._record_failure(self.owner[out], problem)
+            i = self.owner[out]
+            if i not in skipped:
+                try:
+                    slots[out] = call(*get(slots))
+                except Exception as problem:
+                    self._record_failure(i, problem)
+                    if i in released:
+                        skipped |= self._hot_cone(i)  # as in `_run_skipping`
             stamp(clock())
         ends = np.asarray(stamps)
         times = np.diff(ends)
@@ -648,9 +729,9 @@ class FlatProgram:
         """Check the program's invariants; raises ValueError naming the first one broken.
 
         For debugging and tests: every argument of a main-program step is a stored value, a
-        feedback value, a lazy pull, or the output of a step that runs before it; HOT steps keep
-        topological order; guarded regions stay outside the main program. Bypassed nodes hold
-        their last outputs.
+        feedback value, a lazy pull, or the output of a step that runs before it; HOT steps run
+        after the HOT nodes they read through eager and lazy links; guarded regions stay outside
+        the main program. Bypassed nodes hold their last outputs.
         """
         produced = set(self.value_slot.values()) | set(self.feedback_slot.values())
         bypassed = [i for i in self.node_slots if self.ir.ids[i] in self.ctx.bypassed]
@@ -668,9 +749,13 @@ class FlatProgram:
         for source, region in self.guarded.items():
             if self.main.intersection(region):
                 raise ValueError(f"guarded region of {self.ir.ids[source]} overlaps the main one")
-        order = [self.owner[out] for _, _, out in self.hot_steps]
-        if any(self.position[a] > self.position[b] for a, b in itertools.pairwise(order)):
-            raise ValueError("HOT steps are out of topological order")
+        first: dict[int, int] = {}
+        for n, (_, _, out) in enumerate(self.hot_steps):
+            first.setdefault(self.owner[out], n)
+        for i, n in first.items():
+            for e in self.ir.in_edges[i]:
+                if e.kind in _DEPENDS and first.get(e.src, -1) > n:
+                    raise ValueError("HOT steps are out of topological order")
 
     def to_dot(self) -> str:
         """Graphviz text of the program: nodes colored by class, idle nodes grey, guarded

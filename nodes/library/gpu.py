@@ -103,6 +103,13 @@ class GPUTargets:
         if target is not None and self.gl is not None:
             self.gl.release(target)
 
+    def release_output(self, target: Any) -> None:
+        """Give the "out" target back to the pool if `target` is it (the flat evaluator calls
+        this after the last consumer of the node's output ran in a frame); the next run takes
+        one from the pool again."""
+        if target is not None and self.targets.get("out") is target:
+            self.put("out")
+
     def close(self) -> None:
         for role in list(self.targets):
             self.put(role)
@@ -323,6 +330,9 @@ class FeedbackState(GPUTargets):
     def __init__(self, path: str = "") -> None:
         super().__init__(path)
         self.turn = 0
+
+    def release_output(self, target: Any) -> None:
+        """Never: the loop reads the copy next frame."""
 
 
 def _copy_for_next_frame(ctx: Any, state: FeedbackState, texture: Any) -> Any:
