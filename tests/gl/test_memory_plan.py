@@ -156,3 +156,13 @@ def test_the_hot_order_keeps_dependencies_and_frees_big_branches_early() -> None
     first_big, second_big = sorted((ir.index[big] for big, _ in ends), key=position.__getitem__)
     first_small = next(ir.index[s] for b, s in ends if ir.index[b] == first_big)
     assert position[first_small] < position[second_big]  # not both big outputs at once
+
+
+def test_the_gpu_memory_bench_counts_targets_of_both_evaluators() -> None:
+    from app.gpu_memory_bench import PASSES as BENCH_PASSES
+    from app.gpu_memory_bench import gpu_memory_bench
+
+    report = gpu_memory_bench(quick=True)
+    assert report["flat"]["targets_allocated"] <= 4
+    assert report["lazy"]["targets_allocated"] == BENCH_PASSES + 1  # the noise and every pass
+    assert report["flat"]["frame_ms"] > 0 and report["lazy"]["frame_ms"] > 0
