@@ -60,6 +60,7 @@ from evaluators._context import (
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
 from evaluators._memory_plan import (
+    hot_dependencies,
     hot_order,
     last_consumers,
     releasable,
@@ -193,15 +194,19 @@ class FlatProgram:
 
     # ----------------------------------------------------------------- building
     def _assemble_lists(self, pause: Callable[[], None] = lambda: None) -> None:
-        """The main program's step lists, without the steps of bypassed nodes."""
+        """The main program's step lists, without the steps of bypassed nodes, nor of what a
+        bypassed node feeds when its last output went back to the pool (`_stale_output`)."""
         bypassed, ids = self.ctx.bypassed, self.ir.ids
         self.bypass_epoch = self.ctx.bypass_epoch
+        self.pooled = self._pooled_states()
+        stale = [i for i in self.pooled if ids[i] in bypassed and self._stale_output(i)]
+        skipped = set().union(*(self._hot_cone(i) for i in stale))
         self.all_steps: list[Step] = []
         hot = []
         for count, i in enumerate(self.in_order):
             if count & 63 == 63:
                 pause()
-            if ids[i] in bypassed:
+            if ids[i] in bypassed or i in skipped:
                 continue
             self.all_steps += self.node_steps[i]
             if self.classes[i] == HOT:
@@ -215,19 +220,32 @@ class FlatProgram:
         self.hot_info = self._steps_info(self.hot_steps)
         self._all_info: HotSteps | None = None  # made when caching is off
 
+    def _pooled_states(self) -> dict[int, Any]:
+        """The states of main HOT nodes that can give their output back to the pool."""
+        ir, ctx, found = self.ir, self.ctx, {}
+        for i in self.main:
+            spec = ir.nodes[i].spec
+            if self.classes[i] == HOT and spec.stateful and i not in self.aliases:
+                state = ctx.state_for(NodePath.of(ir.ids[i]), spec)
+                if callable(getattr(state, "release_output", None)):
+                    found[i] = state
+        return found
+
+    def _stale_output(self, i: int) -> bool:
+        """True when node `i`'s last output is a target it gave back to the pool (another node
+        may have drawn into it since): what it feeds must not read it."""
+        state = self.pooled.get(i)
+        return state is not None and not state.holds_output(self.slots[self.node_slots[i][0]])
+
     def _memory_planned(self, hot: list[int]) -> list[Step]:
         """The HOT steps in memory order, each release step right after the steps of the last
         consumer of the output it gives back (see evaluators/_memory_plan.py)."""
-        ir, ctx = self.ir, self.ctx
+        ir = self.ir
         order = hot_order(ir, hot, self.sizes)
-
-        def state_of(i: int) -> Any:
-            spec = ir.nodes[i].spec
-            return ctx.state_for(NodePath.of(ir.ids[i]), spec) if spec.stateful else None
-
         self.released = releasable(
-            ir, order, self.roots, self.aliases, lambda i: len(self.node_slots[i]) == 1, state_of
-        )
+            ir, order, self.roots, self.aliases, lambda i: len(self.node_slots[i]) == 1,
+            self.pooled.get,
+        )  # fmt: skip
         after: dict[int, list[int]] = {}
         for i, consumer in last_consumers(ir, order, self.released).items():
             after.setdefault(consumer, []).append(i)
@@ -548,7 +566,7 @@ class FlatProgram:
                 i = self.owner[out]
                 self._record_failure(i, problem)
                 start = index[out] + 1
-                if i in self.released and steps is self.hot_steps:
+                if self._stale_output(i):
                     self._run_skipping(steps[start:], self._hot_cone(i))
                     return
 
@@ -557,9 +575,9 @@ class FlatProgram:
         return set(self.ir.traverse([i], kinds=_DEPENDS)) - {i}
 
     def _run_skipping(self, steps: list[Step], skipped: set[int]) -> None:
-        """The rest of a HOT list after a failed node whose output went back to the pool last
-        frame: what it feeds does not run this frame (it would read a target another node drew
-        into) and keeps what it showed last."""
+        """The rest of a HOT list after a failed node whose last output went back to the pool
+        (`_stale_output`): what it feeds does not run this frame (it would read a target another
+        node drew into) and keeps what it showed last."""
         slots, owner = self.slots, self.owner
         for call, get, out in steps:
             i = owner[out]
@@ -569,7 +587,7 @@ class FlatProgram:
                 slots[out] = call(*get(slots))
             except Exception as problem:
                 self._record_failure(i, problem)
-                if i in self.released:
+                if self._stale_output(i):
                     skipped |= self._hot_cone(i)
 
     def _run_timed(self, steps: list[Step]) -> tuple[np.ndarray, np.ndarray]:
@@ -584,7 +602,6 @@ class FlatProgram:
         stamps = [clock()]
         stamp = stamps.append
         skipped: set[int] = set()
-        released = self.released if steps is self.hot_steps else {}
         for call, get, out in steps:
             i = self.owner[out]
             if i not in skipped:
@@ -592,7 +609,7 @@ class FlatProgram:
                     slots[out] = call(*get(slots))
                 except Exception as problem:
                     self._record_failure(i, problem)
-                    if i in released:
+                    if self._stale_output(i):
                         skipped |= self._hot_cone(i)  # as in `_run_skipping`
             stamp(clock())
         ends = np.asarray(stamps)
@@ -730,7 +747,7 @@ class FlatProgram:
 
         For debugging and tests: every argument of a main-program step is a stored value, a
         feedback value, a lazy pull, or the output of a step that runs before it; HOT steps run
-        after the HOT nodes they read through eager and lazy links; guarded regions stay outside
+        after the HOT nodes they depend on (`hot_dependencies`); guarded regions stay outside
         the main program. Bypassed nodes hold their last outputs.
         """
         produced = set(self.value_slot.values()) | set(self.feedback_slot.values())
@@ -752,10 +769,9 @@ class FlatProgram:
         first: dict[int, int] = {}
         for n, (_, _, out) in enumerate(self.hot_steps):
             first.setdefault(self.owner[out], n)
-        for i, n in first.items():
-            for e in self.ir.in_edges[i]:
-                if e.kind in _DEPENDS and first.get(e.src, -1) > n:
-                    raise ValueError("HOT steps are out of topological order")
+        for i, consumers in hot_dependencies(self.ir, list(first)).items():
+            if any(first[j] < first[i] for j in consumers):
+                raise ValueError("HOT steps are out of topological order")
 
     def to_dot(self) -> str:
         """Graphviz text of the program: nodes colored by class, idle nodes grey, guarded

@@ -4,8 +4,9 @@ Order: the HOT nodes of the main program run in `memory_order` (evaluators/_memo
 over the HOT subgraph, each node's output counted with its size in bytes (`value_bytes`:
 textures width x height x channels x bytes per channel, arrays their nbytes, anything else 1).
 Sizes are measured on the program's outputs; before a node has an output, it counts 1. The
-order keeps every dependency the steps have: eager links, and lazy links from a node of the
-main program (the pull reads what the source computed this frame).
+order keeps every dependency the steps have: eager links, lazy links from a node of the main
+program (the pull reads what the source computed this frame), and what a lazily pulled
+sub-program outside the HOT list reads of it.
 
 Release: a HOT node whose output is a render target it took from the GL service's pool (its
 state has `release_output`, as `GPUTargets` has) gives that target back after its last consumer
@@ -29,6 +30,7 @@ from typing import Any
 from evaluators._graph import EAGER, LAZY, GraphIR
 from evaluators._memory_order import memory_order
 
+_DEPENDS = frozenset({EAGER, LAZY})
 _CHANNEL_BYTES = {"f1": 1, "f2": 2, "f4": 4, "u1": 1, "u2": 2, "u4": 4, "i1": 1, "i2": 2, "i4": 4}
 
 
@@ -46,12 +48,20 @@ def value_bytes(value: Any) -> float:
 
 
 def hot_dependencies(ir: GraphIR, hot: Collection[int]) -> dict[int, list[int]]:
-    """Per HOT node, the HOT nodes that must run after it (eager and lazy consumers)."""
+    """Per HOT node, the HOT nodes that must run after it: its eager and lazy consumers, and
+    the nodes that pull it through a lazy input from outside `hot` (a guarded sub-program
+    reading its slot when it is pulled)."""
     members = set(hot)
-    return {
-        i: [e.dst for e in ir.out_edges[i] if e.kind in (EAGER, LAZY) and e.dst in members]
-        for i in hot
+    successors = {
+        i: [e.dst for e in ir.out_edges[i] if e.kind in _DEPENDS and e.dst in members] for i in hot
     }
+    for i in hot:
+        outside = [e.src for e in ir.in_edges[i] if e.kind == LAZY and e.src not in members]
+        if outside:
+            for j in ir.traverse(outside, direction="up", kinds=_DEPENDS):
+                if j in members and j != i and i not in successors[j]:
+                    successors[j].append(i)
+    return successors
 
 
 def hot_order(ir: GraphIR, hot: Sequence[int], sizes: Mapping[int, float]) -> list[int]:

@@ -110,6 +110,10 @@ class GPUTargets:
         if target is not None and self.targets.get("out") is target:
             self.put("out")
 
+    def holds_output(self, target: Any) -> bool:
+        """True if `target` is still this node's "out" target (not given back to the pool)."""
+        return target is None or self.targets.get("out") is target
+
     def close(self) -> None:
         for role in list(self.targets):
             self.put(role)

@@ -122,6 +122,27 @@ def test_a_pass_failing_after_giving_its_target_back_stops_its_cone(fresh_gl: GL
     flat.ctx.release_all()
 
 
+def test_a_bypassed_pass_that_gave_its_target_back_stops_its_cone(fresh_gl: GLService) -> None:
+    """A pass over the time budget is bypassed after the frame it ran in, by then its target
+    went back to the pool: what follows it keeps what it showed until the pass is retried."""
+    gl = fresh_gl
+    patch, steps, output = gpu_chain(6)
+    flat = FlatEvaluator(patch, gpu=gl)
+    run(gl, flat, range(3))
+    shown = gl.readback(flat.output(output))
+    assert len(np.unique(shown[..., 0])) > 10
+    flat.ctx.bypass(steps[2], 1.0)
+    run(gl, flat, range(100, 103))
+    assert flat.status(steps[2]) == "failed"
+    np.testing.assert_array_equal(gl.readback(flat.output(output)), shown)
+    flat.retry(steps[2])
+    run(gl, flat, range(300, 301))
+    assert flat.status(steps[2]) == "ok"
+    assert not np.array_equal(gl.readback(flat.output(output)), shown)
+    flat.close()
+    flat.ctx.release_all()
+
+
 def test_output_sizes_in_bytes(gl: GLService) -> None:
     target = gl.acquire((32, 16), components=4, dtype="f2")
     assert value_bytes(target) == 32 * 16 * 4 * 2
