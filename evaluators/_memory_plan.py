@@ -3,7 +3,8 @@
 Order: the HOT nodes of the main program run in `memory_order` (evaluators/_memory_order.py)
 over the HOT subgraph, each node's output counted with its size in bytes (`value_bytes`:
 textures width x height x channels x bytes per channel, arrays their nbytes, anything else 1).
-Sizes are measured on the program's outputs; before a node has an output, it counts 1. The
+Sizes are measured on the program's outputs; before a node has an output, it counts 1. Only
+a HOT list with an output of at least `WORTH_ORDERING` bytes is reordered. The
 order keeps every dependency the steps have: eager links, lazy links from a node of the main
 program (the pull reads what the source computed this frame), and what a lazily pulled
 sub-program outside the HOT list reads of it.
@@ -31,6 +32,9 @@ from evaluators._graph import EAGER, LAZY, GraphIR
 from evaluators._memory_order import memory_order
 
 _DEPENDS = frozenset({EAGER, LAZY})
+# Outputs smaller than this many bytes do not make a memory order worth its cost (memory_order
+# takes about 30 ms on a thousand nodes, on the build thread, holding the interpreter).
+WORTH_ORDERING = 64 * 1024
 _CHANNEL_BYTES = {"f1": 1, "f2": 2, "f4": 4, "u1": 1, "u2": 2, "u4": 4, "i1": 1, "i2": 2, "i4": 4}
 
 
@@ -65,8 +69,11 @@ def hot_dependencies(ir: GraphIR, hot: Collection[int]) -> dict[int, list[int]]:
 
 
 def hot_order(ir: GraphIR, hot: Sequence[int], sizes: Mapping[int, float]) -> list[int]:
-    """The HOT nodes in `memory_order` with output `sizes` (missing: 1). A chain (no node with
-    two consumers or two HOT inputs) keeps its order: there is nothing to choose."""
+    """The HOT nodes in `memory_order` with output `sizes` (missing: 1). The order stays as it
+    is when no output is worth it (all under `WORTH_ORDERING` bytes: scalars, small arrays) and
+    for a chain (no node with two consumers or two HOT inputs): there is nothing to choose."""
+    if not any(sizes.get(i, 1.0) >= WORTH_ORDERING for i in hot):
+        return list(hot)
     successors = hot_dependencies(ir, hot)
     if all(len(consumers) <= 1 for consumers in successors.values()):
         inputs = [0] * len(ir)

@@ -3,13 +3,19 @@ what a lazily pulled sub-program reads of a HOT node, and it is planned with mea
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evaluators import ExecutionContext, FlatEvaluator, FlatProgram, GraphIR, PatchSnapshot
+from evaluators import _memory_plan as memory_plan
 from evaluators._memory_plan import hot_dependencies
 from evaluators.bench_patches import layered_dag
 from nodes import Patch
+from tests.evaluators.test_equivalence import play_random
 
 
 def test_a_node_pulling_a_sub_program_runs_after_the_hot_nodes_it_reads() -> None:
@@ -72,3 +78,13 @@ def test_the_hot_order_is_planned_again_with_measured_sizes() -> None:
     program.validate()
     assert len({program.owner[out] for _, _, out in program.hot_steps}) == len(hot)
     assert GraphIR(PatchSnapshot.of(patch)).topological_order()  # the patch is a DAG
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_evaluators_agree_with_every_hot_list_in_memory_order(data: st.DataObject) -> None:
+    """The equivalence property with every HOT list reordered by memory_order, whatever its
+    sizes (random patches hold small values, which are otherwise left in their order)."""
+    with mock.patch.object(memory_plan, "WORTH_ORDERING", 0.0):
+        play_random(data, subpatches=data.draw(st.booleans()))
