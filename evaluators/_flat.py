@@ -18,6 +18,14 @@ Running a frame is then: dirty CONST/USER steps (rare), the HOT list, feedback c
 loop has no recursion, no per-node dictionary lookup and no per-step try: an exception leaves its
 output slot untouched (the last good value), is recorded, and the loop resumes after it.
 
+Memory plan (evaluators/_memory_plan.py): the HOT list runs in `memory_order` when an output is
+big enough to matter (sizes measured on the outputs the program holds, again after its first
+frame), and a HOT node whose output is a pooled render target gives it back after its last
+consumer in the frame (a release step), unless the output must survive the frame (roots: sinks,
+watched nodes; feedback and lazy sources). Such a node's last good output is then stale (another
+node may draw into the target): when it fails or is bypassed, what it feeds does not run and
+keeps what it showed last (`_stale_output`), instead of running on its last output.
+
 Value edits do not rebuild: `refresh_values` writes the new values into their slots and recomputes
 the keys of the edited node's downstream cone, which marks exactly that cone dirty.
 

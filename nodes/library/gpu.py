@@ -3,7 +3,9 @@
 The nodes exchange pooled render targets (texture + framebuffer) from `ctx.gpu`, the GL service of
 the running patch; this module never imports moderngl. Each node keeps its targets in its state,
 renders into them in place every time it runs, and gives them back to the pool when it needs
-another size or format, and when the node is removed (the context closes its state). A node with
+another size or format, and when the node is removed (the context closes its state). The flat
+evaluator also hands a HOT node's "out" target back after the last node reading it ran in the frame
+(`GPUTargets.release_output`); the node takes one from the pool again at its next run. A node with
 constant inputs is CONST like any other node: a constant gradient is rendered once and cached; a
 noise driven by `time.seconds` is HOT and renders every frame.
 
