@@ -97,6 +97,7 @@ FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
 Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
 _EAGER = frozenset({EAGER})
 _DEPENDS = frozenset({EAGER, LAZY})
+_POOL_HOOKS = ("release_output", "gave_back")  # what a state giving targets back has
 
 
 def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
@@ -235,7 +236,7 @@ class FlatProgram:
             spec = ir.nodes[i].spec
             if self.classes[i] == HOT and spec.stateful and i not in self.aliases:
                 state = ctx.state_for(NodePath.of(ir.ids[i]), spec)
-                if callable(getattr(state, "release_output", None)):
+                if all(callable(getattr(state, name, None)) for name in _POOL_HOOKS):
                     found[i] = state
         return found
 
@@ -243,7 +244,7 @@ class FlatProgram:
         """True when node `i`'s last output is a target it gave back to the pool (another node
         may have drawn into it since): what it feeds must not read it."""
         state = self.pooled.get(i)
-        return state is not None and not state.holds_output(self.slots[self.node_slots[i][0]])
+        return state is not None and bool(state.gave_back(self.slots[self.node_slots[i][0]]))
 
     def _memory_planned(self, hot: list[int]) -> list[Step]:
         """The HOT steps in memory order, each release step right after the steps of the last

@@ -71,11 +71,12 @@ class GPUTargets:
     """Render targets a node owns, by role ("out", "tmp", ...); they go back to the pool on
     `close()`. Creating it touches no GL (it may run on a background thread)."""
 
-    __slots__ = ("gl", "targets")
+    __slots__ = ("gl", "lent", "targets")
 
     def __init__(self, path: str = "") -> None:
         self.gl: Any = None
         self.targets: dict[str, Any] = {}
+        self.lent: Any = None  # the "out" target last given back by `release_output`
 
     def get(self, gl: Any, role: str, size: tuple[int, int], *, keep: bool = False) -> Any:
         """The target for `role` at `size` (RGBA8), acquired or replaced as needed. With `keep`
@@ -111,10 +112,12 @@ class GPUTargets:
         one from the pool again."""
         if target is not None and self.targets.get("out") is target:
             self.put("out")
+            self.lent = target
 
-    def holds_output(self, target: Any) -> bool:
-        """True if `target` is still this node's "out" target (not given back to the pool)."""
-        return target is None or self.targets.get("out") is target
+    def gave_back(self, target: Any) -> bool:
+        """True if `target` is the "out" target `release_output` last gave back to the pool:
+        another node may have drawn into it since."""
+        return target is not None and target is self.lent
 
     def close(self) -> None:
         for role in list(self.targets):
