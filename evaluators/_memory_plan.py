@@ -17,7 +17,9 @@ the frame (roots: sinks, watched and previewed nodes; CONST/USER results, which 
 sources of feedback and lazy links, nodes read by something outside the HOT main program or by a
 pass-through node (which shares their slot), and nodes with several outputs. A release is a step
 like any other, placed right after the last consumer's steps; it checks that the target is
-still the node's own and that no consumer passed it on unchanged.
+still the node's own and that no consumer passed it on unchanged. The state remembers what it
+gave back (`gave_back`): the flat program does not let anything read that target as the node's
+last output.
 
 Assumes: node indices are those of the program's `GraphIR`; `hot` lists HOT nodes of the main
 program in a topological order.
