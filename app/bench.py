@@ -41,6 +41,9 @@ Sections:
   `memory_order` against DFS order, BFS order and a width-8 beam search (approximate dynamic
   programme): the median and worst ratio of memory_order's peak to each, and the median time to
   compute memory_order on 1,000 and 10,000 nodes.
+- gpu_memory: render targets a 50-pass GPU chain at 512x512 needs, the flat evaluator (HOT outputs
+  back to the pool after their last consumer) against the lazy one (a target per node), with
+  median frame times side by side (app/gpu_memory_bench.py).
 
 Timings are for reading by people, never asserted in tests: these machines are shared and noisy.
 """
@@ -605,6 +608,12 @@ def _instancing_section(quick: bool) -> Report:
     return instancing_bench(quick)
 
 
+def _gpu_memory_section(quick: bool) -> Report:
+    from app.gpu_memory_bench import gpu_memory_bench
+
+    return gpu_memory_bench(quick)
+
+
 def _optional_section(name: str, run: Callable[[], Report]) -> Report:
     try:
         return run()
@@ -626,6 +635,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "subpatch": lambda: subpatch_section(100, 100, 5 if quick else 21, 2 if quick else 5),
         "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
         "memory": lambda: memory_section(3 if quick else 10),
+        "gpu_memory": lambda: _gpu_memory_section(quick),
         "controls": lambda: _controls_section(quick),
         "profiler": lambda: profiler_section(
             1000 if quick else 10000, 64 if quick else 320, 8 if quick else 40

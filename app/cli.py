@@ -114,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
             "subpatch",
             "load",
             "memory",
+            "gpu_memory",
             "controls",
             "profiler",
             "video",

@@ -18,6 +18,14 @@ Running a frame is then: dirty CONST/USER steps (rare), the HOT list, feedback c
 loop has no recursion, no per-node dictionary lookup and no per-step try: an exception leaves its
 output slot untouched (the last good value), is recorded, and the loop resumes after it.
 
+Memory plan (evaluators/_memory_plan.py): the HOT list runs in `memory_order` when an output is
+big enough to matter (sizes measured on the outputs the program holds, again after its first
+frame), and a HOT node whose output is a pooled render target gives it back after its last
+consumer in the frame (a release step), unless the output must survive the frame (roots: sinks,
+watched nodes; feedback and lazy sources). Such a node's last good output is then stale (another
+node may draw into the target): when it fails or is bypassed, what it feeds does not run and
+keeps what it showed last (`_stale_output`), instead of running on its last output.
+
 Value edits do not rebuild: `refresh_values` writes the new values into their slots and recomputes
 the keys of the edited node's downstream cone, which marks exactly that cone dirty.
 
@@ -37,7 +45,6 @@ something ran or was dirtied).
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
@@ -60,8 +67,17 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
+from evaluators._memory_plan import (
+    hot_dependencies,
+    hot_order,
+    last_consumers,
+    releasable,
+    release_call,
+    value_bytes,
+)
 from evaluators._observer import FrameObserver, unreported_status
 from evaluators._patch_graph import PatchGraph
+from evaluators._path import NodePath
 from evaluators._profiler import (
     COLD_PHASE,
     FORCED,
@@ -81,6 +97,7 @@ FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
 Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
 _EAGER = frozenset({EAGER})
 _DEPENDS = frozenset({EAGER, LAZY})
+_POOL_HOOKS = ("release_output", "gave_back")  # what a state giving targets back has
 
 
 def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
@@ -136,6 +153,7 @@ class FlatProgram:
         self.stamps = [node.stamp for node in ir.nodes]
 
         roots = [i for i in ir.sinks()] + [ir.index[w] for w in watched if w in ir.index]
+        self.roots = frozenset(roots)
         self.main = ir.upstream(roots, _EAGER)
         guarded = self._guarded_regions(order)
         self.needed = self.main | set().union(*guarded.values()) if guarded else set(self.main)
@@ -160,6 +178,10 @@ class FlatProgram:
             self.node_steps[i] = self._compile_node(i)
 
         self.in_order = sorted(self.main, key=self.position.__getitem__)
+        # Memory plan (evaluators/_memory_plan.py): output sizes in bytes of HOT nodes (what
+        # they hold now, measured again after the first frame) and the slot of each release.
+        self.sizes = {i: value_bytes(self.slots[self.node_slots[i][0]]) for i in self.main}
+        self.release_slot: dict[int, int] = {}
         pause()
         self._assemble_lists(pause)
         self.guarded = {
@@ -181,27 +203,82 @@ class FlatProgram:
 
     # ----------------------------------------------------------------- building
     def _assemble_lists(self, pause: Callable[[], None] = lambda: None) -> None:
-        """The main program's step lists, without the steps of bypassed nodes."""
+        """The main program's step lists, without the steps of bypassed nodes, nor of what a
+        bypassed node feeds when its last output went back to the pool (`_stale_output`)."""
         bypassed, ids = self.ctx.bypassed, self.ir.ids
         self.bypass_epoch = self.ctx.bypass_epoch
-        self.hot_steps: list[Step] = []
+        self.pooled = self._pooled_states()
+        stale = [i for i in self.pooled if ids[i] in bypassed and self._stale_output(i)]
+        skipped = set().union(*(self._hot_cone(i) for i in stale))
         self.all_steps: list[Step] = []
-        self.hot_count = 0
+        hot = []
         for count, i in enumerate(self.in_order):
             if count & 63 == 63:
                 pause()
-            if ids[i] in bypassed:
+            if ids[i] in bypassed or i in skipped:
                 continue
             self.all_steps += self.node_steps[i]
             if self.classes[i] == HOT:
-                self.hot_steps += self.node_steps[i]
-                self.hot_count += 1
+                hot.append(i)
+        self.hot_count = len(hot)
+        self.hot_steps = self._memory_planned(hot)
         self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
         pause()
         self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
         pause()
         self.hot_info = self._steps_info(self.hot_steps)
         self._all_info: HotSteps | None = None  # made when caching is off
+
+    def _pooled_states(self) -> dict[int, Any]:
+        """The states of main HOT nodes that can give their output back to the pool."""
+        ir, ctx, found = self.ir, self.ctx, {}
+        for i in self.main:
+            spec = ir.nodes[i].spec
+            if self.classes[i] == HOT and spec.stateful and i not in self.aliases:
+                state = ctx.state_for(NodePath.of(ir.ids[i]), spec)
+                if all(callable(getattr(state, name, None)) for name in _POOL_HOOKS):
+                    found[i] = state
+        return found
+
+    def _stale_output(self, i: int) -> bool:
+        """True when node `i`'s last output is a target it gave back to the pool (another node
+        may have drawn into it since): what it feeds must not read it."""
+        state = self.pooled.get(i)
+        return state is not None and bool(state.gave_back(self.slots[self.node_slots[i][0]]))
+
+    def _memory_planned(self, hot: list[int]) -> list[Step]:
+        """The HOT steps in memory order, each release step right after the steps of the last
+        consumer of the output it gives back (see evaluators/_memory_plan.py)."""
+        ir = self.ir
+        order = hot_order(ir, hot, self.sizes)
+        self.released = releasable(
+            ir, order, self.roots, self.aliases, lambda i: len(self.node_slots[i]) == 1,
+            self.pooled.get,
+        )  # fmt: skip
+        after: dict[int, list[int]] = {}
+        for i, consumer in last_consumers(ir, order, self.released).items():
+            after.setdefault(consumer, []).append(i)
+        steps: list[Step] = []
+        for i in order:
+            steps += self.node_steps[i]
+            for source in after.get(i, ()):
+                slot = self.release_slot.get(source)
+                if slot is None:
+                    slot = self.release_slot[source] = self._new_slot(None)
+                self.owner[slot] = i
+                consumers = [self.node_slots[e.dst][0] for e in ir.out_edges[source]]
+                get = _getter([self.node_slots[source][0], *consumers])
+                steps.append((release_call(self.released[source]), get, slot))
+        return steps
+
+    def _measure_sizes(self) -> None:
+        """Sizes of HOT outputs as they came out of the first frame; reorders the HOT list
+        when they differ from what the order assumed."""
+        slots, sizes = self.slots, self.sizes
+        measured = {i: value_bytes(slots[self.node_slots[i][0]]) for i in self.main}
+        if measured != sizes:
+            self.sizes = measured
+            self._assemble_lists()
 
     def _reason(self, i: int) -> int:
         """Why node `i` runs when it runs every frame: its class, or caching being off."""
@@ -450,6 +527,8 @@ class FlatProgram:
                         self.dirty_main.add(i)  # unsettled (deferred input): again next frame
             self._run_main(self.hot_steps, self.hot_index, self.hot_info)
             self.observer.nodes_run += self.hot_count
+            if self.serial == 1:
+                self._measure_sizes()
         if self.feedback:
             self._capture_feedback()
         if profiler.current is not None:
@@ -496,6 +575,29 @@ class FlatProgram:
                 i = self.owner[out]
                 self._record_failure(i, problem)
                 start = index[out] + 1
+                if self._stale_output(i):
+                    self._run_skipping(steps[start:], self._hot_cone(i))
+                    return
+
+    def _hot_cone(self, i: int) -> set[int]:
+        """The nodes downstream of `i` (eager and lazy links)."""
+        return set(self.ir.traverse([i], kinds=_DEPENDS)) - {i}
+
+    def _run_skipping(self, steps: list[Step], skipped: set[int]) -> None:
+        """The rest of a HOT list after a failed node whose last output went back to the pool
+        (`_stale_output`): what it feeds does not run this frame (it would read a target another
+        node drew into) and keeps what it showed last."""
+        slots, owner = self.slots, self.owner
+        for call, get, out in steps:
+            i = owner[out]
+            if i in skipped:
+                continue
+            try:
+                slots[out] = call(*get(slots))
+            except Exception as problem:
+                self._record_failure(i, problem)
+                if self._stale_output(i):
+                    skipped |= self._hot_cone(i)
 
     def _run_timed(self, steps: list[Step]) -> tuple[np.ndarray, np.ndarray]:
         """The HOT loop with a clock read after each step: bypasses the nodes over the budget.
@@ -508,11 +610,16 @@ class FlatProgram:
         offset = busy_clock() - clock()
         stamps = [clock()]
         stamp = stamps.append
+        skipped: set[int] = set()
         for call, get, out in steps:
-            try:
-                slots[out] = call(*get(slots))
-            except Exception as problem:
-                self._record_failure(self.owner[out], problem)
+            i = self.owner[out]
+            if i not in skipped:
+                try:
+                    slots[out] = call(*get(slots))
+                except Exception as problem:
+                    self._record_failure(i, problem)
+                    if self._stale_output(i):
+                        skipped |= self._hot_cone(i)  # as in `_run_skipping`
             stamp(clock())
         ends = np.asarray(stamps)
         times = np.diff(ends)
@@ -648,9 +755,9 @@ class FlatProgram:
         """Check the program's invariants; raises ValueError naming the first one broken.
 
         For debugging and tests: every argument of a main-program step is a stored value, a
-        feedback value, a lazy pull, or the output of a step that runs before it; HOT steps keep
-        topological order; guarded regions stay outside the main program. Bypassed nodes hold
-        their last outputs.
+        feedback value, a lazy pull, or the output of a step that runs before it; HOT steps run
+        after the HOT nodes they depend on (`hot_dependencies`); guarded regions stay outside
+        the main program. Bypassed nodes hold their last outputs.
         """
         produced = set(self.value_slot.values()) | set(self.feedback_slot.values())
         bypassed = [i for i in self.node_slots if self.ir.ids[i] in self.ctx.bypassed]
@@ -668,9 +775,12 @@ class FlatProgram:
         for source, region in self.guarded.items():
             if self.main.intersection(region):
                 raise ValueError(f"guarded region of {self.ir.ids[source]} overlaps the main one")
-        order = [self.owner[out] for _, _, out in self.hot_steps]
-        if any(self.position[a] > self.position[b] for a, b in itertools.pairwise(order)):
-            raise ValueError("HOT steps are out of topological order")
+        first: dict[int, int] = {}
+        for n, (_, _, out) in enumerate(self.hot_steps):
+            first.setdefault(self.owner[out], n)
+        for i, consumers in hot_dependencies(self.ir, list(first)).items():
+            if any(first[j] < first[i] for j in consumers):
+                raise ValueError("HOT steps are out of topological order")
 
     def to_dot(self) -> str:
         """Graphviz text of the program: nodes colored by class, idle nodes grey, guarded

@@ -3,7 +3,9 @@
 The nodes exchange pooled render targets (texture + framebuffer) from `ctx.gpu`, the GL service of
 the running patch; this module never imports moderngl. Each node keeps its targets in its state,
 renders into them in place every time it runs, and gives them back to the pool when it needs
-another size or format, and when the node is removed (the context closes its state). A node with
+another size or format, and when the node is removed (the context closes its state). The flat
+evaluator also hands a HOT node's "out" target back after the last node reading it ran in the frame
+(`GPUTargets.release_output`); the node takes one from the pool again at its next run. A node with
 constant inputs is CONST like any other node: a constant gradient is rendered once and cached; a
 noise driven by `time.seconds` is HOT and renders every frame.
 
@@ -69,11 +71,12 @@ class GPUTargets:
     """Render targets a node owns, by role ("out", "tmp", ...); they go back to the pool on
     `close()`. Creating it touches no GL (it may run on a background thread)."""
 
-    __slots__ = ("gl", "targets")
+    __slots__ = ("gl", "lent", "targets")
 
     def __init__(self, path: str = "") -> None:
         self.gl: Any = None
         self.targets: dict[str, Any] = {}
+        self.lent: Any = None  # the "out" target last given back by `release_output`
 
     def get(self, gl: Any, role: str, size: tuple[int, int], *, keep: bool = False) -> Any:
         """The target for `role` at `size` (RGBA8), acquired or replaced as needed. With `keep`
@@ -102,6 +105,19 @@ class GPUTargets:
         target = self.targets.pop(role, None)
         if target is not None and self.gl is not None:
             self.gl.release(target)
+
+    def release_output(self, target: Any) -> None:
+        """Give the "out" target back to the pool if `target` is it (the flat evaluator calls
+        this after the last consumer of the node's output ran in a frame); the next run takes
+        one from the pool again."""
+        if target is not None and self.targets.get("out") is target:
+            self.put("out")
+            self.lent = target
+
+    def gave_back(self, target: Any) -> bool:
+        """True if `target` is the "out" target `release_output` last gave back to the pool:
+        another node may have drawn into it since."""
+        return target is not None and target is self.lent
 
     def close(self) -> None:
         for role in list(self.targets):
@@ -323,6 +339,9 @@ class FeedbackState(GPUTargets):
     def __init__(self, path: str = "") -> None:
         super().__init__(path)
         self.turn = 0
+
+    def release_output(self, target: Any) -> None:
+        """Never: the loop reads the copy next frame."""
 
 
 def _copy_for_next_frame(ctx: Any, state: FeedbackState, texture: Any) -> Any:
