@@ -8,11 +8,12 @@ its arguments written out: values produced earlier in the same chunk from local 
 others read from the slot list by constant index; each result goes to its slot (the program's
 outputs, previews and caches read slots) and, when a later step of the chunk reads it, to a local.
 
-Each step sits in its own try (free in CPython 3.11+ until something raises): a failing step
-hands its failure to the program (as the step loop does), its output slot keeps the last good
-value, and the chunk goes on with the next step. So failing, deferred and bypassed nodes behave as
-in the step loop; lazy inputs are pull objects in slots and feedback values are slots, the same
-for both.
+A chunk has no error handling of its own, and one step a line: when a step raises, the line the
+traceback names in the chunk gives the step; its failure goes to the program (as in the step loop),
+its output slot keeps the last good value (nothing was stored), and the rest of the chunk runs as
+the step loop (every output is in its slot, so nothing a local held is lost), then the next chunks.
+So failing, deferred and bypassed nodes behave as in the step loop; lazy inputs are pull objects
+in slots and feedback values are slots, the same for both.
 
 Safety: the source is made only of fixed text and integers (step numbers and slot indices).
 Compute functions reach the code as the globals `c0`, `c1`, ... (by step number), never by name;
@@ -32,7 +33,7 @@ from typing import Any
 from evaluators._context import error_text
 
 Step = tuple[Callable[..., Any], Callable[[Any], Any], int]
-Chunk = Callable[[list[Any], Callable[[int, Exception], None]], None]
+Chunk = Callable[[list[Any]], None]
 
 CHUNK_STEPS = 128  # compiling one chunk holds the GIL for a few milliseconds at most
 
@@ -59,8 +60,8 @@ def argument_slots(get: Callable[[Any], Any]) -> list[int]:
 
 
 def chunk_source(first: int, steps: Sequence[Step]) -> str:
-    """The source of `run(S, F)` for `steps`, numbered from `first`: `S` is the slot list, `F`
-    takes (step number, exception) of a failing step."""
+    """The source of `run(S)` for `steps`, numbered from `first` (`S` is the slot list): the
+    k-th step on line k + 2."""
     reads = [argument_slots(get) for _, get, _ in steps]
     outs = [out for _, _, out in steps]
     if not all(type(out) is int and out >= 0 for out in outs):
@@ -72,26 +73,23 @@ def chunk_source(first: int, steps: Sequence[Step]) -> str:
             k = made_at.get(slot)
             if k is not None:
                 read_later[k] = True
-    lines = ["def run(S, F):"]
+    lines = ["def run(S):"]
     local: set[int] = set()
     for k, (out, args) in enumerate(zip(outs, reads, strict=True)):
         n = first + k
         text = ", ".join(f"v{slot}" if slot in local else f"S[{slot}]" for slot in args)
         target = f"v{out} = S[{out}]" if read_later[k] else f"S[{out}]"
-        lines += ["    try:", f"        {target} = c{n}({text})"]
-        lines += ["    except Exception as e:", f"        F({n}, e)"]
+        lines.append(f"    {target} = c{n}({text})")
         if read_later[k]:
-            lines.append(f"        v{out} = S[{out}]")  # the last good value
             local.add(out)
-    if len(lines) == 1:
-        lines.append("    pass")
+    lines.append("    return")
     return "\n".join(lines) + "\n"
 
 
 def compile_chunk(first: int, steps: Sequence[Step]) -> tuple[Chunk, str]:
     """The compiled chunk function for `steps` (numbered from `first`) and its source."""
     source = chunk_source(first, steps)
-    names: dict[str, Any] = {"__builtins__": {}, "Exception": Exception}
+    names: dict[str, Any] = {"__builtins__": {}}
     for k, (call, _, _) in enumerate(steps):
         names[f"c{first + k}"] = call
     exec(compile(source, "<hot steps>", "exec"), names)
@@ -138,10 +136,43 @@ class HotCode:
             pause()
 
     def run(self, slots: list[Any]) -> None:
-        """Run every step in order over `slots` (only when `ready`)."""
+        """Run every step in order over `slots` (only when `ready`); a step that raises is
+        handed to `on_failure` and the rest of its chunk runs as the step loop."""
+        chunks = self.chunks
+        done = 0  # chunks finished
+        while True:
+            try:
+                for chunk in chunks[done:] if done else chunks:
+                    chunk(slots)
+                    done += 1
+                return
+            except Exception as problem:
+                n = self._failed_step(done, problem)
+                self.on_failure(n, problem)
+                self._run_loop(slots, n + 1, min((done + 1) * CHUNK_STEPS, len(self.steps)))
+                done += 1
+
+    def _failed_step(self, chunk: int, problem: Exception) -> int:
+        """The step of chunk number `chunk` that raised `problem`, from the line its traceback
+        names in the chunk's code."""
+        code = self.chunks[chunk].__code__
+        trace = problem.__traceback__
+        while trace is not None and trace.tb_frame.f_code is not code:
+            trace = trace.tb_next
+        first = chunk * CHUNK_STEPS
+        last = min(first + CHUNK_STEPS, len(self.steps)) - 1
+        line = trace.tb_lineno if trace is not None else 2
+        return min(max(first + line - 2, first), last)
+
+    def _run_loop(self, slots: list[Any], start: int, end: int) -> None:
+        """Steps `start` to `end` (excluded) as the step loop runs them."""
         on_failure = self.on_failure
-        for chunk in self.chunks:
-            chunk(slots, on_failure)
+        for n in range(start, end):
+            call, get, out = self.steps[n]
+            try:
+                slots[out] = call(*get(slots))
+            except Exception as problem:
+                on_failure(n, problem)
 
     def source(self) -> str:
         """All generated source so far, for tests and debugging."""
