@@ -673,8 +673,8 @@ class FlatProgram:
 
         For debugging and tests: every argument of a main-program step is a stored value, a
         feedback value, a lazy pull, or the output of a step that runs before it; HOT steps keep
-        topological order; guarded regions stay outside the main program. Bypassed nodes hold
-        their last outputs.
+        topological order, and their generated code is of the current list; guarded regions
+        stay outside the main program. Bypassed nodes hold their last outputs.
         """
         produced = set(self.value_slot.values()) | set(self.feedback_slot.values())
         bypassed = [i for i in self.node_slots if self.ir.ids[i] in self.ctx.bypassed]
@@ -692,6 +692,8 @@ class FlatProgram:
         for source, region in self.guarded.items():
             if self.main.intersection(region):
                 raise ValueError(f"guarded region of {self.ir.ids[source]} overlaps the main one")
+        if self.hot_code is not None and self.hot_code.steps is not self.hot_steps:
+            raise ValueError("the generated HOT code is of another step list")
         order = [self.owner[out] for _, _, out in self.hot_steps]
         if any(self.position[a] > self.position[b] for a, b in itertools.pairwise(order)):
             raise ValueError("HOT steps are out of topological order")
