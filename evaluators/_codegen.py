@@ -109,10 +109,18 @@ class HotCode:
         self.sources: list[str] = []
         self.done = 0  # steps generated so far
         self.error: str | None = None
+        # True while another thread generates it (a background build); else the frame loop
+        # generates what is missing, a chunk a frame.
+        self.background = False
 
     @property
     def ready(self) -> bool:
         return self.error is None and self.done >= len(self.steps)
+
+    @property
+    def pending(self) -> bool:
+        """Chunks remain to be generated (and nothing failed)."""
+        return self.error is None and self.done < len(self.steps)
 
     def advance(self) -> None:
         """Generate the next chunk (nothing once ready or failed)."""
@@ -131,7 +139,7 @@ class HotCode:
 
     def generate(self, pause: Callable[[], None] = lambda: None) -> None:
         """Generate every chunk, calling `pause` between them."""
-        while self.error is None and self.done < len(self.steps):
+        while self.pending:
             self.advance()
             pause()
 

@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evaluators._codegen as codegen
-from evaluators import FlatEvaluator
+from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
 from evaluators._codegen import CHUNK_STEPS, HotCode, chunk_source
 from nodes import LIBRARY, Deferred, Determinism, Patch, node
 from tests.patch_strategies import random_edit, random_patch, same
+from tests.waiting import BUILD_TIMEOUT_S
 
 calls: list[str] = []
 
@@ -280,3 +281,37 @@ def test_sampled_frames_time_each_step_and_the_others_run_the_generated_code() -
         assert "n7" in evaluator.observer.profiler.medians()  # timed one by one on those
     finally:
         evaluator.close()
+
+
+def test_the_dual_builder_generates_the_code_after_the_swap() -> None:
+    """A background build hands the program over first; its code follows on the builder thread
+    while frames run the step loop, and outputs stay those of the lazy evaluator."""
+    patch = long_chain(CHUNK_STEPS * 3, flaky_at=CHUNK_STEPS * 2)
+    dual = DualEvaluator(patch, debounce=0.0)
+    lazy = LazyEvaluator(patch)
+    frame = 0
+    try:
+        dual.run_frame(0.0, 0)
+        lazy.run_frame(0.0, 0)
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        while True:
+            frame += 1
+            dual.run_frame(frame / 60.0, frame)
+            lazy.run_frame(frame / 60.0, frame)
+            assert same(dual.output("sink"), lazy.output("sink")), frame
+            assert dual.program is not None
+            code = dual.program.hot_code
+            if code is not None and code.ready:
+                break
+            assert time.monotonic() < deadline, "the code was never generated"
+            time.sleep(0.005)
+        assert len(code.chunks) >= 3 and not code.background
+        for later in range(frame + 1, frame + 4):
+            dual.run_frame(later / 60.0, later)
+            lazy.run_frame(later / 60.0, later)
+            assert same(dual.output("sink"), lazy.output("sink"))
+            assert dual.status("flaky") == lazy.status("flaky")
+    finally:
+        dual.close()
+        lazy.close()
