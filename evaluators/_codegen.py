@@ -102,9 +102,15 @@ class HotCode:
     once complete (`ready`). A failure to generate leaves `error` set and `ready` false for
     good: the program keeps its step loop."""
 
-    def __init__(self, steps: list[Step], on_failure: Callable[[int, Exception], None]) -> None:
+    def __init__(
+        self,
+        steps: list[Step],
+        on_failure: Callable[[int, Exception], None],
+        owner: object = None,
+    ) -> None:
         self.steps = steps
         self.on_failure = on_failure  # (step number, exception) of a step that raised
+        self.owner = owner  # the program it runs for (evaluators/_running.py asks)
         self.chunks: list[Chunk] = []
         self.sources: list[str] = []
         self.done = 0  # steps generated so far
@@ -167,10 +173,13 @@ class HotCode:
         trace = problem.__traceback__
         while trace is not None and trace.tb_frame.f_code is not code:
             trace = trace.tb_next
+        return self.step_at(chunk, trace.tb_lineno if trace is not None else None)
+
+    def step_at(self, chunk: int, line: int | None) -> int:
+        """The step on `line` of chunk number `chunk` (its first step for an unknown line)."""
         first = chunk * CHUNK_STEPS
         last = min(first + CHUNK_STEPS, len(self.steps)) - 1
-        line = trace.tb_lineno if trace is not None else 2
-        return min(max(first + line - 2, first), last)
+        return min(max(first + (line or 2) - 2, first), last)
 
     def _run_loop(self, slots: list[Any], start: int, end: int) -> None:
         """Steps `start` to `end` (excluded) as the step loop runs them."""

@@ -6,6 +6,7 @@ leaves the step loop running."""
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,13 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evaluators._codegen as codegen
-from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
+from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
 from evaluators._codegen import CHUNK_STEPS, HotCode, chunk_source
 from nodes import LIBRARY, Deferred, Determinism, Patch, node
 from tests.patch_strategies import random_edit, random_patch, same
-from tests.waiting import BUILD_TIMEOUT_S
+from tests.waiting import BUILD_TIMEOUT_S, poll_until
 
 calls: list[str] = []
+holding = threading.Event()  # test.holds blocks while this is set ...
+released = threading.Event()  # ... until this is
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +46,12 @@ def test_nodes() -> Iterator[None]:
         calls.append(name)
         return x + 1.0
 
+    @node("test.holds", determinism=Determinism.NONDETERMINISTIC)
+    def holds(x: float = 0.0) -> float:
+        if holding.is_set():
+            released.wait(30)
+        return x
+
     @node("test.nap", determinism=Determinism.NONDETERMINISTIC)
     def nap(x: float = 0.0, asleep: bool = True) -> float:
         if asleep:
@@ -50,8 +59,10 @@ def test_nodes() -> Iterator[None]:
         return x * 2.0
 
     calls.clear()
+    holding.clear()
+    released.clear()
     yield
-    for type_id in ("test.flaky", "test.logs", "test.nap"):
+    for type_id in ("test.flaky", "test.logs", "test.nap", "test.holds"):
         del LIBRARY[type_id]
 
 
@@ -315,3 +326,32 @@ def test_the_dual_builder_generates_the_code_after_the_swap() -> None:
     finally:
         dual.close()
         lazy.close()
+
+
+@pytest.mark.parametrize("after_a_failure", [False, True])
+def test_the_node_a_thread_is_stuck_in_is_named_in_generated_code(after_a_failure: bool) -> None:
+    """Inside a chunk, and in the step loop that finishes a chunk after a failing step."""
+    patch = long_chain(CHUNK_STEPS + 40, flaky_at=CHUNK_STEPS + 5)
+    patch.add_node("test.holds", node_id="held")
+    patch.disconnect(f"n{CHUNK_STEPS + 20}", "out", f"n{CHUNK_STEPS + 21}", "x")
+    patch.connect(f"n{CHUNK_STEPS + 20}", "out", "held", "x")
+    patch.connect("held", "out", f"n{CHUNK_STEPS + 21}", "x")
+    evaluator = FlatEvaluator(patch)
+    evaluator.observer.profiler.enabled = False  # no sampled (step loop) frame
+    evaluator.run_frame(0.0, 0)
+    assert hot_code_of(evaluator).ready
+    frame = 1 if after_a_failure else 3  # flaky fails on frame 1, runs on frame 3
+    holding.set()
+    worker = threading.Thread(target=evaluator.run_frame, args=(frame / 60.0, frame))
+    worker.start()
+    try:
+        names: list[str | None] = []
+        poll_until(lambda: names.append(node_running_in(worker.ident or 0)) or names[-1])
+        assert names[-1] == "held"
+    finally:
+        released.set()
+        worker.join()
+    try:
+        assert evaluator.status("flaky") == ("failed" if after_a_failure else "ok")
+    finally:
+        evaluator.close()
