@@ -2,8 +2,9 @@
 loop.
 
 The HOT list `[(call, get, out), ...]` becomes a few generated functions of up to `CHUNK_STEPS`
-steps each, compiled once per program (with the build's yield point between chunks, so a
-background build stays in the background). A chunk calls each step's bound compute function with
+steps each, compiled once per program, a chunk at a time (`advance`), so whoever generates it (a
+synchronous build, the dual evaluator's builder thread, or the frame loop a chunk a frame) never
+holds the interpreter for long. A chunk calls each step's bound compute function with
 its arguments written out: values produced earlier in the same chunk from local variables, the
 others read from the slot list by constant index; each result goes to its slot (the program's
 outputs, previews and caches read slots) and, when a later step of the chunk reads it, to a local.
@@ -18,7 +19,7 @@ in slots and feedback values are slots, the same for both.
 Safety: the source is made only of fixed text and integers (step numbers and slot indices).
 Compute functions reach the code as the globals `c0`, `c1`, ... (by step number), never by name;
 no node id, pin name or value from the patch is spliced into the source, so a hostile file cannot
-inject code. The generated code sees no builtins but `Exception`.
+inject code. The generated code sees no builtins.
 
 Assumes the step shape of evaluators/_flat.py: `get` is an `operator.itemgetter` of integer slots
 (or of a one-slot or empty slice). Anything else makes generation fail; the program then keeps
@@ -35,7 +36,7 @@ from evaluators._context import error_text
 Step = tuple[Callable[..., Any], Callable[[Any], Any], int]
 Chunk = Callable[[list[Any]], None]
 
-CHUNK_STEPS = 128  # compiling one chunk holds the GIL for a few milliseconds at most
+CHUNK_STEPS = 128  # compiling one chunk takes about 1.5 ms (with the GIL held)
 
 
 class _SlotProbe:
@@ -43,7 +44,7 @@ class _SlotProbe:
 
     def __getitem__(self, key: int | slice) -> Any:
         if isinstance(key, slice):
-            return list(range(key.start, key.stop))
+            return list(range(key.start, key.stop))  # the one-slot or empty slices
         return key
 
 
