@@ -4,6 +4,10 @@ Sections:
 - evaluators: per benchmark patch and size, the median frame time of a plain Python loop calling
   the same compute functions in a precomputed order (the CPython floor), the lazy evaluator, the
   flat evaluator, and the flat evaluator with caching disabled; ratios against the floor.
+- codegen: on a 10,000-node HOT chain, the flat evaluator's step loop, the flat evaluator's
+  generated straight-line code (evaluators/_codegen.py, the default) and straight-line generated
+  Python with no evaluator at all (`straight_line`): median frames side by side, their ratios,
+  and the build time with and without generating.
 - live_edit: on a 10,000-node patch run by the dual evaluator at 60 fps, the time from a
   structural edit to the first frame that shows it, the background build time, and the longest
   frame while the build runs against a normal lazy frame.
@@ -125,6 +129,46 @@ def plain_loop(patch: Patch) -> Callable[[float, int], None]:
     return run
 
 
+def straight_line(patch: Patch) -> tuple[Callable[[float, int], None], dict[str, Any]]:
+    """Straight-line generated Python for the patch, with no evaluator at all: one statement a
+    node in topological order, `v<i> = c<i>(...)`, inputs from the locals of earlier nodes or, for
+    stored values, from globals; no slots, no error handling, no status. Nodes with one output
+    only. Like the flat evaluator's generated code, the source holds only integers and fixed text
+    (compute functions and values are globals named by node number). Returns the frame function
+    and the dict of sink values it fills."""
+    ctx = ExecutionContext()
+    ir = GraphIR(PatchSnapshot.of(patch))
+    names: dict[str, Any] = {"__builtins__": {}}
+    lines = ["def run():"]
+    for i in ir.topological_order():
+        node = ir.nodes[i]
+        if len(node.spec.outputs) != 1:
+            raise ValueError(f"{node.id}: straight-line baseline takes one-output nodes only")
+        linked = {edge.dst_pin: edge for edge in ir.in_edges[i]}
+        args = []
+        for k, pin in enumerate(node.inputs):
+            edge = linked.get(pin.name)
+            if edge is None:
+                names[f"k{i}_{k}"] = node.values[pin.name]
+                args.append(f"k{i}_{k}")
+            else:
+                args.append(f"v{edge.src}")
+        names[f"c{i}"] = bind_compute(node.spec, ctx, node.id, tuple(p.name for p in node.inputs))
+        lines.append(f"    v{i} = c{i}({', '.join(args)})")
+    sinks = [i for i in ir.sinks() if ir.nodes[i].spec.outputs]
+    lines.append(f"    return ({''.join(f'v{i}, ' for i in sinks)})")
+    exec(compile("\n".join(lines) + "\n", "<straight line>", "exec"), names)
+    generated: Callable[[], tuple[Any, ...]] = names["run"]
+    sink_ids = [ir.ids[i] for i in sinks]
+    outputs: dict[str, Any] = {}
+
+    def run(t: float, frame: int) -> None:
+        ctx.t, ctx.frame = t, frame
+        outputs.update(zip(sink_ids, generated(), strict=True))
+
+    return run, outputs
+
+
 def _interleaved_medians(
     runs: dict[str, Callable[[float, int], None]], frames: int, warmup: int = 3
 ) -> dict[str, float]:
@@ -181,6 +225,39 @@ def profiler_section(size: int, frames: int, lazy_frames: int) -> Report:
     row["lazy_off_median_ms"] = medians["off"] * 1e3
     row["lazy_on_median_ms"] = medians["on"] * 1e3
     row["lazy_on_median_overhead_percent"] = (medians["on"] / medians["off"] - 1.0) * 100.0
+    return row
+
+
+def codegen_section(size: int, frames: int) -> Report:
+    """On a HOT chain: the flat evaluator running its step loop, the flat evaluator running its
+    generated code (the default) and straight-line generated Python with no evaluator, median
+    frames side by side, ratios, and what generating costs the build."""
+    patch = hot_chain(size)
+    loop, generated = FlatEvaluator(patch, codegen=False), FlatEvaluator(patch)
+    baseline, baseline_outputs = straight_line(patch)
+    medians = _interleaved_medians(
+        {
+            "straight_line": baseline,
+            "flat_step_loop": loop.run_frame,
+            "flat_generated": generated.run_frame,
+            "plain_loop": plain_loop(patch),
+        },
+        frames,
+    )
+    outputs = {loop.output("sink"), generated.output("sink"), baseline_outputs["sink"]}
+    program = generated.program
+    row: Report = {"nodes": len(patch.nodes), "frames": frames, "outputs_agree": len(outputs) == 1}
+    row["generated_ready"] = (
+        program is not None and program.hot_code is not None and program.hot_code.ready
+    )
+    row.update({f"{name}_ms": seconds * 1e3 for name, seconds in medians.items()})
+    row["step_loop_vs_straight"] = row["flat_step_loop_ms"] / row["straight_line_ms"]
+    row["generated_vs_straight"] = row["flat_generated_ms"] / row["straight_line_ms"]
+    row["generated_vs_step_loop"] = row["flat_generated_ms"] / row["flat_step_loop_ms"]
+    row["build_step_loop_ms"] = loop.last_build_seconds * 1e3
+    row["build_generated_ms"] = generated.last_build_seconds * 1e3
+    for evaluator in (loop, generated):
+        evaluator.close()
     return row
 
 
@@ -626,6 +703,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
     frames = 5 if quick else 21
     sections: dict[str, Callable[[], Report]] = {
         "evaluators": lambda: evaluator_section(sizes, frames),
+        "codegen": lambda: codegen_section(1000 if quick else 10000, 21 if quick else 101),
         "live_edit": lambda: live_edit_section(2000 if quick else 10000),
         "freeze": lambda: freeze_section(quick),
         "gpu": lambda: _gpu_section(quick),

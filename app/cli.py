@@ -105,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         choices=(
             "evaluators",
+            "codegen",
             "live_edit",
             "freeze",
             "gpu",

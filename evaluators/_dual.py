@@ -12,7 +12,9 @@ last good outputs survive every swap.
 
 The builder is cooperative: between small chunks of work it waits while a frame is running, so a
 rebuild of a large patch does not stretch the frames that run meanwhile. It never touches GL. Old
-programs are released on the builder thread, outside the frame loop.
+programs are released on the builder thread, outside the frame loop. After handing a program over,
+the builder generates its HOT code (evaluators/_codegen.py) the same way; the program runs its
+step loop until the code is ready.
 
 Released programs break their own reference cycles (lazy-input pulls refer to their program), and
 `close()` releases the running one, so a closed evaluator is freed with everything it held.
@@ -104,6 +106,7 @@ class _Builder:
         self._idle.set()
         self._lock = threading.Lock()
         self._result: BuildResult | None = None
+        self._builds_waiting = 0
         self._thread = threading.Thread(target=self._work, name="patchbay-builder", daemon=True)
         self._thread.start()
 
@@ -127,6 +130,8 @@ class _Builder:
 
     def request(self, token: int, snapshot: PatchSnapshot, ctx: ExecutionContext,
                 watched: tuple[str, ...]) -> None:  # fmt: skip
+        with self._lock:
+            self._builds_waiting += 1
         self._requests.put((token, snapshot, ctx, watched))
 
     def retire(self, program: FlatProgram) -> None:
@@ -153,10 +158,29 @@ class _Builder:
                 del item
                 continue
             token, snapshot, ctx, watched = item
+            with self._lock:
+                self._builds_waiting -= 1
             with _ShortSwitchInterval():
                 result = compile_program(token, snapshot, ctx, watched, self._yield)
+                with self._lock:
+                    self._result = result
+                if result[1] is not None:
+                    self._generate_code(result[1])
+
+    def _generate_code(self, program: FlatProgram) -> None:
+        """Generate a handed-over program's HOT code (evaluators/_codegen.py) while it runs its
+        step loop; a new build request (or a bypass changing the list) leaves the rest to the
+        frame loop."""
+        code = program.hot_code
+        if code is None:
+            return
+        while code.pending and program.hot_code is code:
             with self._lock:
-                self._result = result
+                if self._builds_waiting:
+                    break
+            code.advance()
+            self._yield()
+        code.background = False
 
 
 class DualEvaluator:

@@ -325,7 +325,7 @@ def _build(freezer: _Freezer, plan: _Plan) -> Patch:
 def _schedule(frozen: Patch) -> dict[str, list[str]]:
     """The flat program's order, split into what runs once and what runs every frame (read off
     a compiled program, so it is the order the player will run)."""
-    program = FlatProgram(PatchSnapshot.of(frozen), ExecutionContext())
+    program = FlatProgram(PatchSnapshot.of(frozen), ExecutionContext(), codegen=False)
     ids = program.ir.ids
     ordered = sorted(program.node_slots, key=program.position.__getitem__)
     return {

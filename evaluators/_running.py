@@ -3,8 +3,8 @@
 For a watchdog: when a frame runs far past its limit, another thread asks which node the frame
 thread is inside, so that node can be bypassed when the engine restarts. Reading the stack costs
 the evaluators nothing per node (no "current node" bookkeeping in the hot loops); the price is that
-this module knows the names of the evaluators' run methods and their locals, so it lives beside
-them and its test runs a hanging node in each evaluator.
+this module knows the names of the evaluators' run methods (generated HOT code included) and
+their locals, so it lives beside them and its test runs a hanging node in each evaluator.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from types import FrameType
 
+from evaluators._codegen import HotCode
 from evaluators._flat import FlatProgram
 from evaluators._lazy import LazyEvaluator
 
@@ -23,13 +24,26 @@ _FLAT_SINGLE = (
     FlatProgram.pull.__code__,
     FlatProgram._run_steps_timed.__code__,
 )
+# The generated HOT code: a chunk (called by `run`, the chunk's line gives the step) and the
+# step loop that finishes a chunk after a failure.
+_HOT_RUN, _HOT_LOOP = HotCode.run.__code__, HotCode._run_loop.__code__
 
 
 def node_running_in(thread_id: int) -> str | None:
     """The id of the node whose compute the thread is inside (the innermost one), or None."""
     frame: FrameType | None = sys._current_frames().get(thread_id)
+    inner: FrameType | None = None
     while frame is not None:
         code, local = frame.f_code, frame.f_locals
+        hot = local.get("self")
+        if code in (_HOT_RUN, _HOT_LOOP) and isinstance(hot, HotCode):
+            program = hot.owner
+            if code is _HOT_RUN and inner is not None and "done" in local:
+                step = hot.step_at(local["done"], inner.f_lineno)
+            else:
+                step = local.get("n", -1)
+            if isinstance(program, FlatProgram) and 0 <= step < len(hot.steps):
+                return program.ir.ids[program.owner[hot.steps[step][2]]]
         if code is _LAZY_RUN:
             return str(local.get("node_id"))
         program = local.get("self")
@@ -37,5 +51,5 @@ def node_running_in(thread_id: int) -> str | None:
             return program.ir.ids[program.owner[local["out"]]]
         if code in _FLAT_SINGLE and isinstance(program, FlatProgram) and "i" in local:
             return program.ir.ids[local["i"]]
-        frame = frame.f_back
+        inner, frame = frame, frame.f_back
     return None

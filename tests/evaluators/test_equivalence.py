@@ -46,6 +46,7 @@ def play_random(data: st.DataObject, subpatches: bool) -> None:
     evaluators = [
         *(evaluator_for_tests(kind, patch) for kind in EVALUATOR_KINDS),
         FlatEvaluator(patch, caching=False),
+        FlatEvaluator(patch, codegen=False),  # the step loop, not generated code
         DualEvaluator(patch, debounce=0.0, background=False),
     ]
     inlined_reference = LazyEvaluator(inlined(patch)) if subpatches else None
