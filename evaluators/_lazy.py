@@ -13,6 +13,13 @@ outputs kept, its inputs not evaluated for it) on later frames until `retry(node
 timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and every
 cached node the walk stops at is recorded as a cache hit.
 
+Once a frame's root phase ran only HOT nodes and cache hits (no lazy pulls, no bypass), its order
+is kept as a schedule: (plan, node, key) per step, no plan for a hit. While nothing changes (no
+patch event, no new watch, the same bypassed set) the next frame replays that list instead of
+walking: the same runs in the same order, without the stack, visit checks and lookups per node.
+A hit whose cached result is gone stops the replay; the walk then finishes the frame (nodes
+already run are skipped) and the frame after it records a new schedule.
+
 This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
 """
@@ -25,6 +32,7 @@ from typing import Any
 
 from evaluators._analysis import OWN_CLASS, LiveAnalysis
 from evaluators._context import (
+    _COLLECTOR_TIME,
     HOT,
     CacheEntry,
     ExecutionContext,
@@ -72,7 +80,8 @@ class _Plan:
     Made when the node is first run and dropped when a structural edit touches the node."""
 
     __slots__ = (
-        "args", "defaults", "eager", "fn", "instance", "linked", "node_id", "reason", "single"
+        "args", "defaults", "eager", "fn", "instance", "linked", "node_id", "pulls", "reason",
+        "single",
     )  # fmt: skip
 
     def __init__(self, evaluator: LazyEvaluator, node_id: str) -> None:
@@ -102,12 +111,16 @@ class _Plan:
                 args.append((_LINKED, link.src, index))
                 eager.append(link.src)
         self.args = tuple(args)
+        self.pulls = any(kind == _PULL for kind, _, _ in args)
         self.eager = tuple(dict.fromkeys(eager))
         self.linked = tuple(linked)
         own_hot = OWN_CLASS[instance.spec.determinism] == HOT
         self.reason = NONDETERMINISTIC if own_hot else HOT_RUN  # why it runs when it is HOT
         names = tuple(pin.name for pin in instance.inputs)
         self.fn = bind_compute(instance.spec, evaluator.ctx, node_id, names)
+
+
+_Step = tuple[_Plan | None, str, int]  # a recorded root phase step: (plan, node, key); no plan: hit
 
 
 class LazyEvaluator:
@@ -142,6 +155,9 @@ class LazyEvaluator:
         self._errors = self.observer.errors
         self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
         self._record: FrameRecord | None = None  # the profiler's record of this frame
+        self._schedule: list[_Step] | None = None  # the last root phase, to replay
+        self._schedule_epoch = -1  # the bypass epoch the schedule was recorded at
+        self._trace: list[_Step] | None = None  # the root phase being recorded, if replayable
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -149,6 +165,7 @@ class LazyEvaluator:
         """Also evaluate these nodes every frame (previews, inspected pins)."""
         self._watched = tuple(dict.fromkeys(node_ids))
         self._roots = None
+        self._schedule = None
 
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
@@ -167,8 +184,16 @@ class LazyEvaluator:
         profiler.fresh_program = False
         self._record = profiler.current  # None while the profiler is off
         self._unsettled = set()
-        for root in self._root_ids():
-            self._evaluate(root)
+        epoch = self.ctx.bypass_epoch
+        schedule = self._schedule if self._schedule_epoch == epoch else None
+        if schedule is None or not self._replay(schedule):
+            self._trace = [] if schedule is None else None
+            for root in self._root_ids():
+                self._evaluate(root)
+            replayable = self._trace is not None and self.ctx.bypass_epoch == epoch
+            self._schedule = self._trace if replayable else None
+            self._schedule_epoch = epoch
+            self._trace = None
         self._capture_feedback()
         profiler.end()
         self._record = None
@@ -253,6 +278,7 @@ class LazyEvaluator:
         self.ctx.unbypass(node_id)
         self._errors.pop(node_id, None)
         self.observer.derived.pop(node_id, None)
+        self._schedule = None
 
     def close(self) -> None:
         self._unsubscribe()
@@ -265,6 +291,7 @@ class LazyEvaluator:
         self.ctx.on_patch_event(event)
         self.observer.profiler.on_event(event)
         self.observer.derived.clear()
+        self._schedule = None  # keys, plans or roots may differ: walk and record again
         if event.kind == "structural":
             self._roots = None
             self._feedback_links = None
@@ -308,6 +335,7 @@ class LazyEvaluator:
                 self._errors[node_id] = bypassed[node_id]
                 if node_id not in outputs:
                     outputs[node_id] = default_outputs(self.patch.nodes[node_id].spec)
+                self._trace = None  # bypassed nodes are not replayed
                 visited[node_id] = serial
                 stack.pop()
                 continue
@@ -324,6 +352,8 @@ class LazyEvaluator:
                     else:
                         status[node_id] = CACHED
                     hit(node_id)
+                    if self._trace is not None:
+                        self._trace.append((None, node_id, key))
                     visited[node_id] = serial
                     stack.pop()
                     continue
@@ -336,10 +366,86 @@ class LazyEvaluator:
             if pending:
                 continue
             ran += 1
+            if self._trace is not None:
+                if cls == HOT and not plan.pulls:
+                    self._trace.append((plan, node_id, key))
+                else:
+                    self._trace = None  # cold runs become hits; pulls vary frame to frame
             self._run_node(plan, cls, key)
             visited[node_id] = serial
             stack.pop()
         self.observer.nodes_run += ran
+
+    def _replay(self, schedule: list[_Step]) -> bool:
+        """Run the recorded root phase step by step as `_evaluate` and `_run_node` would (HOT
+        runs without lazy pulls, cache hits); False if a hit is no longer cached (the caller
+        then walks from the roots to finish the frame)."""
+        serial, visited = self._serial, self._visited
+        ctx = self.ctx
+        outputs, cache, feedback, budget = ctx.outputs, ctx.cache, ctx.feedback, ctx.time_budget
+        status, errors, unsettled = self._status, self._errors, self._unsettled
+        record = self._record
+        hit = self.observer.profiler.hit
+        collector, clock = _COLLECTOR_TIME, time.perf_counter
+        ran = 0
+        try:
+            for plan, node_id, key in schedule:
+                if plan is None:  # a cache hit, if its result is still there
+                    entry = cache.get(node_id)
+                    if entry is None or entry.key != key:
+                        entry = ctx.recall(node_id, key)
+                    if entry is None or entry.key != key:
+                        return False
+                    outputs[node_id] = entry.outputs
+                    if entry.error:
+                        status[node_id] = FAILED
+                        errors[node_id] = entry.error
+                    else:
+                        status[node_id] = CACHED
+                    hit(node_id)
+                    visited[node_id] = serial
+                    continue
+                ran += 1
+                values = plan.instance.values
+                args: list[Any] = []
+                settled = True
+                for kind, first, second in plan.args:
+                    if kind == _LINKED:
+                        args.append(outputs[first][second])
+                        if unsettled and first in unsettled:
+                            settled = False
+                    elif kind == _STORED:
+                        args.append(values[first])
+                    elif kind == _STORED_PULL:
+                        args.append(StoredPull(values[first]))
+                    else:  # _FED_BACK
+                        args.append(feedback.get(first, values[second]))
+                started = clock() - collector.spent
+                try:
+                    result = plan.fn(*args)
+                except Deferred:
+                    status[node_id] = DEFERRED
+                    settled = False
+                except Exception as problem:
+                    status[node_id] = FAILED
+                    errors[node_id] = error_text(problem)
+                else:
+                    outputs[node_id] = (result,) if plan.single else tuple(result)
+                    status[node_id] = OK
+                took = clock() - collector.spent - started
+                if took > budget:
+                    status[node_id] = FAILED
+                    errors[node_id] = ctx.bypass(node_id, took)
+                if record is not None:
+                    record.pending += (node_id, started, took, plan.reason)
+                if not settled:
+                    unsettled.add(node_id)
+                if node_id not in outputs:
+                    outputs[node_id] = plan.defaults
+                visited[node_id] = serial
+        finally:
+            self.observer.nodes_run += ran
+        return True
 
     def _run_node(self, plan: _Plan, cls: str, key: int) -> None:
         node_id = plan.node_id
