@@ -121,6 +121,11 @@ class _Plan:
 
 
 _Step = tuple[_Plan | None, str, int]  # a recorded root phase step: (plan, node, key); no plan: hit
+# A step as replayed: (plan, node, linked source, its output index or a hit's key, stored values
+# before and after the linked one); no plan: a hit; no stored values: arguments gathered as usual.
+_ReplayStep = tuple[
+    _Plan | None, str, str | None, int, tuple[Any, ...] | None, tuple[Any, ...] | None
+]
 
 
 class LazyEvaluator:
@@ -158,6 +163,7 @@ class LazyEvaluator:
         self._schedule: list[_Step] | None = None  # the last root phase, to replay
         self._schedule_epoch = -1  # the bypass epoch the schedule was recorded at
         self._trace: list[_Step] | None = None  # the root phase being recorded, if replayable
+        self._replay_steps: tuple[list[_ReplayStep], dict[str, NodeStatus], int] | None = None
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -192,6 +198,7 @@ class LazyEvaluator:
                 self._evaluate(root)
             replayable = self._trace is not None and self.ctx.bypass_epoch == epoch
             self._schedule = self._trace if replayable else None
+            self._replay_steps = None
             self._schedule_epoch = epoch
             self._trace = None
         self._capture_feedback()
@@ -380,72 +387,121 @@ class LazyEvaluator:
         """Run the recorded root phase step by step as `_evaluate` and `_run_node` would (HOT
         runs without lazy pulls, cache hits); False if a hit is no longer cached (the caller
         then walks from the roots to finish the frame)."""
+        if self._replay_steps is None:
+            self._replay_steps = self._compile_schedule(schedule)
+        steps, done_template, runs = self._replay_steps
         serial, visited = self._serial, self._visited
         ctx = self.ctx
         outputs, cache, feedback, budget = ctx.outputs, ctx.cache, ctx.feedback, ctx.time_budget
         status, errors, unsettled = self._status, self._errors, self._unsettled
         record = self._record
+        pending = record.pending if record is not None else None
         hit = self.observer.profiler.hit
         collector, clock = _COLLECTOR_TIME, time.perf_counter
-        ran = 0
+        odd: dict[str, NodeStatus] = {}  # statuses other than the recorded ones (OK, CACHED)
+        done = 0
         try:
-            for plan, node_id, key in schedule:
+            for plan, node_id, src, index, before, after in steps:
                 if plan is None:  # a cache hit, if its result is still there
                     entry = cache.get(node_id)
-                    if entry is None or entry.key != key:
-                        entry = ctx.recall(node_id, key)
-                    if entry is None or entry.key != key:
+                    if entry is None or entry.key != index:
+                        entry = ctx.recall(node_id, index)
+                    if entry is None or entry.key != index:
                         return False
                     outputs[node_id] = entry.outputs
                     if entry.error:
-                        status[node_id] = FAILED
+                        odd[node_id] = FAILED
                         errors[node_id] = entry.error
-                    else:
-                        status[node_id] = CACHED
                     hit(node_id)
-                    visited[node_id] = serial
+                    done += 1
                     continue
-                ran += 1
-                values = plan.instance.values
-                args: list[Any] = []
                 settled = True
-                for kind, first, second in plan.args:
-                    if kind == _LINKED:
-                        args.append(outputs[first][second])
-                        if unsettled and first in unsettled:
+                if before is not None:  # stored values around at most one linked value
+                    if src is None:
+                        args: Any = before
+                    else:
+                        args = (*before, outputs[src][index], *after)  # type: ignore[misc]
+                        if unsettled and src in unsettled:
                             settled = False
-                    elif kind == _STORED:
-                        args.append(values[first])
-                    elif kind == _STORED_PULL:
-                        args.append(StoredPull(values[first]))
-                    else:  # _FED_BACK
-                        args.append(feedback.get(first, values[second]))
+                else:
+                    values = plan.instance.values
+                    args = []
+                    for kind, first, second in plan.args:
+                        if kind == _LINKED:
+                            args.append(outputs[first][second])
+                            if unsettled and first in unsettled:
+                                settled = False
+                        elif kind == _STORED:
+                            args.append(values[first])
+                        elif kind == _STORED_PULL:
+                            args.append(StoredPull(values[first]))
+                        else:  # _FED_BACK
+                            args.append(feedback.get(first, values[second]))
                 started = clock() - collector.spent
                 try:
                     result = plan.fn(*args)
                 except Deferred:
-                    status[node_id] = DEFERRED
+                    odd[node_id] = DEFERRED
                     settled = False
+                    if node_id not in outputs:
+                        outputs[node_id] = plan.defaults
                 except Exception as problem:
-                    status[node_id] = FAILED
+                    odd[node_id] = FAILED
                     errors[node_id] = error_text(problem)
+                    if node_id not in outputs:
+                        outputs[node_id] = plan.defaults
                 else:
                     outputs[node_id] = (result,) if plan.single else tuple(result)
-                    status[node_id] = OK
                 took = clock() - collector.spent - started
                 if took > budget:
-                    status[node_id] = FAILED
+                    odd[node_id] = FAILED
                     errors[node_id] = ctx.bypass(node_id, took)
-                if record is not None:
-                    record.pending += (node_id, started, took, plan.reason)
+                if pending is not None:
+                    pending += (node_id, started, took, plan.reason)
                 if not settled:
                     unsettled.add(node_id)
-                if node_id not in outputs:
-                    outputs[node_id] = plan.defaults
-                visited[node_id] = serial
+                done += 1
         finally:
-            self.observer.nodes_run += ran
+            if done == len(steps):
+                self.observer.nodes_run += runs
+                visited.update(dict.fromkeys(done_template, serial))
+                status.update(done_template)
+            else:
+                self.observer.nodes_run += sum(step[0] is not None for step in steps[:done])
+                finished = [step[1] for step in steps[:done]]
+                visited.update(dict.fromkeys(finished, serial))
+                status.update({node_id: done_template[node_id] for node_id in finished})
+            status.update(odd)
         return True
+
+    def _compile_schedule(
+        self, schedule: list[_Step]
+    ) -> tuple[list[_ReplayStep], dict[str, NodeStatus], int]:
+        """The replay's steps for a recorded schedule, and the status each node gets unless it
+        fails or defers. A node whose arguments are stored values and at most one eager link
+        gets them bound now (stored values only change with an edit, which drops the schedule)."""
+        steps: list[_ReplayStep] = []
+        statuses: dict[str, NodeStatus] = {}
+        for plan, node_id, key in schedule:
+            if plan is None:
+                steps.append((None, node_id, None, key, None, None))
+                statuses[node_id] = CACHED
+                continue
+            statuses[node_id] = OK
+            kinds = [kind for kind, _, _ in plan.args]
+            simple = set(kinds) <= {_STORED, _LINKED} and kinds.count(_LINKED) <= 1
+            if not simple:
+                steps.append((plan, node_id, None, 0, None, None))
+                continue
+            values = plan.instance.values
+            bound = [values[first] if kind == _STORED else None for kind, first, _ in plan.args]
+            if _LINKED not in kinds:
+                steps.append((plan, node_id, None, 0, tuple(bound), ()))
+                continue
+            at = kinds.index(_LINKED)
+            _, src, index = plan.args[at]
+            steps.append((plan, node_id, src, index, tuple(bound[:at]), tuple(bound[at + 1 :])))
+        return steps, statuses, sum(plan is not None for plan, _, _ in schedule)
 
     def _run_node(self, plan: _Plan, cls: str, key: int) -> None:
         node_id = plan.node_id
