@@ -105,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         choices=(
             "evaluators",
+            "lazy",
             "live_edit",
             "freeze",
             "gpu",
