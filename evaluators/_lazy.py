@@ -18,7 +18,9 @@ is kept as a schedule: (plan, node, key) per step, no plan for a hit. While noth
 patch event, no new watch, the same bypassed set) the next frame replays that list instead of
 walking: the same runs in the same order, without the stack, visit checks and lookups per node.
 A hit whose cached result is gone stops the replay; the walk then finishes the frame (nodes
-already run are skipped) and the frame after it records a new schedule.
+already run are skipped) and the frame after it records a new schedule. The replay reads the clock
+once per run (a run's time starts where the previous one ended), so its times include the
+replay's own bookkeeping between two runs.
 
 This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
