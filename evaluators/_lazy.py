@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from evaluators._analysis import OWN_CLASS, LiveAnalysis
 from evaluators._context import (
     _COLLECTOR_TIME,
@@ -51,6 +53,8 @@ from evaluators._profiler import HOT_RUN, LAZY_PHASE, NONDETERMINISTIC, FrameRec
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
+
+_NO_INDICES = np.zeros(0, dtype=np.int32)
 
 OK, CACHED = NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
@@ -165,7 +169,10 @@ class LazyEvaluator:
         self._schedule: list[_Step] | None = None  # the last root phase, to replay
         self._schedule_epoch = -1  # the bypass epoch the schedule was recorded at
         self._trace: list[_Step] | None = None  # the root phase being recorded, if replayable
-        self._replay_steps: tuple[list[_ReplayStep], dict[str, NodeStatus], int] | None = None
+        self._replay_steps: (
+            tuple[list[_ReplayStep], dict[str, NodeStatus], list[str], np.ndarray] | None
+        ) = None
+        self._replay_indices: tuple[Any, np.ndarray] = (None, _NO_INDICES)  # profiler, its ids
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -201,6 +208,7 @@ class LazyEvaluator:
             replayable = self._trace is not None and self.ctx.bypass_epoch == epoch
             self._schedule = self._trace if replayable else None
             self._replay_steps = None
+            self._replay_indices = (None, _NO_INDICES)
             self._schedule_epoch = epoch
             self._trace = None
         self._capture_feedback()
@@ -391,13 +399,15 @@ class LazyEvaluator:
         then walks from the roots to finish the frame)."""
         if self._replay_steps is None:
             self._replay_steps = self._compile_schedule(schedule)
-        steps, done_template, runs = self._replay_steps
+        steps, done_template, run_ids, run_reasons = self._replay_steps
+        runs = len(run_ids)
         serial, visited = self._serial, self._visited
         ctx = self.ctx
         outputs, cache, feedback, budget = ctx.outputs, ctx.cache, ctx.feedback, ctx.time_budget
         status, errors, unsettled = self._status, self._errors, self._unsettled
         record = self._record
-        pending = record.pending if record is not None else None
+        timed: list[float] = []  # start and seconds of each run, for the profiler
+        note = timed.append
         hit = self.observer.profiler.hit
         collector, clock = _COLLECTOR_TIME, time.perf_counter
         odd: dict[str, NodeStatus] = {}  # statuses other than the recorded ones (OK, CACHED)
@@ -461,13 +471,20 @@ class LazyEvaluator:
                 if took > budget:
                     odd[node_id] = FAILED
                     errors[node_id] = ctx.bypass(node_id, took)
-                if pending is not None:
-                    pending += (node_id, started, took, plan.reason)
+                note(started)
+                note(took)
                 if not settled:
                     unsettled.add(node_id)
                 started = ended
                 done += 1
         finally:
+            if record is not None and timed:
+                profiler = self.observer.profiler
+                if self._replay_indices[0] is not profiler:
+                    self._replay_indices = (profiler, profiler.run_indices(run_ids))
+                count = len(timed) // 2
+                nodes = self._replay_indices[1][:count]
+                profiler.replayed(nodes, run_reasons[:count], timed[0::2], timed[1::2])
             if done == len(steps):
                 self.observer.nodes_run += runs
                 visited.update(dict.fromkeys(done_template, serial))
@@ -482,7 +499,7 @@ class LazyEvaluator:
 
     def _compile_schedule(
         self, schedule: list[_Step]
-    ) -> tuple[list[_ReplayStep], dict[str, NodeStatus], int]:
+    ) -> tuple[list[_ReplayStep], dict[str, NodeStatus], list[str], np.ndarray]:
         """The replay's steps for a recorded schedule, and the status each node gets unless it
         fails or defers. A node whose arguments are stored values and at most one eager link
         gets them bound now (stored values only change with an edit, which drops the schedule)."""
@@ -507,7 +524,9 @@ class LazyEvaluator:
             at = kinds.index(_LINKED)
             _, src, index = plan.args[at]
             steps.append((plan, node_id, src, index, tuple(bound[:at]), tuple(bound[at + 1 :])))
-        return steps, statuses, sum(plan is not None for plan, _, _ in schedule)
+        run_plans = [plan for plan, _, _ in schedule if plan is not None]
+        reasons = np.asarray([p.reason for p in run_plans], dtype=np.uint8)
+        return steps, statuses, [p.node_id for p in run_plans], reasons
 
     def _run_node(self, plan: _Plan, cls: str, key: int) -> None:
         node_id = plan.node_id

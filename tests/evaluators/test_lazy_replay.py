@@ -111,3 +111,21 @@ def test_a_node_over_the_budget_during_a_replay_is_bypassed_from_the_next_frame(
     lazy.run_frame(5.0, 4)
     assert lazy.status("stalls") == NodeStatus.FAILED
     assert lazy.output("sink") == pytest.approx(12.0)  # the slow run's output (t = 4), kept
+
+
+def test_replayed_runs_reach_the_profiler_as_a_walked_frame_does() -> None:
+    patch = hot_chain(40)
+    lazy = LazyEvaluator(patch)
+    for frame in range(4):
+        lazy.run_frame(frame / 60.0, frame)
+    assert lazy._schedule is not None
+    profiler = lazy.observer.profiler
+    walked, replayed = profiler.frames[1], profiler.frames[3]  # frame 1 recorded, 3 replayed
+    assert [run[0] for run in replayed.runs()] == [run[0] for run in walked.runs()]
+    assert [run[3] for run in replayed.runs()] == [run[3] for run in walked.runs()]
+    assert {run[5] for run in replayed.runs()} == {"lazy"}
+    assert all(run[2] >= 0.0 for run in replayed.runs())
+    assert replayed.reasons() == walked.reasons()
+    assert profiler.counts("time") == {"non-deterministic": 4}
+    assert profiler.counts("gain")["cache hit"] == 3
+    assert "non-deterministic" in " ".join(lazy.explain("time"))
