@@ -8,6 +8,9 @@ Sections:
   generated straight-line code (evaluators/_codegen.py, the default) and straight-line generated
   Python with no evaluator at all (`straight_line`): median frames side by side, their ratios,
   and the build time with and without generating.
+- lazy: on a 10,000-node HOT chain, lazy frames against flat ones side by side: replaying the
+  last frame's schedule (profiler on and off) and walking the graph (the first frame after an
+  edit); ratios to flat.
 - live_edit: on a 10,000-node patch run by the dual evaluator at 60 fps, the time from a
   structural edit to the first frame that shows it, the background build time, and the longest
   frame while the build runs against a normal lazy frame.
@@ -261,6 +264,36 @@ def codegen_section(size: int, frames: int) -> Report:
     return row
 
 
+def lazy_section(size: int, frames: int) -> Report:
+    """Lazy against flat frames of a HOT chain, side by side: lazy replaying its last frame (the
+    steady state, profiler on and off) and lazy walking the graph every frame (as on the first
+    frame after an edit, its schedule dropped before each frame)."""
+    patch = hot_chain(size)
+    flat = FlatEvaluator(patch)
+    lazy = {name: LazyEvaluator(patch) for name in ("replay", "replay_profiler_off", "walk")}
+    lazy["replay_profiler_off"].observer.profiler.enabled = False
+    walker = lazy["walk"]
+
+    def walk(t: float, frame: int) -> None:
+        walker._schedule = None  # what any edit does
+        walker.run_frame(t, frame)
+
+    runs = {"flat": flat.run_frame, "lazy_walk": walk}
+    runs.update(
+        {f"lazy_{name}": lazy[name].run_frame for name in ("replay", "replay_profiler_off")}
+    )
+    medians = _interleaved_medians(runs, frames)
+    agree = len({flat.output("sink"), *(e.output("sink") for e in lazy.values())}) == 1
+    for evaluator in (flat, *lazy.values()):
+        evaluator.close()
+    row: Report = {"nodes": len(patch.nodes), "frames": frames, "outputs_agree": agree}
+    row.update({f"{name}_median_ms": seconds * 1e3 for name, seconds in medians.items()})
+    for name in runs:
+        if name != "flat":
+            row[f"{name}_vs_flat"] = medians[name] / medians["flat"]
+    return row
+
+
 def evaluator_section(sizes: list[int], frames: int) -> Report:
     results: Report = {}
     for case, build in CASES.items():
@@ -282,6 +315,7 @@ def evaluator_section(sizes: list[int], frames: int) -> Report:
             row.update({f"{name}_ms": seconds * 1e3 for name, seconds in medians.items()})
             row["flat_vs_plain"] = row["flat_ms"] / row["plain_loop_ms"]
             row["lazy_vs_plain"] = row["lazy_ms"] / row["plain_loop_ms"]
+            row["lazy_vs_flat"] = row["lazy_ms"] / row["flat_ms"]
             row["flat_cached_vs_uncached"] = row["flat_ms"] / row["flat_uncached_ms"]
             row["flat_build_ms"] = flat.last_build_seconds * 1e3
             results[f"{case}/{size}"] = row
@@ -704,6 +738,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
     sections: dict[str, Callable[[], Report]] = {
         "evaluators": lambda: evaluator_section(sizes, frames),
         "codegen": lambda: codegen_section(1000 if quick else 10000, 21 if quick else 101),
+        "lazy": lambda: lazy_section(1000 if quick else 10000, 5 if quick else 21),
         "live_edit": lambda: live_edit_section(2000 if quick else 10000),
         "freeze": lambda: freeze_section(quick),
         "gpu": lambda: _gpu_section(quick),
@@ -736,12 +771,13 @@ def _print_table(report: Report) -> None:
     if evaluators and "error" not in evaluators:
         print("evaluators (median frame, ms; ratio to the plain loop)")
         print(f"  {'case':<24}{'plain':>9}{'lazy':>9}{'flat':>9}{'uncached':>10}"
-              f"{'flat/plain':>12}{'cached/uncached':>17}")  # fmt: skip
+              f"{'flat/plain':>12}{'lazy/flat':>11}{'cached/uncached':>17}")  # fmt: skip
         for case, row in evaluators.items():
             print(
                 f"  {case:<24}{row['plain_loop_ms']:>9.3f}{row['lazy_ms']:>9.3f}"
                 f"{row['flat_ms']:>9.3f}{row['flat_uncached_ms']:>10.3f}"
-                f"{row['flat_vs_plain']:>12.2f}{row['flat_cached_vs_uncached']:>17.3f}"
+                f"{row['flat_vs_plain']:>12.2f}{row['lazy_vs_flat']:>11.2f}"
+                f"{row['flat_cached_vs_uncached']:>17.3f}"
             )
     for name, section in report.items():
         if name in ("evaluators", "python", "quick"):

@@ -106,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=(
             "evaluators",
             "codegen",
+            "lazy",
             "live_edit",
             "freeze",
             "gpu",

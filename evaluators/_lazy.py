@@ -13,6 +13,15 @@ outputs kept, its inputs not evaluated for it) on later frames until `retry(node
 timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and every
 cached node the walk stops at is recorded as a cache hit.
 
+Once a frame's root phase ran only HOT nodes and cache hits (no lazy pulls, no bypass), its order
+is kept as a schedule: (plan, node, key) per step, no plan for a hit. While nothing changes (no
+patch event, no new watch, the same bypassed set) the next frame replays that list instead of
+walking: the same runs in the same order, without the stack, visit checks and lookups per node.
+A hit whose cached result is gone stops the replay; the walk then finishes the frame (nodes
+already run are skipped) and the frame after it records a new schedule. The replay reads the clock
+once per run (a run's time starts where the previous one ended), so its times include the
+replay's own bookkeeping between two runs.
+
 This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
 """
@@ -23,8 +32,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from evaluators._analysis import OWN_CLASS, LiveAnalysis
 from evaluators._context import (
+    _COLLECTOR_TIME,
     HOT,
     CacheEntry,
     ExecutionContext,
@@ -41,6 +53,8 @@ from evaluators._profiler import HOT_RUN, LAZY_PHASE, NONDETERMINISTIC, FrameRec
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
+
+_NO_INDICES = np.zeros(0, dtype=np.int32)
 
 OK, CACHED = NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
@@ -72,7 +86,8 @@ class _Plan:
     Made when the node is first run and dropped when a structural edit touches the node."""
 
     __slots__ = (
-        "args", "defaults", "eager", "fn", "instance", "linked", "node_id", "reason", "single"
+        "args", "defaults", "eager", "fn", "instance", "linked", "node_id", "pulls", "reason",
+        "single",
     )  # fmt: skip
 
     def __init__(self, evaluator: LazyEvaluator, node_id: str) -> None:
@@ -102,12 +117,21 @@ class _Plan:
                 args.append((_LINKED, link.src, index))
                 eager.append(link.src)
         self.args = tuple(args)
+        self.pulls = any(kind == _PULL for kind, _, _ in args)
         self.eager = tuple(dict.fromkeys(eager))
         self.linked = tuple(linked)
         own_hot = OWN_CLASS[instance.spec.determinism] == HOT
         self.reason = NONDETERMINISTIC if own_hot else HOT_RUN  # why it runs when it is HOT
         names = tuple(pin.name for pin in instance.inputs)
         self.fn = bind_compute(instance.spec, evaluator.ctx, node_id, names)
+
+
+_Step = tuple[_Plan | None, str, int]  # a recorded root phase step: (plan, node, key); no plan: hit
+# A step as replayed: (plan, node, linked source, its output index or a hit's key, stored values
+# before and after the linked one); no plan: a hit; no stored values: arguments gathered as usual.
+_ReplayStep = tuple[
+    _Plan | None, str, str | None, int, tuple[Any, ...] | None, tuple[Any, ...] | None
+]
 
 
 class LazyEvaluator:
@@ -142,6 +166,13 @@ class LazyEvaluator:
         self._errors = self.observer.errors
         self._unsettled: set[str] = set()  # deferred this frame, or fed by something deferred
         self._record: FrameRecord | None = None  # the profiler's record of this frame
+        self._schedule: list[_Step] | None = None  # the last root phase, to replay
+        self._schedule_epoch = -1  # the bypass epoch the schedule was recorded at
+        self._trace: list[_Step] | None = None  # the root phase being recorded, if replayable
+        self._replay_steps: (
+            tuple[list[_ReplayStep], dict[str, NodeStatus], list[str], np.ndarray] | None
+        ) = None
+        self._replay_indices: tuple[Any, np.ndarray] = (None, _NO_INDICES)  # profiler, its ids
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -149,6 +180,7 @@ class LazyEvaluator:
         """Also evaluate these nodes every frame (previews, inspected pins)."""
         self._watched = tuple(dict.fromkeys(node_ids))
         self._roots = None
+        self._schedule = None
 
     def run_frame(self, t: float, frame: int) -> None:
         """Evaluate one frame at clock `t`; never raises because of a node."""
@@ -167,8 +199,18 @@ class LazyEvaluator:
         profiler.fresh_program = False
         self._record = profiler.current  # None while the profiler is off
         self._unsettled = set()
-        for root in self._root_ids():
-            self._evaluate(root)
+        epoch = self.ctx.bypass_epoch
+        schedule = self._schedule if self._schedule_epoch == epoch else None
+        if schedule is None or not self._replay(schedule):
+            self._trace = [] if schedule is None else None
+            for root in self._root_ids():
+                self._evaluate(root)
+            replayable = self._trace is not None and self.ctx.bypass_epoch == epoch
+            self._schedule = self._trace if replayable else None
+            self._replay_steps = None
+            self._replay_indices = (None, _NO_INDICES)
+            self._schedule_epoch = epoch
+            self._trace = None
         self._capture_feedback()
         profiler.end()
         self._record = None
@@ -253,6 +295,7 @@ class LazyEvaluator:
         self.ctx.unbypass(node_id)
         self._errors.pop(node_id, None)
         self.observer.derived.pop(node_id, None)
+        self._schedule = None
 
     def close(self) -> None:
         self._unsubscribe()
@@ -265,6 +308,7 @@ class LazyEvaluator:
         self.ctx.on_patch_event(event)
         self.observer.profiler.on_event(event)
         self.observer.derived.clear()
+        self._schedule = None  # keys, plans or roots may differ: walk and record again
         if event.kind == "structural":
             self._roots = None
             self._feedback_links = None
@@ -308,6 +352,7 @@ class LazyEvaluator:
                 self._errors[node_id] = bypassed[node_id]
                 if node_id not in outputs:
                     outputs[node_id] = default_outputs(self.patch.nodes[node_id].spec)
+                self._trace = None  # bypassed nodes are not replayed
                 visited[node_id] = serial
                 stack.pop()
                 continue
@@ -324,6 +369,8 @@ class LazyEvaluator:
                     else:
                         status[node_id] = CACHED
                     hit(node_id)
+                    if self._trace is not None:
+                        self._trace.append((None, node_id, key))
                     visited[node_id] = serial
                     stack.pop()
                     continue
@@ -336,10 +383,150 @@ class LazyEvaluator:
             if pending:
                 continue
             ran += 1
+            if self._trace is not None:
+                if cls == HOT and not plan.pulls:
+                    self._trace.append((plan, node_id, key))
+                else:
+                    self._trace = None  # cold runs become hits; pulls vary frame to frame
             self._run_node(plan, cls, key)
             visited[node_id] = serial
             stack.pop()
         self.observer.nodes_run += ran
+
+    def _replay(self, schedule: list[_Step]) -> bool:
+        """Run the recorded root phase step by step as `_evaluate` and `_run_node` would (HOT
+        runs without lazy pulls, cache hits); False if a hit is no longer cached (the caller
+        then walks from the roots to finish the frame)."""
+        if self._replay_steps is None:
+            self._replay_steps = self._compile_schedule(schedule)
+        steps, done_template, run_ids, run_reasons = self._replay_steps
+        runs = len(run_ids)
+        serial, visited = self._serial, self._visited
+        ctx = self.ctx
+        outputs, cache, feedback, budget = ctx.outputs, ctx.cache, ctx.feedback, ctx.time_budget
+        status, errors, unsettled = self._status, self._errors, self._unsettled
+        record = self._record
+        timed: list[float] = []  # start and seconds of each run, for the profiler
+        note = timed.append
+        hit = self.observer.profiler.hit
+        collector, clock = _COLLECTOR_TIME, time.perf_counter
+        odd: dict[str, NodeStatus] = {}  # statuses other than the recorded ones (OK, CACHED)
+        # One clock read per run: a run's time starts where the previous one's ended, so it
+        # includes the replay's own few steps in between (well under a microsecond).
+        started = clock() - collector.spent
+        done = 0
+        try:
+            for plan, node_id, src, index, before, after in steps:
+                if plan is None:  # a cache hit, if its result is still there
+                    entry = cache.get(node_id)
+                    if entry is None or entry.key != index:
+                        entry = ctx.recall(node_id, index)
+                    if entry is None or entry.key != index:
+                        return False
+                    outputs[node_id] = entry.outputs
+                    if entry.error:
+                        odd[node_id] = FAILED
+                        errors[node_id] = entry.error
+                    hit(node_id)
+                    done += 1
+                    continue
+                settled = True
+                if before is not None:  # stored values around at most one linked value
+                    if src is None:
+                        args: Any = before
+                    else:
+                        args = (*before, outputs[src][index], *after)  # type: ignore[misc]
+                        if unsettled and src in unsettled:
+                            settled = False
+                else:
+                    values = plan.instance.values
+                    args = []
+                    for kind, first, second in plan.args:
+                        if kind == _LINKED:
+                            args.append(outputs[first][second])
+                            if unsettled and first in unsettled:
+                                settled = False
+                        elif kind == _STORED:
+                            args.append(values[first])
+                        elif kind == _STORED_PULL:
+                            args.append(StoredPull(values[first]))
+                        else:  # _FED_BACK
+                            args.append(feedback.get(first, values[second]))
+                try:
+                    result = plan.fn(*args)
+                except Deferred:
+                    odd[node_id] = DEFERRED
+                    settled = False
+                    if node_id not in outputs:
+                        outputs[node_id] = plan.defaults
+                except Exception as problem:
+                    odd[node_id] = FAILED
+                    errors[node_id] = error_text(problem)
+                    if node_id not in outputs:
+                        outputs[node_id] = plan.defaults
+                else:
+                    outputs[node_id] = (result,) if plan.single else tuple(result)
+                ended = clock() - collector.spent
+                took = ended - started
+                if took > budget:
+                    odd[node_id] = FAILED
+                    errors[node_id] = ctx.bypass(node_id, took)
+                note(started)
+                note(took)
+                if not settled:
+                    unsettled.add(node_id)
+                started = ended
+                done += 1
+        finally:
+            if record is not None and timed:
+                profiler = self.observer.profiler
+                if self._replay_indices[0] is not profiler:
+                    self._replay_indices = (profiler, profiler.run_indices(run_ids))
+                count = len(timed) // 2
+                nodes = self._replay_indices[1][:count]
+                profiler.replayed(nodes, run_reasons[:count], timed[0::2], timed[1::2])
+            if done == len(steps):
+                self.observer.nodes_run += runs
+                visited.update(dict.fromkeys(done_template, serial))
+                status.update(done_template)
+            else:
+                self.observer.nodes_run += sum(step[0] is not None for step in steps[:done])
+                finished = [step[1] for step in steps[:done]]
+                visited.update(dict.fromkeys(finished, serial))
+                status.update({node_id: done_template[node_id] for node_id in finished})
+            status.update(odd)
+        return True
+
+    def _compile_schedule(
+        self, schedule: list[_Step]
+    ) -> tuple[list[_ReplayStep], dict[str, NodeStatus], list[str], np.ndarray]:
+        """The replay's steps for a recorded schedule, and the status each node gets unless it
+        fails or defers. A node whose arguments are stored values and at most one eager link
+        gets them bound now (stored values only change with an edit, which drops the schedule)."""
+        steps: list[_ReplayStep] = []
+        statuses: dict[str, NodeStatus] = {}
+        for plan, node_id, key in schedule:
+            if plan is None:
+                steps.append((None, node_id, None, key, None, None))
+                statuses[node_id] = CACHED
+                continue
+            statuses[node_id] = OK
+            kinds = [kind for kind, _, _ in plan.args]
+            simple = set(kinds) <= {_STORED, _LINKED} and kinds.count(_LINKED) <= 1
+            if not simple:
+                steps.append((plan, node_id, None, 0, None, None))
+                continue
+            values = plan.instance.values
+            bound = [values[first] if kind == _STORED else None for kind, first, _ in plan.args]
+            if _LINKED not in kinds:
+                steps.append((plan, node_id, None, 0, tuple(bound), ()))
+                continue
+            at = kinds.index(_LINKED)
+            _, src, index = plan.args[at]
+            steps.append((plan, node_id, src, index, tuple(bound[:at]), tuple(bound[at + 1 :])))
+        run_plans = [plan for plan, _, _ in schedule if plan is not None]
+        reasons = np.asarray([p.reason for p in run_plans], dtype=np.uint8)
+        return steps, statuses, [p.node_id for p in run_plans], reasons
 
     def _run_node(self, plan: _Plan, cls: str, key: int) -> None:
         node_id = plan.node_id

@@ -116,6 +116,7 @@ class FrameRecord:
         "nodes",
         "pending",
         "reasons_run",
+        "replayed",
         "seconds",
         "started",
         "starts",
@@ -129,6 +130,9 @@ class FrameRecord:
         self.names = names  # the profiler's interned node ids (only ever appended to)
         self.pending: list[Any] = []  # node id, start, seconds, reason, ...: the frame's runs
         self.extras: dict[int, tuple[str | None, str]] = {}
+        # Runs a lazy replay handed over in one go, before the pending ones: interned node ids,
+        # reasons, starts, seconds.
+        self.replayed: tuple[np.ndarray, np.ndarray, list[float], list[float]] | None = None
         self.nodes = _NO_INDICES  # after the frame
         self.starts = _NO_SECONDS
         self.times = _NO_SECONDS
@@ -262,7 +266,7 @@ class Profiler:
                 self._time_next = True  # the next frame shows which HOT step it was
                 self._forced_at = self.frames_profiled
         self.forced.clear()
-        if record.pending:
+        if record.pending or record.replayed is not None:
             self._fold_runs(record)
         for node_id in record.hits_seen:
             i = self._ids.get(node_id)
@@ -294,8 +298,17 @@ class Profiler:
         nodes = np.asarray(indices, dtype=np.int32)
         reasons = np.asarray(codes, dtype=np.uint8)
         seconds = np.asarray(times)
+        starts_at = np.asarray(starts, dtype=np.float64)
+        if record.replayed is not None:
+            before, before_reasons, before_starts, before_times = record.replayed
+            record.replayed = None
+            nodes = np.concatenate([before, nodes])
+            reasons = np.concatenate([before_reasons, reasons])
+            starts_at = np.concatenate([np.asarray(before_starts), starts_at])
+            seconds = np.concatenate([np.asarray(before_times), np.asarray(seconds, np.float64)])
+            record.extras = {k + len(before): extra for k, extra in record.extras.items()}
         record.nodes, record.reasons_run = nodes, reasons
-        record.starts = (np.asarray(starts) - record.started).astype(np.float32)
+        record.starts = (starts_at - record.started).astype(np.float32)
         record.times = seconds.astype(np.float32)
         size, columns = self._counts.shape
         cells = nodes.astype(np.int64) * columns + reasons
@@ -319,6 +332,19 @@ class Profiler:
             if reason == USER_INPUT_CHANGED:
                 self._user_changed.add(node_id)
             record.pending += (node_id, started, seconds, reason)
+
+    def run_indices(self, node_ids: Sequence[str]) -> np.ndarray:
+        """Interned ids of `node_ids`, for `replayed` (valid for this profiler only)."""
+        return self._indices(node_ids).astype(np.int32)
+
+    def replayed(
+        self, nodes: np.ndarray, reasons: np.ndarray, starts: list[float], times: list[float]
+    ) -> None:
+        """A lazy replay's runs in one go (before any other run of the frame): interned node
+        ids (`run_indices`), reasons, starts and seconds; counted as lazy runs."""
+        record = self.current
+        if record is not None:
+            record.replayed = (nodes, reasons, starts, times)
 
     def since(self) -> int:
         """A mark in this frame's runs: `nested_seconds(mark)` sums the runs recorded after it."""
