@@ -639,16 +639,8 @@ class QtEditorWindow(QMainWindow):
 
     def open_example(self, path: Path) -> bool:
         """Open a bundled example patch as a new untitled document (Save asks for a name)."""
-        if not self.maybe_save_changes():
+        if not self.open_path(path, untitled=True):
             return False
-        try:
-            patch = self.session.load(path)
-        except PatchError as error:
-            self.report_error(str(error))
-            return False
-        self.set_patch(patch, None, from_file=True)
-        if not self.send_allowed:
-            self.offer_allow_send()
         self.canvas.frame(None)
         return True
 
@@ -1127,8 +1119,9 @@ class QtEditorWindow(QMainWindow):
         path = self.ask_open_path()
         return self.open_path(path) if path else False
 
-    def open_path(self, path: str | Path, *, ask: bool = True) -> bool:
-        """Open a patch file; a bad file is reported and the current patch stays."""
+    def open_path(self, path: str | Path, *, ask: bool = True, untitled: bool = False) -> bool:
+        """Open a patch file; a bad file is reported and the current patch stays. `untitled`:
+        as a new document that no file holds yet (an example), not a recent file."""
         if ask and not self.maybe_save_changes():
             return False
         try:
@@ -1136,8 +1129,9 @@ class QtEditorWindow(QMainWindow):
         except PatchError as error:
             self.report_error(str(error))
             return False
-        self.set_patch(patch, Path(path), from_file=True)
-        self.session.remember_recent(Path(path))
+        self.set_patch(patch, None if untitled else Path(path), from_file=True)
+        if not untitled:
+            self.session.remember_recent(Path(path))
         if not self.send_allowed:
             self.offer_allow_send()
         return True
