@@ -8,10 +8,17 @@ programs share it). A frame is `begin(frame)`, what ran, then `end()`:
   already (evaluators/_context.py `busy_clock`), so a run costs four list entries more, turned
   into numpy arrays when the frame ends;
 - a flat program's HOT step list is one `hot_ran(...)` a frame. Its reasons are static per
-  program (`HotSteps`, made when the lists are assembled), and per-step times would cost about
-  half a flat frame, so the steps are timed one by one only on sampled frames (every
-  `sample_every`-th profiled frame, and the frame after a frame over `budget`, at most once a
-  sample period); other frames record the list's total time and count a run for each node;
+  program (`HotSteps`, made when the lists are assembled). Timing each step costs several times
+  the untimed frame on a list of cheap nodes (a clock read a step, and the step loop instead of
+  the generated code), so the steps are timed one by one only on sampled frames (`timing`): the
+  first, the frame after a frame over `budget` (at most once every `sample_every` frames), and
+  one every `sample_period()` frames; other frames record the list's total time and count a run
+  for each node. The period is `sample_every`, stretched so that the extra time of a sampled
+  frame (its HOT list's time less the mean of the untimed lists) spread over the period stays
+  under `max_overhead` of an untimed list's time, and at most a quarter of the ring (so the
+  ring keeps several sampled frames for the medians); `max_overhead = None` keeps it fixed
+  (`patchbay profile` times every frame). Per-node means and medians come from the sampled
+  frames, so a longer period gives fewer samples, not biased ones;
 - cache hits: the nodes a frame served from their cached result (`hits`): where the lazy walk
   stopped at a cached node; in a flat program every clean CONST/USER node it holds.
 
@@ -37,6 +44,7 @@ seconds (a clock that stops while the garbage collector runs).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -177,6 +185,12 @@ class FrameRecord:
         )
 
 
+def _floats(values: Sequence[float]) -> np.ndarray:
+    """A list of Python floats as a float64 array (`np.fromiter` with the count given is the
+    quickest way for the lists of thousands a lazy frame records)."""
+    return np.fromiter(values, np.float64, len(values))
+
+
 _NO_INDICES = np.zeros(0, dtype=np.int32)
 _NO_SECONDS = np.zeros(0, dtype=np.float32)
 _NO_REASONS = np.zeros(0, dtype=np.uint8)
@@ -191,10 +205,12 @@ class Profiler:
         budget: float = 1.0 / 60.0,
         sample_every: int = 32,
         keep_over_budget: int = 100,
+        max_overhead: float | None = 0.03,
     ) -> None:
         self.enabled = True
         self.budget = budget
         self.sample_every = max(1, sample_every)
+        self.max_overhead = max_overhead
         self.frames: deque[FrameRecord] = deque(maxlen=frames)
         self.over_budget: deque[FrameRecord] = deque(maxlen=keep_over_budget)
         self.frames_profiled = 0
@@ -204,6 +220,10 @@ class Profiler:
         self.fresh_program = False  # this frame is a flat program's first
         self._time_next = True  # the first frame is sampled
         self._forced_at = 0  # the last frame a frame over budget had the next one timed
+        self._sampled_at = 0  # the last frame timed step by step (counted in frames profiled)
+        self._untimed_hot = 0.0  # mean seconds of an untimed HOT list (moving average)
+        self._timed_hot = 0.0  # seconds of the last HOT list timed step by step
+        self._stretched = 1  # the period that keeps sampling under `max_overhead`
         self._ids: dict[str, int] = {}
         self._names: list[str] = []
         self._counts = np.zeros((64, len(REASON_TEXT)), dtype=np.int64)
@@ -249,7 +269,11 @@ class Profiler:
         self.frame = frame
         self.current = FrameRecord(frame, busy_clock(), self._names)
         self.frames_profiled += 1
-        self.timing = self._time_next or self.frames_profiled % self.sample_every == 0
+        self.timing = (
+            self._time_next or self.frames_profiled - self._sampled_at >= self.sample_period()
+        )
+        if self.timing:
+            self._sampled_at = self.frames_profiled
         self._time_next = False
         self._user_changed.clear()
 
@@ -287,6 +311,27 @@ class Profiler:
                 size = len(self._measured)
                 self._measured += np.bincount(indices, record.hot_times, size)
                 self._timed[unique] += 1
+            self._adapt_period(record)
+
+    def sample_period(self) -> int:
+        """Frames from one sampled frame to the next: see the module note."""
+        if self.max_overhead is None:
+            return self.sample_every
+        longest = max(self.sample_every, (self.frames.maxlen or 0) // 4)
+        return min(max(self.sample_every, self._stretched), longest)
+
+    def _adapt_period(self, record: FrameRecord) -> None:
+        """Follow the time of the last timed HOT list and the mean time of an untimed one, and
+        stretch the period so that the extra time of a sampled frame, spread over the period,
+        stays under `max_overhead`."""
+        if record.hot_times is not None:
+            self._timed_hot = record.hot_seconds
+        else:
+            untimed, seconds = self._untimed_hot, record.hot_seconds
+            self._untimed_hot = seconds if untimed == 0.0 else untimed + (seconds - untimed) / 8
+        if self.max_overhead and self._untimed_hot > 0.0:
+            extra = self._timed_hot - self._untimed_hot
+            self._stretched = max(1, math.ceil(extra / (self.max_overhead * self._untimed_hot)))
 
     def _fold_runs(self, record: FrameRecord) -> None:
         """Turn a frame's run lists into arrays and add them to the per-node totals."""
@@ -297,24 +342,25 @@ class Profiler:
             indices = [self._intern_id(n) for n in ids]
         nodes = np.asarray(indices, dtype=np.int32)
         reasons = np.asarray(codes, dtype=np.uint8)
-        seconds = np.asarray(times)
-        starts_at = np.asarray(starts, dtype=np.float64)
+        seconds = _floats(times)
+        starts_at = _floats(starts)
         if record.replayed is not None:
             before, before_reasons, before_starts, before_times = record.replayed
             record.replayed = None
             nodes = np.concatenate([before, nodes])
             reasons = np.concatenate([before_reasons, reasons])
-            starts_at = np.concatenate([np.asarray(before_starts), starts_at])
-            seconds = np.concatenate([np.asarray(before_times), np.asarray(seconds, np.float64)])
+            starts_at = np.concatenate([_floats(before_starts), starts_at])
+            seconds = np.concatenate([_floats(before_times), seconds])
             record.extras = {k + len(before): extra for k, extra in record.extras.items()}
         record.nodes, record.reasons_run = nodes, reasons
         record.starts = (starts_at - record.started).astype(np.float32)
         record.times = seconds.astype(np.float32)
-        size, columns = self._counts.shape
-        cells = nodes.astype(np.int64) * columns + reasons
-        self._counts += np.bincount(cells, minlength=size * columns).reshape(size, columns)
-        self._measured += np.bincount(nodes, seconds, size)
-        self._timed += np.bincount(nodes, minlength=size)
+        # np.add.at touches only the cells of the frame's runs (a bincount makes and adds an
+        # array the size of the whole table, each frame)
+        cells = nodes.astype(np.int64) * self._counts.shape[1] + reasons
+        np.add.at(self._counts.reshape(-1), cells, 1)
+        np.add.at(self._measured, nodes, seconds)
+        np.add.at(self._timed, nodes, 1)
         self._last_frame[nodes] = record.frame
         self._last_reason[nodes] = reasons
         for k, (detail, _) in record.extras.items():
