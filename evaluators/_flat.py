@@ -644,23 +644,19 @@ class FlatProgram:
         Returns the start (on `busy_clock`) and the seconds of each step.
 
         One `perf_counter` read a step, the differences taken afterwards; a step over the budget
-        in a frame the garbage collector ran in is not bypassed but timed again next frame."""
+        in a frame the garbage collector ran in is not bypassed but timed again next frame. The
+        loop does nothing else until a step raises (`_run_timed_after`)."""
         slots, clock = self.slots, time.perf_counter
         collected = collector_seconds()
         offset = busy_clock() - clock()
         stamps = [clock()]
         stamp = stamps.append
-        skipped: set[int] = set()
-        for call, get, out in steps:
-            i = self.owner[out]
-            if i not in skipped:
-                try:
-                    slots[out] = call(*get(slots))
-                except Exception as problem:
-                    self._record_failure(i, problem)
-                    if self._stale_output(i):
-                        skipped |= self._hot_cone(i)  # as in `_run_skipping`
-            stamp(clock())
+        try:
+            for call, get, out in steps:
+                slots[out] = call(*get(slots))
+                stamp(clock())
+        except Exception as problem:
+            self._run_timed_after(steps, len(stamps) - 1, problem, stamps)
         ends = np.asarray(stamps)
         times = np.diff(ends)
         over = np.flatnonzero(times > self.ctx.time_budget)
@@ -670,6 +666,28 @@ class FlatProgram:
             for k in over.tolist():
                 self._bypass(self.owner[steps[k][2]], float(times[k]))
         return ends[:-1] + offset, times
+
+    def _run_timed_after(
+        self, steps: list[Step], failed: int, problem: Exception, stamps: list[float]
+    ) -> None:
+        """The rest of a timed HOT list from step `failed`, which raised `problem`: what a failed
+        node with a stale output feeds is skipped (as in `_run_skipping`); a clock read is
+        appended to `stamps` after each step."""
+        slots, clock, stamp, owner = self.slots, time.perf_counter, stamps.append, self.owner
+        i = owner[steps[failed][2]]
+        self._record_failure(i, problem)
+        skipped = self._hot_cone(i) if self._stale_output(i) else set()
+        stamp(clock())
+        for call, get, out in steps[failed + 1 :]:
+            i = owner[out]
+            if i not in skipped:
+                try:
+                    slots[out] = call(*get(slots))
+                except Exception as raised:
+                    self._record_failure(i, raised)
+                    if self._stale_output(i):
+                        skipped |= self._hot_cone(i)
+            stamp(clock())
 
     def _bypass(self, i: int, seconds: float) -> None:
         node_id = self.ir.ids[i]
