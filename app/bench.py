@@ -30,10 +30,11 @@ Sections:
   the end of the first frame that uses it at 60 fps pacing (median and p99, ms and frames), and
   the frame time with 1,000 bound controls moving at once against the same patch without bindings.
 - profiler: the flat evaluator on a 10,000-node HOT chain with its profiler on (the default: HOT
-  steps timed one by one on every 32nd frame), off (`profiler.enabled = False`: the frame loop as
-  it was before there was a profiler), and timing every frame (what `patchbay profile` does):
-  median and mean frame times side by side, and the overheads against "off"; the lazy
-  evaluator's median frame with the profiler on and off.
+  steps timed one by one on every 32nd frame, or less often so that timing stays under 3% of the
+  untimed frames), off (`profiler.enabled = False`: the frame loop as it was before there was a
+  profiler), and timing every frame (what `patchbay profile` does): median and mean frame times
+  side by side, and the overheads against "off"; the lazy evaluator's median frame with the
+  profiler on and off.
 - video: `video.file` at 1080p: frame-thread time per frame (upload only) against the worker's
   decode time per frame, medians side by side (app/video_bench.py).
 - audio: audio input to frame latency through the input's ring buffer (median and p99) and the
