@@ -14,11 +14,13 @@ programs share it). A frame is `begin(frame)`, what ran, then `end()`:
   first, the frame after a frame over `budget` (at most once every `sample_every` frames), and
   one every `sample_period()` frames; other frames record the list's total time and count a run
   for each node. The period is `sample_every`, stretched so that the extra time of a sampled
-  frame (its HOT list's time less the mean of the untimed lists) spread over the period stays
-  under `max_overhead` of an untimed list's time, and at most a quarter of the ring (so the
-  ring keeps several sampled frames for the medians); `max_overhead = None` keeps it fixed
-  (`patchbay profile` times every frame). Per-node means and medians come from the sampled
-  frames, so a longer period gives fewer samples, not biased ones;
+  frame (its HOT list's time less the moving mean of the untimed lists, where a list counts as
+  twice that mean at most, so a frame the system held up does not shorten it) spread over the
+  period stays under `max_overhead` of an untimed list's time, and at most a quarter of the
+  ring (so the ring keeps several sampled frames for the medians); `max_overhead = None` keeps
+  it fixed, and `sample_every = 1` times every frame (`patchbay profile`). Per-node means and
+  medians come from the sampled frames, so a longer period gives fewer samples, not biased
+  ones;
 - cache hits: the nodes a frame served from their cached result (`hits`): where the lazy walk
   stopped at a cached node; in a flat program every clean CONST/USER node it holds.
 
@@ -326,9 +328,11 @@ class Profiler:
         stays under `max_overhead`."""
         if record.hot_times is not None:
             self._timed_hot = record.hot_seconds
-        else:
-            untimed, seconds = self._untimed_hot, record.hot_seconds
-            self._untimed_hot = seconds if untimed == 0.0 else untimed + (seconds - untimed) / 8
+        elif self._untimed_hot == 0.0:
+            self._untimed_hot = record.hot_seconds
+        else:  # a frame the system held up counts as twice the mean at most
+            seconds = min(record.hot_seconds, 2.0 * self._untimed_hot)
+            self._untimed_hot += (seconds - self._untimed_hot) / 8.0
         if self.max_overhead and self._untimed_hot > 0.0:
             extra = self._timed_hot - self._untimed_hot
             self._stretched = max(1, math.ceil(extra / (self.max_overhead * self._untimed_hot)))

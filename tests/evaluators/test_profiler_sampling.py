@@ -97,3 +97,13 @@ def test_busy_nodes_rank_by_their_time_in_a_flat_program() -> None:
     assert [row["node"] for row in rows][:2] == ["big", "small"]
     assert rows[0]["runs"] == rows[1]["runs"] == 24
     assert 2 <= rows[0]["timed_runs"] == rows[1]["timed_runs"] <= 24
+
+
+def test_frames_the_system_held_up_do_not_bring_the_period_down_to_sample_every() -> None:
+    profiler = Profiler(sample_every=32)
+    feed(profiler, 50, untimed=0.001, timed=0.004)
+    assert profiler.sample_period() == 100
+    feed(profiler, 3, untimed=0.05, timed=0.004)  # three frames preempted for 50 ms
+    assert profiler.sample_period() > 60
+    feed(profiler, 40, untimed=0.001, timed=0.004)
+    assert profiler.sample_period() == 100
