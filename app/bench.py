@@ -33,8 +33,10 @@ Sections:
   steps timed one by one on every 32nd frame, or less often so that timing stays under 3% of the
   untimed frames), off (`profiler.enabled = False`: the frame loop as it was before there was a
   profiler), and timing every frame (what `patchbay profile` does): median and mean frame times
-  side by side, and the overheads against "off"; the lazy evaluator's median frame with the
-  profiler on and off.
+  side by side, and the overheads against "off" (with, for "on", the frames that timed their
+  steps and a mean overhead worked out from the medians of the timed and the untimed frames,
+  which preempted frames on a busy machine do not swamp); the lazy evaluator's median frame with
+  the profiler on and off.
 - video: `video.file` at 1080p: frame-thread time per frame (upload only) against the worker's
   decode time per frame, medians side by side (app/video_bench.py).
 - audio: audio input to frame latency through the input's ring buffer (median and p99) and the
@@ -198,6 +200,25 @@ def _interleaved_samples(
     return samples
 
 
+def _sampled_frames(samples: dict[str, list[float]], timed: set[int], warmup: int) -> Report:
+    """The "on" frames that timed their HOT steps one by one (`timed`: frame numbers; the
+    samples are the frames after `warmup` ones) against the others, and the mean overhead
+    worked out from the medians of both kinds: the mean frame time on a machine nothing else
+    holds up, which a few preempted frames would swamp in the plain mean."""
+    on = samples["on"]
+    sampled = [seconds for k, seconds in enumerate(on) if warmup + k in timed]
+    plain = [seconds for k, seconds in enumerate(on) if warmup + k not in timed]
+    row: Report = {"on_timed_frames": len(sampled)}
+    if sampled and plain:
+        timed_median, plain_median = statistics.median(sampled), statistics.median(plain)
+        mean = (timed_median * len(sampled) + plain_median * len(plain)) / len(on)
+        row["on_timed_median_ms"] = timed_median * 1e3
+        row["on_untimed_median_ms"] = plain_median * 1e3
+        off = statistics.median(samples["off"])
+        row["on_mean_from_medians_overhead_percent"] = (mean / off - 1.0) * 100.0
+    return row
+
+
 def profiler_section(size: int, frames: int, lazy_frames: int) -> Report:
     """Flat frames of a HOT chain with the profiler on, off and timing every frame; and lazy
     frames (every node timed one by one anyway) with the profiler on and off."""
@@ -205,11 +226,13 @@ def profiler_section(size: int, frames: int, lazy_frames: int) -> Report:
     evaluators = {name: FlatEvaluator(patch) for name in ("off", "on", "every_frame")}
     evaluators["off"].observer.profiler.enabled = False
     evaluators["every_frame"].observer.profiler.sample_every = 1
+    warmup = 3
     samples = _interleaved_samples(
-        {name: evaluator.run_frame for name, evaluator in evaluators.items()}, frames
+        {name: evaluator.run_frame for name, evaluator in evaluators.items()}, frames, warmup
     )
     outputs = {evaluator.output("sink") for evaluator in evaluators.values()}
     recorded = {name: len(e.observer.profiler.frames) for name, e in evaluators.items()}
+    timed = {r.frame for r in evaluators["on"].observer.profiler.frames if r.hot_times is not None}
     for evaluator in evaluators.values():
         evaluator.close()
     row: Report = {"nodes": len(patch.nodes), "frames": frames, "outputs_agree": len(outputs) == 1}
@@ -221,6 +244,7 @@ def profiler_section(size: int, frames: int, lazy_frames: int) -> Report:
         for stat in ("median", "mean"):
             ratio = row[f"{name}_{stat}_ms"] / row[f"off_{stat}_ms"]
             row[f"{name}_{stat}_overhead_percent"] = (ratio - 1.0) * 100.0
+    row.update(_sampled_frames(samples, timed, warmup))
     lazy = {name: LazyEvaluator(patch) for name in ("off", "on")}
     lazy["off"].observer.profiler.enabled = False
     medians = _interleaved_medians({n: e.run_frame for n, e in lazy.items()}, lazy_frames)

@@ -3,7 +3,9 @@ every median and mean is reported (their values are for people to read, never as
 
 from __future__ import annotations
 
-from app.bench import profiler_section
+import pytest
+
+from app.bench import _sampled_frames, profiler_section
 
 
 def test_bench_profiler_section_reports_on_off_and_every_frame() -> None:
@@ -17,3 +19,13 @@ def test_bench_profiler_section_reports_on_off_and_every_frame() -> None:
     assert report["lazy_off_median_ms"] > 0 and report["lazy_on_median_ms"] > 0
     for key in ("on_median", "on_mean", "every_frame_median", "every_frame_mean"):
         assert isinstance(report[f"{key}_overhead_percent"], float)
+    assert isinstance(report["on_timed_frames"], int)
+
+
+def test_mean_from_medians_weighs_the_timed_frames_by_their_count() -> None:
+    samples = {"off": [1.0, 1.0, 1.0, 9.0], "on": [1.0, 3.0, 1.0, 1.0]}
+    row = _sampled_frames(samples, timed={0, 4}, warmup=3)  # frame 0 was a warm-up frame
+    assert row["on_timed_frames"] == 1
+    assert row["on_timed_median_ms"] == pytest.approx(3e3)
+    assert row["on_untimed_median_ms"] == pytest.approx(1e3)
+    assert row["on_mean_from_medians_overhead_percent"] == pytest.approx(50.0)
