@@ -6,15 +6,10 @@ steps each, compiled once per program, a chunk at a time (`advance`), so whoever
 synchronous build, the dual evaluator's builder thread, or the frame loop a chunk a frame) never
 holds the interpreter for long.
 
-Chunk boundaries depend on the steps themselves, not on their positions: a chunk ends after a
-step whose output slot hashes to a marker (one in `CHUNK_STEPS` on average; chunks have
-`MIN_CHUNK_STEPS` to `MAX_CHUNK_STEPS` steps). So a program rebuilt after an edit (evaluators/_incremental.py),
-whose list differs from the previous one in a few places, cuts the same chunks everywhere else
-and takes their compiled functions over (`HotCode(reuse=...)`): only the chunks around the edit
-are compiled again. A chunk calls each step's bound compute function with
-its arguments written out: values produced earlier in the same chunk from local variables, the
-others read from the slot list by constant index; each result goes to its slot (the program's
-outputs, previews and caches read slots) and, when a later step of the chunk reads it, to a local.
+A chunk calls each step's bound compute function with its arguments written out: values produced
+earlier in the same chunk from local variables, the others read from the slot list by constant
+index; each result goes to its slot (the program's outputs, previews and caches read slots) and,
+when a later step of the chunk reads it, to a local.
 
 A chunk has no error handling of its own, and one step a line: when a step raises, the line the
 traceback names in the chunk gives the step; its failure goes to the program (as in the step loop),
@@ -23,8 +18,16 @@ the step loop (every output is in its slot, so nothing a local held is lost), th
 So failing, deferred and bypassed nodes behave as in the step loop; lazy inputs are pull objects
 in slots and feedback values are slots, the same for both.
 
+Chunk boundaries depend on the steps themselves, not on their positions: a chunk ends after a
+step whose output slot hashes to a marker (one in `CHUNK_STEPS` on average; chunks have
+`MIN_CHUNK_STEPS` to `MAX_CHUNK_STEPS` steps). So a program rebuilt after an edit
+(evaluators/_incremental.py), whose list differs from the previous one in a few places, cuts the
+same chunks everywhere else and takes their compiled functions over (`HotCode(reuse=...)`): only
+the chunks around the edit are compiled again.
+
 Safety: the source is made only of fixed text and integers (step numbers and slot indices).
-Compute functions reach the code as the globals `c0`, `c1`, ... (by step number), never by name;
+Compute functions reach the code as the globals `c0`, `c1`, ... (by step in the chunk), never by
+name;
 no node id, pin name or value from the patch is spliced into the source, so a hostile file cannot
 inject code. The generated code sees no builtins.
 

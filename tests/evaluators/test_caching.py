@@ -421,9 +421,9 @@ def test_dual_modes_builds_and_times() -> None:
         dual.close()
 
 
-def test_dual_debounces_builds() -> None:
+def test_dual_debounces_full_builds() -> None:
     patch, _, _ = lfo_patch()
-    dual = DualEvaluator(patch, debounce=3600)
+    dual = DualEvaluator(patch, debounce=3600, incremental=False)
     try:
         dual.run_frame(0.0, 0)  # no edit yet: the first build starts at once
         assert dual.wait_for_flat(BUILD_TIMEOUT_S) and dual.builds == 1
@@ -431,6 +431,28 @@ def test_dual_debounces_builds() -> None:
             patch.add_node("value.float")
             dual.run_frame(frame / 60, frame)
         assert dual.builds == 1 and dual.mode == "lazy"
+    finally:
+        dual.close()
+
+
+def test_dual_builds_from_the_stopped_program_without_waiting() -> None:
+    """A build from the program an edit stopped is cheap: it starts after the next frame, with
+    no debounce, and keeps the steps of the nodes the edit did not touch."""
+    patch, _, _ = lfo_patch()
+    dual = DualEvaluator(patch, debounce=3600)
+    try:
+        dual.run_frame(0.0, 0)
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S) and dual.builds == 1
+        before = dual.program
+        assert before is not None
+        kept = {before.ir.ids[i]: steps for i, steps in before.node_steps.items()}
+        patch.add_node("value.float")
+        dual.run_frame(1 / 60, 1)
+        assert dual.mode == "lazy" and dual.builds == 2
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
+        after = dual.program
+        assert after is not None and after.derived
+        assert all(after.node_steps[after.ir.index[k]] is steps for k, steps in kept.items())
     finally:
         dual.close()
 

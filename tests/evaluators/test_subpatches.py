@@ -283,7 +283,7 @@ def test_a_structural_edit_inside_goes_lazy_then_swaps_every_instance_at_once() 
         assert dual.mode == "flat"
         assert sinks(dual) == (8.0, 8.0, 8.0)
         assert dual.program is not None
-        assert not any(node_id.endswith("/gain") for node_id in dual.program.ir.ids)
+        assert not any(node_id.endswith("/gain") for node_id in dual.program.ir.index)
     finally:
         dual.close()
 
