@@ -253,6 +253,8 @@ class FlatProgram:
         self.sizes = {i: value_bytes(self.slots[self.node_slots[i][0]]) for i in self.main}
         self.unmeasured = set(self.main)
         self.release_slot: dict[int, int] = {}
+        self.pooled = self._pooled_states(self.main)
+        self.reasons: dict[int, int] = {}  # per node, why it runs when it runs every frame
 
     def _assemble_lists(self, pause: Pause = lambda: None, reuse: HotCode | None = None) -> None:
         """The main program's step lists, without the steps of bypassed nodes, nor of what a
@@ -261,7 +263,6 @@ class FlatProgram:
         bypassed, ids, classes = self.ctx.bypassed, self.ir.ids, self.classes
         node_steps = self.node_steps
         self.bypass_epoch = self.ctx.bypass_epoch
-        self.pooled = self._pooled_states()
         stale = [i for i in self.pooled if ids[i] in bypassed and self._stale_output(i)]
         skipped = set().union(*(self._hot_cone(i) for i in stale))
         running = self.in_order
@@ -287,10 +288,11 @@ class FlatProgram:
         """A step of the generated HOT code raised: recorded as the step loop does."""
         self._record_failure(self.owner[self.hot_steps[n][2]], problem)
 
-    def _pooled_states(self) -> dict[int, Any]:
-        """The states of main HOT nodes that can give their output back to the pool."""
+    def _pooled_states(self, nodes: Iterable[int]) -> dict[int, Any]:
+        """The states of main HOT nodes among `nodes` that can give their output back to the
+        pool."""
         ir, ctx, found = self.ir, self.ctx, {}
-        for i in self.main:
+        for i in nodes:
             spec = ir.nodes[i].spec
             if self.classes[i] == HOT and spec.stateful and i not in self.aliases:
                 state = ctx.state_for(NodePath.of(ir.ids[i]), spec)
@@ -359,10 +361,10 @@ class FlatProgram:
 
     def _steps_info(self, steps: list[Step]) -> HotSteps:
         """What the profiler records for a step list: node and reason per step (static)."""
-        owner, ids = self.owner, self.ir.ids
-        nodes = [owner[out] for _, _, out in steps]
-        reasons = {i: self._reason(i) for i in dict.fromkeys(nodes)}
-        return HotSteps([ids[i] for i in nodes], [reasons[i] for i in nodes])
+        owner, ids, reasons = self.owner, self.ir.ids, self.reasons
+        nodes = list(map(owner.__getitem__, map(_OUT, steps)))
+        reasons.update((i, self._reason(i)) for i in set(nodes).difference(reasons))
+        return HotSteps(list(map(ids.__getitem__, nodes)), list(map(reasons.__getitem__, nodes)))
 
     def _guarded_regions(self, order: list[int]) -> dict[int, set[int]]:
         """Per source of a lazy or feedback link reached by the program, the nodes outside the

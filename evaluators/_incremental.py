@@ -132,7 +132,7 @@ def derive(
     program.order, program.position = _mended_order(previous, ir, change, new)
     program.classes = previous.classes + [CONST] * len(new)
     program.keys = previous.keys + [0] * len(new)
-    _reanalyze(program, touched, first_new)
+    reclassed = _reanalyze(program, touched, first_new, previous.reasons)
     pause()
 
     sinks = {i for i in previous.sink_nodes if i not in removed and ir.nodes[i].spec.sink}
@@ -145,6 +145,15 @@ def derive(
     program.needed = program.main.union(*guarded.values())
     pause()
     _mend_slots(program, previous, touched, removed)
+    # Nodes that may now give their output back to the pool, or no longer.
+    recheck = (program.main - previous.main) | reclassed | program.unmeasured
+    recheck.update(i for i in touched if i in program.main)
+    program.pooled = {
+        i: state
+        for i, state in previous.pooled.items()
+        if i in program.main and i not in recheck and i not in program.aliases
+    }
+    program.pooled.update(program._pooled_states(recheck))
 
 
 def _mended_order(
@@ -223,14 +232,19 @@ def _reach(
     return found
 
 
-def _reanalyze(program: FlatProgram, touched: list[int], first_new: int) -> None:
-    """Classes and keys of the touched nodes and, while they change, of what they feed."""
+def _reanalyze(
+    program: FlatProgram, touched: list[int], first_new: int, previous_reasons: dict[int, int]
+) -> set[int]:
+    """Classes and keys of the touched nodes and, while they change, of what they feed; returns
+    the nodes whose class changed."""
     ir, position, classes, keys, stamps = (
         program.ir, program.position, program.classes, program.keys, program.stamps
     )  # fmt: skip
     heap = [(position[i], i) for i in touched]
     heapq.heapify(heap)
     seen: set[int] = set()
+    reasons = program.reasons = dict(previous_reasons)
+    reclassed: set[int] = set()
     while heap:
         _, i = heapq.heappop(heap)
         if i in seen:
@@ -239,10 +253,14 @@ def _reanalyze(program: FlatProgram, touched: list[int], first_new: int) -> None
         info = ir_node_info(ir, i, classes, keys, stamps[i])
         if i < first_new and info == (classes[i], keys[i]):
             continue
+        if info[0] != classes[i]:
+            reclassed.add(i)
+            reasons.pop(i, None)
         classes[i], keys[i] = info
         for edge in ir.out_edges[i]:
             if edge.kind != FEEDBACK:
                 heapq.heappush(heap, (position[edge.dst], edge.dst))
+    return reclassed
 
 
 def _mended_main(
