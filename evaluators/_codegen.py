@@ -136,10 +136,11 @@ def compile_chunk(steps: Sequence[Step]) -> tuple[Chunk, str]:
 
 
 class HotCode:
-    """The generated form of one step list: built chunk by chunk (`advance`, `generate`), run
-    once complete (`ready`). A failure to generate leaves `error` set and `ready` false for
-    good: the program keeps its step loop. `reuse`: the code of a previous list, whose chunks
-    of the very same steps are taken over instead of compiled again."""
+    """The generated form of one step list: built chunk by chunk (`advance`, `generate`), run as
+    it is (chunks still missing run as the step loop) until complete (`ready`). A failure to
+    generate leaves `error` set and `ready` false for good: the program keeps its step loop.
+    `reuse`: the code of a previous list, whose chunks of the very same steps are taken over
+    instead of compiled again."""
 
     def __init__(
         self,
@@ -214,14 +215,18 @@ class HotCode:
             pause()
 
     def run(self, slots: list[Any]) -> None:
-        """Run every step in order over `slots` (only when `ready`); a step that raises is
-        handed to `on_failure` and the rest of its chunk runs as the step loop."""
+        """Run every step in order over `slots` (unless generation failed): chunks not generated
+        yet run as the step loop; a step that raises is handed to `on_failure` and the rest of
+        its chunk runs as the step loop."""
         chunks: list[Any] = self.chunks
         done = 0  # chunks finished
         while True:
             try:
                 for chunk in chunks[done:] if done else chunks:
-                    chunk(slots)
+                    if chunk is None:
+                        self._run_loop(slots, self.starts[done], self.starts[done + 1])
+                    else:
+                        chunk(slots)
                     done += 1
                 return
             except Exception as problem:

@@ -39,8 +39,12 @@ Generated code (evaluators/_codegen.py): the HOT list is also turned into straig
 loop, no argument gathering), which runs it once complete, with the same outcome, failures
 included. A synchronous build generates it before returning; a background build (the dual
 evaluator) hands the program over first and its builder generates the code afterwards, the frame
-loop finishing what it leaves; a list changed by a bypass is generated a chunk a frame. The step
-loop remains for timed frames, until the code is ready, and when generation fails.
+loop finishing what it leaves; a list changed by a bypass is generated a chunk a frame. Chunks not
+generated yet run as the step loop; the step loop alone runs timed frames and lists whose
+generation failed.
+
+Built from the previous program (evaluators/_incremental.py): after an edit, only what the edit
+touched is compiled again, and the generated code keeps its chunks of unchanged steps.
 
 Profiling (evaluators/_profiler.py): the reasons of HOT steps are static per program (`HotSteps`,
 made with the step lists). A frame hands the profiler the list's total time; on the profiler's
@@ -132,6 +136,10 @@ def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
     return itemgetter(*slots)
 
 
+class NotDerived(Exception):
+    """A program could not be built from the previous one (see `FlatProgram`)."""
+
+
 class _ProgramPull:
     """A linked lazy input: runs the source's guarded sub-program, then reads its slot."""
 
@@ -160,7 +168,13 @@ class FlatProgram:
         observer: FrameObserver | None = None,
         codegen: bool = True,
         previous: FlatProgram | None = None,
+        only_derived: bool = False,
+        code_later: bool = False,
     ) -> None:
+        """`previous`: build from it (evaluators/_incremental.py) when worth it; with
+        `only_derived`, raise `NotDerived` instead of building from scratch. `code_later`: do not
+        generate the HOT code here, whoever runs the program does (a background build does too).
+        """
         pause = yield_point or (lambda: None)
         self.codegen = codegen  # run the HOT list as generated code (evaluators/_codegen.py)
         # Statuses, errors and run counts go to the observer (`report_to` hands them over).
@@ -179,6 +193,8 @@ class FlatProgram:
                 self.derived = True
             except Exception:  # e.g. a cycle: the full build reports it as it does
                 self.holes = 0
+        if only_derived and not self.derived:
+            raise NotDerived("a full build is needed")
         if not self.derived:
             self._compile(snapshot, watched, pause)
         self.in_order = [i for i in self.order if i in self.main]
@@ -186,9 +202,12 @@ class FlatProgram:
         self._assemble_lists(pause, previous.hot_code if self.derived and previous else None)
         code = self.hot_code
         if code is not None:
-            if yield_point is None or (self.derived and len(code.missing) <= SMALL_CODE_CHUNKS):
+            at_once = yield_point is None or (
+                self.derived and len(code.missing) <= SMALL_CODE_CHUNKS
+            )
+            if at_once and not code_later:
                 code.generate(pause)
-            else:  # a background build: generated after the program is handed over
+            else:  # generated after the program is handed over, on another thread
                 code.background = True
         self.guarded = {
             src: sorted(region, key=self.position.__getitem__)
@@ -636,8 +655,8 @@ class FlatProgram:
             starts, times = self._run_timed(steps)
             profiler.hot_ran(info, started, busy_clock() - started, starts, times, mark)
             return
-        if code is not None and code.ready:
-            code.run(self.slots)
+        if code is not None and code.error is None:
+            code.run(self.slots)  # chunks not generated yet run as the step loop
         else:
             self._run_list(steps, index)
         took = busy_clock() - started
