@@ -229,6 +229,7 @@ class DualEvaluator:
         self.incremental = incremental
         self._stopped: FlatProgram | None = None  # what the next build starts from
         self._underived = -1  # the token of an edit too big to build from the stopped program
+        self._stopped_exported = True  # the stopped program's outputs are in the context
         self._lazy_ran = False  # lazy frames ran since the program was stopped
         self.derived_swaps = 0  # programs built from the stopped one on the frame thread
         self.last_build_seconds = 0.0
@@ -263,16 +264,26 @@ class DualEvaluator:
         program = self.program
         if program is None:
             return
-        program.export_context(self.patch.nodes)
         self.program = None
         if self._stopped is not None:
             self._retire(self._stopped)
             self._stopped = None
         if self.incremental:
+            # Kept as it is: the next frame builds from it. Its outputs go to the context only
+            # when a lazy frame or a full build needs them.
             self._stopped = program
+            self._stopped_exported = False
             self._lazy_ran = False
         else:
+            program.export_context(self.patch.nodes)
             self._retire(program)
+
+    def _export_stopped(self) -> None:
+        """Hand the stopped program's last outputs and feedback values to the context (for the
+        lazy evaluator and full builds, which read them there)."""
+        if self._stopped is not None and not self._stopped_exported:
+            self._stopped.export_context(self.patch.nodes)
+            self._stopped_exported = True
 
     def _retire(self, program: FlatProgram) -> None:
         if self._builder is not None:
@@ -307,6 +318,7 @@ class DualEvaluator:
             self.ctx.advance(t, frame)
             program = self.program
             if program is None:
+                self._export_stopped()
                 self.lazy.evaluate_frame()
                 self._lazy_ran = True
             else:
@@ -397,6 +409,7 @@ class DualEvaluator:
             return  # wait until the edits settle
         if self._token == self._failed_token:
             return  # this patch failed to compile: stay lazy until it changes
+        self._export_stopped()
         snapshot = PatchSnapshot.of(self.patch)
         self.builds += 1
         self._building = self._token
@@ -421,7 +434,10 @@ class DualEvaluator:
 
     # ----------------------------------------------------------------- queries
     def output(self, node_id: str, pin: str = "out") -> Any:
-        return program_output(self.patch, self.ctx, self.program, node_id, pin)
+        program = self.program
+        if program is None and not self._stopped_exported:
+            program = self._stopped  # right after an edit, before the next frame
+        return program_output(self.patch, self.ctx, program, node_id, pin)
 
     def status(self, node_id: str) -> NodeStatus:
         if self.program is not None and node_id in self.program.ir.index:
@@ -462,6 +478,7 @@ class DualEvaluator:
         if self._builder is not None:
             self._builder.stop()
         if self._stopped is not None:
+            self._export_stopped()
             self._stopped.release()
             self._stopped = None
         if self.program is not None:
