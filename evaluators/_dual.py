@@ -374,7 +374,7 @@ class DualEvaluator:
         started = time.perf_counter()
         try:
             program = FlatProgram(
-                PatchSnapshot.of(self.patch), self.ctx, self._watched, previous=stopped,
+                self.patch, self.ctx, self._watched, previous=stopped,
                 only_derived=True, code_later=self._builder is not None,
             )  # fmt: skip
         except NotDerived:

@@ -161,7 +161,7 @@ class FlatProgram:
 
     def __init__(
         self,
-        snapshot: PatchSnapshot,
+        snapshot: PatchSnapshot | PatchGraph,
         ctx: ExecutionContext,
         watched: Iterable[str] = (),
         yield_point: Callable[[], None] | None = None,
@@ -171,8 +171,10 @@ class FlatProgram:
         only_derived: bool = False,
         code_later: bool = False,
     ) -> None:
-        """`previous`: build from it (evaluators/_incremental.py) when worth it; with
-        `only_derived`, raise `NotDerived` instead of building from scratch. `code_later`: do not
+        """`snapshot`: the patch to build, or on the thread that edits, the live patch (then
+        only what changed since `previous` is copied out of it). `previous`: build from it
+        (evaluators/_incremental.py) when worth it; with `only_derived`, raise `NotDerived`
+        instead of building from scratch. `code_later`: do not
         generate the HOT code here, whoever runs the program does (a background build does too).
         """
         pause = yield_point or (lambda: None)
@@ -189,13 +191,15 @@ class FlatProgram:
         self.derived = False
         if previous is not None and change is not None:
             try:
-                derive(self, previous, snapshot, change, watched, pause)
+                derive(self, previous, change, watched, pause)
                 self.derived = True
             except Exception:  # e.g. a cycle: the full build reports it as it does
                 self.holes = 0
         if only_derived and not self.derived:
             raise NotDerived("a full build is needed")
         if not self.derived:
+            if not isinstance(snapshot, PatchSnapshot):
+                snapshot = PatchSnapshot.of(snapshot)
             self._compile(snapshot, watched, pause)
         self.in_order = [i for i in self.order if i in self.main]
         pause()
@@ -1027,9 +1031,9 @@ class FlatEvaluator:
         if previous is not None:
             previous.export_context(self.patch.nodes)
         self.observer.forget()
-        snapshot = PatchSnapshot.of(self.patch)
+        # Built on this thread: from the live patch (a snapshot is made only for a full build).
         program = FlatProgram(
-            snapshot, self.ctx, self._watched, observer=self.observer, codegen=self.codegen,
+            self.patch, self.ctx, self._watched, observer=self.observer, codegen=self.codegen,
             previous=previous if self.incremental else None,
         )  # fmt: skip
         if previous is not None:

@@ -15,7 +15,7 @@ breadth-first, with three strategies: `first` visits a node when first reached, 
 last of its parents (over the traversed edges) has been visited, which is a topological order, and
 `all` on every edge that reaches it.
 
-`GraphIR.derived` makes the graph of a newer snapshot from an older graph in time proportional to
+`GraphIR.derived` makes the graph of a newer patch from an older graph in time proportional to
 what changed (evaluators/_incremental.py): kept nodes keep their indices, removed ones stay as
 `dead` indices with no edges (left out of sources and sinks), added ones are appended, and only the
 input links of the nodes whose stamps changed are read again.
@@ -24,7 +24,7 @@ input links of the nodes whose stamps changed are read again.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -83,7 +83,7 @@ class GraphIR:
     """Integer-indexed nodes and typed edges of a snapshot, plus traversal."""
 
     def __init__(self, snapshot: PatchSnapshot, pause: Callable[[], None] = _no_pause) -> None:
-        self.snapshot = snapshot
+        self.links: Collection[Link] = snapshot.links
         self.pause = pause  # called now and then by long loops (see the dual evaluator)
         self.nodes: Sequence[NodeSnapshot] = snapshot.nodes
         self.ids = [node.id for node in snapshot.nodes]
@@ -110,7 +110,7 @@ class GraphIR:
     def derived(
         cls,
         previous: GraphIR,
-        snapshot: PatchSnapshot,
+        links: Collection[Link],
         changed: dict[int, NodeSnapshot],
         renewed: dict[int, NodeSnapshot],
         added: list[NodeSnapshot],
@@ -118,12 +118,13 @@ class GraphIR:
         links_into: dict[str, list[Link]],
         pause: Callable[[], None] = _no_pause,
     ) -> GraphIR:
-        """The graph of `snapshot`, made from `previous` (see the module note): `changed` maps
+        """The graph of a newer patch with these `links`, made from `previous` (see the module
+        note): `changed` maps
         kept indices whose links may differ to their new node snapshots, `renewed` those whose
         links are the same, `added` lists new nodes, `removed` the indices that are gone, and
         `links_into` the links into every changed or added node (by id)."""
         ir = cls.__new__(cls)
-        ir.snapshot, ir.pause = snapshot, pause
+        ir.links, ir.pause = links, pause
         nodes = ir.nodes = list(previous.nodes)
         ids, index = ir.ids, ir.index = list(previous.ids), dict(previous.index)
         in_edges, out_edges = ir.in_edges, ir.out_edges = (

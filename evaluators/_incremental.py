@@ -39,12 +39,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evaluators._analysis import ir_node_info
 from evaluators._context import CONST
 from evaluators._graph import EAGER, FEEDBACK, LAZY, Edge, GraphIR, NodeSnapshot, PatchSnapshot
 from evaluators._memory_plan import value_bytes
+from evaluators._patch_graph import PatchGraph
 from nodes import Link
 
 if TYPE_CHECKING:
@@ -68,48 +69,64 @@ class Change:
     links: frozenset[Link] = frozenset()  # every link of the snapshot
 
 
-def change_since(previous: FlatProgram, snapshot: PatchSnapshot) -> Change | None:
+def change_since(previous: FlatProgram, source: PatchSnapshot | PatchGraph) -> Change | None:
     """What changed since `previous` was built (or refreshed), or None when a full build is the
-    better way (too much changed, too many holes)."""
+    better way (too much changed, too many holes). `source`: a snapshot, or on the thread that
+    edits, the live patch itself (only what changed is copied out of it)."""
     old = previous.ir
     if previous.holes * 2 > len(previous.slots) or len(old.dead) * 4 > len(old):
         return None
+    live = not isinstance(source, PatchSnapshot)
+    nodes: Iterable[Any] = source.nodes.values() if live else source.nodes  # type: ignore[union-attr]
     change = Change()
     old_links = previous.link_set
     if old_links is None:
-        old_links = previous.link_set = frozenset(old.snapshot.links)
-    change.links = frozenset(snapshot.links)
+        old_links = previous.link_set = frozenset(old.links)
+    change.links = frozenset(source.links)
     # Nodes whose input links changed: in the expanded view a relinked node may keep its stamp
     # (inlets and instances have stamps of their own making, evaluators/_view.py).
     relinked = {link.dst for link in change.links ^ old_links}
     old_index, old_stamps, old_nodes = old.index, previous.stamps, old.nodes
-    for node in snapshot.nodes:
+    count = 0
+    for node in nodes:
+        count += 1
         j = old_index.get(node.id)
         if j is None:
-            change.added.append(node)
+            change.added.append(_snapshot_of(node))
         elif (
             node.stamp != old_stamps[j] or node.spec is not old_nodes[j].spec or node.id in relinked
         ):
-            change.changed[j] = node
+            change.changed[j] = _snapshot_of(node)
         elif node.stamp != old_nodes[j].stamp:
-            change.renewed[j] = node  # value edits the previous program took in already
-    if len(snapshot.nodes) - len(change.added) != len(old_index):
-        present = {node.id for node in snapshot.nodes}
+            change.renewed[j] = _snapshot_of(node)  # value edits the previous program took in
+    if count - len(change.added) != len(old_index):
+        present = {node.id for node in (source.nodes.values() if live else source.nodes)}  # type: ignore[union-attr]
         change.removed = [j for node_id, j in old_index.items() if node_id not in present]
     touched = len(change.changed) + len(change.added) + len(change.removed)
-    if touched > max(MAX_CHANGED * len(snapshot.nodes), SMALL_EDIT):
+    if touched > max(MAX_CHANGED * count, SMALL_EDIT):
         return None
-    wanted = {old.ids[j] for j in change.changed} | {node.id for node in change.added}
-    for link in snapshot.links:
-        if link.dst in wanted:
-            change.links_into.setdefault(link.dst, []).append(link)
+    wanted = [old.ids[j] for j in change.changed] + [node.id for node in change.added]
+    if live:
+        for node_id in wanted:
+            change.links_into[node_id] = list(source.links_into(node_id).values())  # type: ignore[union-attr]
+    else:
+        wanted_set = set(wanted)
+        for link in source.links:
+            if link.dst in wanted_set:
+                change.links_into.setdefault(link.dst, []).append(link)
     return change
+
+
+def _snapshot_of(node: Any) -> NodeSnapshot:
+    """A node as a snapshot holds it (values dicts are replaced on edits, never changed)."""
+    if isinstance(node, NodeSnapshot):
+        return node
+    return NodeSnapshot(node.id, node.spec, node.values, node.inputs, node.stamp)
 
 
 def derive(
     program: FlatProgram,
     previous: FlatProgram,
-    snapshot: PatchSnapshot,
     change: Change,
     watched: Iterable[str],
     pause: Callable[[], None],
@@ -117,7 +134,7 @@ def derive(
     """Fill `program` with what `previous` had, changed as `change` says; see the module note."""
     old_ir = previous.ir
     ir = program.ir = GraphIR.derived(
-        old_ir, snapshot, change.changed, change.renewed, change.added, change.removed,
+        old_ir, change.links, change.changed, change.renewed, change.added, change.removed,
         change.links_into, pause,
     )  # fmt: skip
     program.link_set = change.links
@@ -328,12 +345,19 @@ def _mend_slots(
         program.owner.pop(slot, None)
         program.pull_slots.discard(slot)
 
+    # What a recompiled node's feedback inputs and outputs held: the context may be older (the
+    # dual evaluator hands a stopped program's values to it only when something reads them).
+    carried_feedback: dict[tuple[int, str], Any] = {}
+    carried_outputs: dict[int, tuple[Any, ...]] = {}
+
     def free_inputs(i: int) -> None:
-        for slot in program.input_slots.pop(i, ()):
-            free(slot)
         for pin in old_ir.nodes[i].inputs:
             program.value_slot.pop((i, pin.name), None)
-            program.feedback_slot.pop((i, pin.name), None)
+            slot = program.feedback_slot.pop((i, pin.name), None)
+            if slot is not None:
+                carried_feedback[(i, pin.name)] = slots[slot]
+        for slot in program.input_slots.pop(i, ()):
+            free(slot)
 
     def free_outputs(i: int) -> None:
         if i in program.aliases:
@@ -376,14 +400,22 @@ def _mend_slots(
             free_inputs(i)
         if not keep:
             if had:
+                if old_ir.nodes[i].spec is ir.nodes[i].spec:
+                    carried_outputs[i] = previous._outputs_of(i)
                 free_outputs(i)
             program._allocate_outputs(i)
+            if i in carried_outputs and i not in program.aliases:
+                program._store(i, carried_outputs[i])
             program.unmeasured.add(i)
             for edge in ir.out_edges[i]:  # what reads the node's slot must be compiled again
                 if edge.dst in needed:
                     done.discard(edge.dst)  # a feedback consumer may come earlier
                     heapq.heappush(heap, (position[edge.dst], edge.dst))
         program.node_steps[i] = program._compile_node(i)
+        for pin in ir.nodes[i].inputs:
+            fed = program.feedback_slot.get((i, pin.name))
+            if fed is not None and (i, pin.name) in carried_feedback:
+                slots[fed] = carried_feedback[(i, pin.name)]
     sizes = program.sizes = dict(previous.sizes)
     for i in sizes.keys() - main:
         del sizes[i]
