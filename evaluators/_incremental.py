@@ -37,7 +37,7 @@ released only afterwards; nothing of it is changed.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -76,8 +76,11 @@ def change_since(previous: FlatProgram, source: PatchSnapshot | PatchGraph) -> C
     old = previous.ir
     if previous.holes * 2 > len(previous.slots) or len(old.dead) * 4 > len(old):
         return None
-    live = not isinstance(source, PatchSnapshot)
-    nodes: Iterable[Any] = source.nodes.values() if live else source.nodes  # type: ignore[union-attr]
+    nodes: Collection[Any]
+    if isinstance(source, PatchSnapshot):
+        nodes, links_into = source.nodes, None
+    else:
+        nodes, links_into = source.nodes.values(), source.links_into
     change = Change()
     old_links = previous.link_set
     if old_links is None:
@@ -100,15 +103,15 @@ def change_since(previous: FlatProgram, source: PatchSnapshot | PatchGraph) -> C
         elif node.stamp != old_nodes[j].stamp:
             change.renewed[j] = _snapshot_of(node)  # value edits the previous program took in
     if count - len(change.added) != len(old_index):
-        present = {node.id for node in (source.nodes.values() if live else source.nodes)}  # type: ignore[union-attr]
+        present = {node.id for node in nodes}
         change.removed = [j for node_id, j in old_index.items() if node_id not in present]
     touched = len(change.changed) + len(change.added) + len(change.removed)
     if touched > max(MAX_CHANGED * count, SMALL_EDIT):
         return None
     wanted = [old.ids[j] for j in change.changed] + [node.id for node in change.added]
-    if live:
+    if links_into is not None:
         for node_id in wanted:
-            change.links_into[node_id] = list(source.links_into(node_id).values())  # type: ignore[union-attr]
+            change.links_into[node_id] = list(links_into(node_id).values())
     else:
         wanted_set = set(wanted)
         for link in source.links:
