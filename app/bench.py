@@ -12,8 +12,11 @@ Sections:
   last frame's schedule (profiler on and off) and walking the graph (the first frame after an
   edit); ratios to flat.
 - live_edit: on a 10,000-node patch run by the dual evaluator at 60 fps, the time from a
-  structural edit to the first frame that shows it, the background build time, and the longest
-  frame while the build runs against a normal lazy frame.
+  structural edit to the first frame that shows it and to the first flat frame, the build time,
+  and the longest frame after the edit's own frame against a normal flat frame.
+- rebuild: the same edit at 1,000 and 10,000 nodes, the program built from the stopped one on the
+  frame after the edit (evaluators/_incremental.py) against a lazy phase and a full background
+  build, side by side; and the two builds alone.
 - freeze: frozen against editable flat frames, and player start-up.
 - gpu: a 10-pass 1080p chain, per-pass cost by size, readbacks per frame, pool size after 1,000
   edits (app/gpu_bench.py).
@@ -79,6 +82,7 @@ from evaluators import (
     DualEvaluator,
     ExecutionContext,
     FlatEvaluator,
+    FlatProgram,
     GraphIR,
     LazyEvaluator,
     PatchSnapshot,
@@ -349,14 +353,18 @@ def evaluator_section(sizes: list[int], frames: int) -> Report:
     return results
 
 
-def live_edit_section(size: int, fps: float = 60.0, debounce: float = 0.5) -> Report:
+def live_edit_section(
+    size: int, fps: float = 60.0, debounce: float = 0.5, incremental: bool = True
+) -> Report:
     """A structural edit on a running dual evaluator, frames paced at `fps` like the editor.
 
-    The rebuild is debounced by `debounce` seconds, so the lazy frames right after the edit (no
+    With `incremental` (the default), the frame after the edit builds the new program from the
+    stopped one (evaluators/_incremental.py); without, it runs lazily and a full build follows
+    in the background after `debounce` seconds, so the lazy frames right after the edit (no
     build running) and the frames while the build runs are measured on the same evaluator.
     Garbage is collected between frames, as the editor does (app/qt_gc.py)."""
     patch = hot_chain(size)
-    dual = DualEvaluator(patch, debounce=debounce)
+    dual = DualEvaluator(patch, debounce=debounce, incremental=incremental)
     period = 1.0 / fps
     frame = 0
     last_collection = time.monotonic()
@@ -388,6 +396,7 @@ def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], flo
     flat_frames = [tick() for _ in range(30)]
 
     before = dual.output("sink")
+    builds_before = dual.builds
     edit_started = time.perf_counter()
     last = next(link for link in patch.links if link.dst == "sink")
     patch.disconnect(*last)
@@ -396,32 +405,108 @@ def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], flo
     patch.connect("edit", "out", "sink", "in")
     edit_seconds = time.perf_counter() - edit_started
     first_frame = tick()
-    reflected = dual.output("sink") != before and dual.mode == "lazy"
+    first_mode = str(dual.mode)
+    reflected = dual.output("sink") != before
+    flat_at = edit_started + edit_seconds + first_frame  # end of the first flat frame
 
     lazy_frames, during_build = [], []
-    builds_before = dual.builds
     while dual.mode != "flat" and time.monotonic() < deadline:
+        started = time.perf_counter()
         spent = tick()
+        flat_at = started + spent
         (during_build if dual.builds > builds_before else lazy_frames).append(spent)
+    after_flat = [tick() for _ in range(30)]  # the HOT code of the edit made meanwhile
     report = {
         "nodes": len(patch.nodes),
         "edit_seconds_ms": edit_seconds * 1e3,
         "first_frame_after_edit_ms": first_frame * 1e3,
+        "first_frame_after_edit_mode": first_mode,
         "edit_to_first_frame_ms": (edit_seconds + first_frame) * 1e3,
         "edit_reflected_on_next_frame": reflected,
-        "background_build_ms": dual.last_build_seconds * 1e3,
+        "build_ms": dual.last_build_seconds * 1e3,
+        "edit_to_flat_ms": (flat_at - edit_started) * 1e3,
+        "lazy_frames_after_edit": len(lazy_frames) + (first_mode == "lazy"),
         "normal_lazy_frame_ms": statistics.median(lazy_frames or [0.0]) * 1e3,
         "longest_lazy_frame_without_build_ms": max(lazy_frames, default=0.0) * 1e3,
         "frames_during_build": len(during_build),
         "median_frame_during_build_ms": statistics.median(during_build or [0.0]) * 1e3,
         "longest_frame_during_build_ms": max(during_build, default=0.0) * 1e3,
+        "longest_frame_after_edit_frame_ms": max([*lazy_frames, *during_build, *after_flat]) * 1e3,
         "normal_flat_frame_ms": statistics.median(flat_frames) * 1e3,
+        "flat_frame_after_edit_ms": statistics.median(after_flat) * 1e3,
         "swapped_to_flat": dual.mode == "flat",
     }
+    flat = max(report["normal_flat_frame_ms"], 1e-9)
+    report["first_frame_vs_flat"] = report["first_frame_after_edit_ms"] / flat
+    report["longest_frame_after_edit_frame_vs_flat"] = (
+        report["longest_frame_after_edit_frame_ms"] / flat
+    )
     report["longest_build_frame_vs_lazy"] = report["longest_frame_during_build_ms"] / max(
         report["normal_lazy_frame_ms"], 1e-9
     )
     return report
+
+
+def rebuild_section(sizes: list[int], repeats: int) -> Report:
+    """The same edit at each size, the new program built from the stopped one (incremental)
+    against a lazy phase and a full background build (50 ms debounce), side by side, `repeats`
+    runs each, alternating: medians of the edit, the frame after it, edit-to-flat, the longest
+    frame after the edit's frame, and a normal flat frame; plus the build alone, from scratch
+    and from the previous program, on this thread with no frames running."""
+    report: Report = {}
+    fields = (
+        "edit_seconds_ms", "first_frame_after_edit_ms", "edit_to_flat_ms",
+        "lazy_frames_after_edit", "longest_frame_after_edit_frame_ms", "normal_flat_frame_ms",
+        "flat_frame_after_edit_ms", "first_frame_vs_flat",
+        "longest_frame_after_edit_frame_vs_flat", "build_ms",
+    )  # fmt: skip
+    for size in sizes:
+        runs: dict[str, list[Report]] = {"incremental": [], "full": []}
+        for _ in range(repeats):
+            for name, reports in runs.items():
+                reports.append(
+                    live_edit_section(size, debounce=0.05, incremental=name == "incremental")
+                )
+        row: Report = {"nodes": runs["full"][0]["nodes"], "repeats": repeats}
+        for name, reports in runs.items():
+            for field in fields:
+                row[f"{name}_{field}"] = statistics.median(float(r[field]) for r in reports)
+            row[f"{name}_first_frame_modes"] = sorted({str(r["first_frame_after_edit_mode"])
+                                                       for r in reports})  # fmt: skip
+            row[f"{name}_all_reflected_and_flat"] = all(
+                r["edit_reflected_on_next_frame"] and r["swapped_to_flat"] for r in reports
+            )
+        row.update(_build_times(size, max(repeats, 5)))
+        report[str(size)] = row
+    return report
+
+
+def _build_times(size: int, repeats: int) -> Report:
+    """The edit's flat program compiled on this thread with no pauses, from scratch and from the
+    previous program, alternating: median ms of each, and their ratio."""
+    patch = hot_chain(size)
+    ctx = ExecutionContext()
+    previous = FlatProgram(PatchSnapshot.of(patch), ctx)
+    previous.run()
+    last = next(link for link in patch.links if link.dst == "sink")
+    patch.disconnect(*last)
+    patch.add_node("math.add", {"b": 1.0}, node_id="edit")
+    patch.connect(last.src, "out", "edit", "a")
+    patch.connect("edit", "out", "sink", "in")
+    snapshot = PatchSnapshot.of(patch)
+    times: dict[str, list[float]] = {"full": [], "derived": []}
+    for _ in range(repeats):
+        for name, seconds in times.items():
+            gc.collect()
+            started = time.perf_counter()
+            built = FlatProgram(snapshot, ctx, previous=previous if name == "derived" else None)
+            seconds.append(time.perf_counter() - started)
+            built.release()
+    row: Report = {
+        f"{name}_build_alone_ms": statistics.median(t) * 1e3 for name, t in times.items()
+    }
+    row["full_vs_derived_build"] = row["full_build_alone_ms"] / row["derived_build_alone_ms"]
+    return row
 
 
 def subpatch_section(instances: int, body_size: int, frames: int, edits: int) -> Report:
@@ -765,6 +850,7 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "codegen": lambda: codegen_section(1000 if quick else 10000, 21 if quick else 101),
         "lazy": lambda: lazy_section(1000 if quick else 10000, 5 if quick else 21),
         "live_edit": lambda: live_edit_section(2000 if quick else 10000),
+        "rebuild": lambda: rebuild_section([1000] if quick else [1000, 10000], 1 if quick else 3),
         "freeze": lambda: freeze_section(quick),
         "gpu": lambda: _gpu_section(quick),
         "editor": lambda: _editor_section(quick),

@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
             "codegen",
             "lazy",
             "live_edit",
+            "rebuild",
             "freeze",
             "gpu",
             "editor",

@@ -1,13 +1,15 @@
 """Straight-line Python for a flat program's HOT list (evaluators/_flat.py), instead of its step
 loop.
 
-The HOT list `[(call, get, out), ...]` becomes a few generated functions of up to `CHUNK_STEPS`
+The HOT list `[(call, get, out), ...]` becomes a few generated functions of about `CHUNK_STEPS`
 steps each, compiled once per program, a chunk at a time (`advance`), so whoever generates it (a
 synchronous build, the dual evaluator's builder thread, or the frame loop a chunk a frame) never
-holds the interpreter for long. A chunk calls each step's bound compute function with
-its arguments written out: values produced earlier in the same chunk from local variables, the
-others read from the slot list by constant index; each result goes to its slot (the program's
-outputs, previews and caches read slots) and, when a later step of the chunk reads it, to a local.
+holds the interpreter for long.
+
+A chunk calls each step's bound compute function with its arguments written out: values produced
+earlier in the same chunk from local variables, the others read from the slot list by constant
+index; each result goes to its slot (the program's outputs, previews and caches read slots) and,
+when a later step of the chunk reads it, to a local.
 
 A chunk has no error handling of its own, and one step a line: when a step raises, the line the
 traceback names in the chunk gives the step; its failure goes to the program (as in the step loop),
@@ -16,8 +18,16 @@ the step loop (every output is in its slot, so nothing a local held is lost), th
 So failing, deferred and bypassed nodes behave as in the step loop; lazy inputs are pull objects
 in slots and feedback values are slots, the same for both.
 
+Chunk boundaries depend on the steps themselves, not on their positions: a chunk ends after a
+step whose output slot hashes to a marker (one in `CHUNK_STEPS` on average; chunks have
+`MIN_CHUNK_STEPS` to `MAX_CHUNK_STEPS` steps). So a program rebuilt after an edit
+(evaluators/_incremental.py), whose list differs from the previous one in a few places, cuts the
+same chunks everywhere else and takes their compiled functions over (`HotCode(reuse=...)`): only
+the chunks around the edit are compiled again.
+
 Safety: the source is made only of fixed text and integers (step numbers and slot indices).
-Compute functions reach the code as the globals `c0`, `c1`, ... (by step number), never by name;
+Compute functions reach the code as the globals `c0`, `c1`, ... (by step in the chunk), never by
+name;
 no node id, pin name or value from the patch is spliced into the source, so a hostile file cannot
 inject code. The generated code sees no builtins.
 
@@ -29,14 +39,42 @@ its step loop (`HotCode.error` says why).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import is_, itemgetter
 from typing import Any
+
+import numpy as np
 
 from evaluators._context import error_text
 
 Step = tuple[Callable[..., Any], Callable[[Any], Any], int]
 Chunk = Callable[[list[Any]], None]
 
-CHUNK_STEPS = 128  # compiling one chunk takes about 1.5 ms (with the GIL held)
+CHUNK_STEPS = 128  # on average; compiling one chunk takes about 1.5 ms (with the GIL held)
+MAX_CHUNK_STEPS = 2 * CHUNK_STEPS
+MIN_CHUNK_STEPS = CHUNK_STEPS // 4
+_SCRAMBLE = 2654435761  # Knuth's multiplicative hash: consecutive slots land far apart
+
+
+def chunk_starts(steps: Sequence[Step]) -> list[int]:
+    """Where each chunk of `steps` starts, plus `len(steps)` at the end: a chunk of at least
+    `MIN_CHUNK_STEPS` ends after a step whose output slot hashes to a marker, and
+    at `MAX_CHUNK_STEPS` steps in any case."""
+    count = len(steps)
+    if not count:
+        return [0]
+    outs = np.fromiter(map(itemgetter(2), steps), dtype=np.uint64, count=count)
+    spread = np.uint64(CHUNK_STEPS - MIN_CHUNK_STEPS)  # a chunk of CHUNK_STEPS on average
+    marked = ((outs * np.uint64(_SCRAMBLE)) >> np.uint64(16)) % spread == 0
+    starts = [0]
+    for end in (np.flatnonzero(marked) + 1).tolist():
+        while end - starts[-1] > MAX_CHUNK_STEPS:
+            starts.append(starts[-1] + MAX_CHUNK_STEPS)
+        if end - starts[-1] >= MIN_CHUNK_STEPS and count - end >= MIN_CHUNK_STEPS:
+            starts.append(end)
+    while count - starts[-1] > MAX_CHUNK_STEPS:
+        starts.append(starts[-1] + MAX_CHUNK_STEPS)
+    starts.append(count)
+    return starts
 
 
 class _SlotProbe:
@@ -60,9 +98,9 @@ def argument_slots(get: Callable[[Any], Any]) -> list[int]:
     return found
 
 
-def chunk_source(first: int, steps: Sequence[Step]) -> str:
-    """The source of `run(S)` for `steps`, numbered from `first` (`S` is the slot list): the
-    k-th step on line k + 2."""
+def chunk_source(steps: Sequence[Step]) -> str:
+    """The source of `run(S)` for `steps` (`S` is the slot list): the k-th step on line k + 2,
+    calling `c<k>`."""
     reads = [argument_slots(get) for _, get, _ in steps]
     outs = [out for _, _, out in steps]
     if not all(type(out) is int and out >= 0 for out in outs):
@@ -77,72 +115,98 @@ def chunk_source(first: int, steps: Sequence[Step]) -> str:
     lines = ["def run(S):"]
     local: set[int] = set()
     for k, (out, args) in enumerate(zip(outs, reads, strict=True)):
-        n = first + k
         text = ", ".join(f"v{slot}" if slot in local else f"S[{slot}]" for slot in args)
         target = f"v{out} = S[{out}]" if read_later[k] else f"S[{out}]"
-        lines.append(f"    {target} = c{n}({text})")
+        lines.append(f"    {target} = c{k}({text})")
         if read_later[k]:
             local.add(out)
     lines.append("    return")
     return "\n".join(lines) + "\n"
 
 
-def compile_chunk(first: int, steps: Sequence[Step]) -> tuple[Chunk, str]:
-    """The compiled chunk function for `steps` (numbered from `first`) and its source."""
-    source = chunk_source(first, steps)
+def compile_chunk(steps: Sequence[Step]) -> tuple[Chunk, str]:
+    """The compiled chunk function for `steps` and its source."""
+    source = chunk_source(steps)
     names: dict[str, Any] = {"__builtins__": {}}
     for k, (call, _, _) in enumerate(steps):
-        names[f"c{first + k}"] = call
+        names[f"c{k}"] = call
     exec(compile(source, "<hot steps>", "exec"), names)
     run: Chunk = names["run"]
     return run, source
 
 
 class HotCode:
-    """The generated form of one step list: built chunk by chunk (`advance`, `generate`), run
-    once complete (`ready`). A failure to generate leaves `error` set and `ready` false for
-    good: the program keeps its step loop."""
+    """The generated form of one step list: built chunk by chunk (`advance`, `generate`), run as
+    it is (chunks still missing run as the step loop) until complete (`ready`). A failure to
+    generate leaves `error` set and `ready` false for good: the program keeps its step loop.
+    `reuse`: the code of a previous list, whose chunks of the very same steps are taken over
+    instead of compiled again."""
 
     def __init__(
         self,
         steps: list[Step],
         on_failure: Callable[[int, Exception], None],
         owner: object = None,
+        reuse: HotCode | None = None,
     ) -> None:
         self.steps = steps
         self.on_failure = on_failure  # (step number, exception) of a step that raised
         self.owner = owner  # the program it runs for (evaluators/_running.py asks)
-        self.chunks: list[Chunk] = []
-        self.sources: list[str] = []
-        self.done = 0  # steps generated so far
+        self.starts = chunk_starts(steps)  # chunk k runs steps starts[k] to starts[k + 1]
+        count = len(self.starts) - 1
+        self.chunks: list[Chunk | None] = [None] * count
+        self.sources: list[str] = [""] * count
+        self.missing = list(range(count - 1, -1, -1))  # chunks to compile, the next one last
         self.error: str | None = None
+        self.reused = 0
         # True while another thread generates it (a background build); else the frame loop
         # generates what is missing, a chunk a frame.
         self.background = False
+        if reuse is not None and reuse.error is None:
+            self._take_over(reuse)
+
+    def _take_over(self, previous: HotCode) -> None:
+        """Take the compiled chunks of `previous` that run exactly the same steps."""
+        old_steps, old_starts = previous.steps, previous.starts
+        by_first = {id(old_steps[old_starts[k]]): k for k in range(len(previous.chunks))}
+        steps, starts = self.steps, self.starts
+        for k in range(len(self.chunks)):
+            first, end = starts[k], starts[k + 1]
+            old = by_first.get(id(steps[first]))
+            if old is None or previous.chunks[old] is None:
+                continue
+            old_first, old_end = old_starts[old], old_starts[old + 1]
+            if old_end - old_first == end - first and all(
+                map(is_, steps[first:end], old_steps[old_first:old_end])
+            ):
+                self.chunks[k] = previous.chunks[old]
+                self.sources[k] = previous.sources[old]
+                self.reused += 1
+        self.missing = [k for k in reversed(range(len(self.chunks))) if self.chunks[k] is None]
 
     @property
     def ready(self) -> bool:
-        return self.error is None and self.done >= len(self.steps)
+        return self.error is None and not self.missing
 
     @property
     def pending(self) -> bool:
         """Chunks remain to be generated (and nothing failed)."""
-        return self.error is None and self.done < len(self.steps)
+        return self.error is None and bool(self.missing)
 
     def advance(self) -> None:
-        """Generate the next chunk (nothing once ready or failed)."""
-        if self.error is not None or self.done >= len(self.steps):
+        """Generate the next missing chunk (nothing once ready or failed)."""
+        if self.error is not None or not self.missing:
             return
-        end = min(self.done + CHUNK_STEPS, len(self.steps))
+        k = self.missing[-1]
         try:
-            chunk, source = compile_chunk(self.done, self.steps[self.done : end])
+            chunk, source = compile_chunk(self.steps[self.starts[k] : self.starts[k + 1]])
         except Exception as problem:  # e.g. a step of another shape, or a compiler limit
             self.error = error_text(problem)
-            self.chunks, self.sources = [], []
+            self.chunks, self.sources, self.missing = [], [], []
             return
-        self.chunks.append(chunk)
-        self.sources.append(source)
-        self.done = end
+        self.chunks[k] = chunk
+        self.sources[k] = source
+        self.missing.pop()
 
     def generate(self, pause: Callable[[], None] = lambda: None) -> None:
         """Generate every chunk, calling `pause` between them."""
@@ -151,26 +215,30 @@ class HotCode:
             pause()
 
     def run(self, slots: list[Any]) -> None:
-        """Run every step in order over `slots` (only when `ready`); a step that raises is
-        handed to `on_failure` and the rest of its chunk runs as the step loop."""
-        chunks = self.chunks
+        """Run every step in order over `slots` (unless generation failed): chunks not generated
+        yet run as the step loop; a step that raises is handed to `on_failure` and the rest of
+        its chunk runs as the step loop."""
+        chunks: list[Any] = self.chunks
         done = 0  # chunks finished
         while True:
             try:
                 for chunk in chunks[done:] if done else chunks:
-                    chunk(slots)
+                    if chunk is None:
+                        self._run_loop(slots, self.starts[done], self.starts[done + 1])
+                    else:
+                        chunk(slots)
                     done += 1
                 return
             except Exception as problem:
                 n = self._failed_step(done, problem)
                 self.on_failure(n, problem)
-                self._run_loop(slots, n + 1, min((done + 1) * CHUNK_STEPS, len(self.steps)))
+                self._run_loop(slots, n + 1, self.starts[done + 1])
                 done += 1
 
     def _failed_step(self, chunk: int, problem: Exception) -> int:
         """The step of chunk number `chunk` that raised `problem`, from the line its traceback
         names in the chunk's code."""
-        code = self.chunks[chunk].__code__
+        code = self.chunks[chunk].__code__  # type: ignore[union-attr]
         trace = problem.__traceback__
         while trace is not None and trace.tb_frame.f_code is not code:
             trace = trace.tb_next
@@ -178,8 +246,7 @@ class HotCode:
 
     def step_at(self, chunk: int, line: int | None) -> int:
         """The step on `line` of chunk number `chunk` (its first step for an unknown line)."""
-        first = chunk * CHUNK_STEPS
-        last = min(first + CHUNK_STEPS, len(self.steps)) - 1
+        first, last = self.starts[chunk], self.starts[chunk + 1] - 1
         return min(max(first + (line or 2) - 2, first), last)
 
     def _run_loop(self, slots: list[Any], start: int, end: int) -> None:

@@ -39,8 +39,12 @@ Generated code (evaluators/_codegen.py): the HOT list is also turned into straig
 loop, no argument gathering), which runs it once complete, with the same outcome, failures
 included. A synchronous build generates it before returning; a background build (the dual
 evaluator) hands the program over first and its builder generates the code afterwards, the frame
-loop finishing what it leaves; a list changed by a bypass is generated a chunk a frame. The step
-loop remains for timed frames, until the code is ready, and when generation fails.
+loop finishing what it leaves; a list changed by a bypass is generated a chunk a frame. Chunks not
+generated yet run as the step loop; the step loop alone runs timed frames and lists whose
+generation failed.
+
+Built from the previous program (evaluators/_incremental.py): after an edit, only what the edit
+touched is compiled again, and the generated code keeps its chunks of unchanged steps.
 
 Profiling (evaluators/_profiler.py): the reasons of HOT steps are static per program (`HotSteps`,
 made with the step lists). A frame hands the profiler the list's total time; on the profiler's
@@ -54,6 +58,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -75,6 +80,7 @@ from evaluators._context import (
     last_output,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
+from evaluators._incremental import change_since, derive
 from evaluators._memory_plan import (
     hot_dependencies,
     hot_order,
@@ -97,18 +103,28 @@ from evaluators._profiler import (
 )
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
-from nodes import Deferred, NodeInstance, Patch, PatchEvent
+from nodes import Deferred, Link, NodeInstance, Patch, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
 
 Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
+Pause = Callable[[], None]
+_OUT = itemgetter(2)
 _EAGER = frozenset({EAGER})
 _DEPENDS = frozenset({EAGER, LAZY})
 _POOL_HOOKS = ("release_output", "gave_back")  # what a state giving targets back has
 #: A HOT list this short is generated at once when the memory plan reorders it after the first
 #: frame (a few chunks); a longer one a chunk a frame.
 SMALL_CODE_STEPS = 4 * CHUNK_STEPS
+#: A program built from the previous one compiles this many chunks of code at once, in the build
+#: (the rest of its code was the previous program's).
+SMALL_CODE_CHUNKS = 4
+
+
+def _indices(steps: list[Step]) -> dict[int, int]:
+    """Output slot -> position of each step of a list."""
+    return dict(zip(map(_OUT, steps), range(len(steps)), strict=True))
 
 
 def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
@@ -118,6 +134,10 @@ def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
     if not slots:
         return itemgetter(slice(0, 0))
     return itemgetter(*slots)
+
+
+class NotDerived(Exception):
+    """A program could not be built from the previous one (see `FlatProgram`)."""
 
 
 class _ProgramPull:
@@ -141,13 +161,22 @@ class FlatProgram:
 
     def __init__(
         self,
-        snapshot: PatchSnapshot,
+        snapshot: PatchSnapshot | PatchGraph,
         ctx: ExecutionContext,
         watched: Iterable[str] = (),
         yield_point: Callable[[], None] | None = None,
         observer: FrameObserver | None = None,
         codegen: bool = True,
+        previous: FlatProgram | None = None,
+        only_derived: bool = False,
+        code_later: bool = False,
     ) -> None:
+        """`snapshot`: the patch to build, or on the thread that edits, the live patch (then
+        only what changed since `previous` is copied out of it). `previous`: build from it
+        (evaluators/_incremental.py) when worth it; with `only_derived`, raise `NotDerived`
+        instead of building from scratch. `code_later`: do not
+        generate the HOT code here, whoever runs the program does (a background build does too).
+        """
         pause = yield_point or (lambda: None)
         self.codegen = codegen  # run the HOT list as generated code (evaluators/_codegen.py)
         # Statuses, errors and run counts go to the observer (`report_to` hands them over).
@@ -155,21 +184,72 @@ class FlatProgram:
         self.revision = snapshot.revision
         self.value_revision = snapshot.value_revision
         self.ctx = ctx
+        self.holes = 0  # slots nothing uses, left by builds from a previous program
+        self.link_set: frozenset[Link] | None = None  # the snapshot's links, once compared
+        # From the previous program when it is worth it (evaluators/_incremental.py).
+        change = change_since(previous, snapshot) if previous is not None else None
+        self.derived = False
+        if previous is not None and change is not None:
+            try:
+                derive(self, previous, change, watched, pause)
+                self.derived = True
+            except Exception:  # e.g. a cycle: the full build reports it as it does
+                self.holes = 0
+        if only_derived and not self.derived:
+            raise NotDerived("a full build is needed")
+        if not self.derived:
+            if not isinstance(snapshot, PatchSnapshot):
+                snapshot = PatchSnapshot.of(snapshot)
+            self._compile(snapshot, watched, pause)
+        self.in_order = [i for i in self.order if i in self.main]
+        pause()
+        self._assemble_lists(pause, previous.hot_code if self.derived and previous else None)
+        code = self.hot_code
+        if code is not None:
+            at_once = yield_point is None or (
+                self.derived and len(code.missing) <= SMALL_CODE_CHUNKS
+            )
+            if at_once and not code_later:
+                code.generate(pause)
+            else:  # generated after the program is handed over, on another thread
+                code.background = True
+        self.guarded = {
+            src: sorted(region, key=self.position.__getitem__)
+            for src, region in self.guarded_sets.items()
+        }
+        self.feedback = self._compile_feedback()
+
+        # Per-node bookkeeping for CONST/USER nodes and per-frame status.
+        self.main_cold = [i for i in self.in_order if self.classes[i] != HOT]
+        self._hits: list[str] | None = None  # clean main CONST/USER nodes, for the profiler
+        self._cold_ran = -1  # serial of the last frame a CONST/USER node ran
+        self.clean = [False] * len(self.ir)
+        self.dirty_main: set[int] = set()  # CONST/USER nodes of the main program to run
+        self.ran = [0] * len(self.ir)
+        self.serial = 0
+        self.caching = True
+        self.timing = False  # time the next frame's HOT steps one by one
+        self.adopt_context(pause)
+
+    # ----------------------------------------------------------------- building
+    def _compile(self, snapshot: PatchSnapshot, watched: Iterable[str], pause: Pause) -> None:
+        """Build everything from the snapshot (see the module note)."""
         ir = self.ir = GraphIR(snapshot, pause)
         pause()
-        order = ir.topological_order()
+        self.order = ir.topological_order()
         self.position = [0] * len(ir)
-        for position, i in enumerate(order):
+        for position, i in enumerate(self.order):
             self.position[i] = position
         pause()
-        self.classes, self.keys = analyze(ir, order, pause)
+        self.classes, self.keys = analyze(ir, self.order, pause)
         self.stamps = [node.stamp for node in ir.nodes]
 
-        roots = [i for i in ir.sinks()] + [ir.index[w] for w in watched if w in ir.index]
+        self.sink_nodes = set(ir.sinks())
+        roots = [*self.sink_nodes] + [ir.index[w] for w in watched if w in ir.index]
         self.roots = frozenset(roots)
         self.main = ir.upstream(roots, _EAGER)
-        guarded = self._guarded_regions(order)
-        self.needed = self.main | set().union(*guarded.values()) if guarded else set(self.main)
+        self.guarded_sets = self._guarded_regions(self.order)
+        self.needed = self.main.union(*self.guarded_sets.values())
         pause()
 
         # Slots: outputs first, then inputs that read stored or fed-back values.
@@ -183,66 +263,41 @@ class FlatProgram:
             self._allocate_outputs(i)
         self.value_slot: dict[tuple[int, str], int] = {}
         self.feedback_slot: dict[tuple[int, str], int] = {}
+        self.input_slots: dict[int, list[int]] = {}  # slots a node's inputs read from alone
+        self.pull_slots: set[int] = set()  # slots holding a lazy input's pull
         self.node_steps: dict[int, list[Step]] = {}
         self.owner: dict[int, int] = {}  # output slot -> node
         for count, i in enumerate(self.node_slots):
             if count & 7 == 7:
                 pause()
             self.node_steps[i] = self._compile_node(i)
-
-        self.in_order = sorted(self.main, key=self.position.__getitem__)
         # Memory plan (evaluators/_memory_plan.py): output sizes in bytes of HOT nodes (what
         # they hold now, measured again after the first frame) and the slot of each release.
         self.sizes = {i: value_bytes(self.slots[self.node_slots[i][0]]) for i in self.main}
+        self.unmeasured = set(self.main)
         self.release_slot: dict[int, int] = {}
-        pause()
-        self._assemble_lists(pause)
-        if self.hot_code is not None:
-            if yield_point is None:
-                self.hot_code.generate()
-            else:  # a background build: generated after the program is handed over
-                self.hot_code.background = True
-        self.guarded = {
-            src: sorted(region, key=self.position.__getitem__) for src, region in guarded.items()
-        }
-        self.feedback = self._compile_feedback()
+        self.pooled = self._pooled_states(self.main)
+        self.reasons: dict[int, int] = {}  # per node, why it runs when it runs every frame
 
-        # Per-node bookkeeping for CONST/USER nodes and per-frame status.
-        self.main_cold = [i for i in self.in_order if self.classes[i] != HOT]
-        self._hits: list[str] | None = None  # clean main CONST/USER nodes, for the profiler
-        self._cold_ran = -1  # serial of the last frame a CONST/USER node ran
-        self.clean = [False] * len(ir)
-        self.dirty_main: set[int] = set()  # CONST/USER nodes of the main program to run
-        self.ran = [0] * len(ir)
-        self.serial = 0
-        self.caching = True
-        self.timing = False  # time the next frame's HOT steps one by one
-        self.adopt_context(pause)
-
-    # ----------------------------------------------------------------- building
-    def _assemble_lists(self, pause: Callable[[], None] = lambda: None) -> None:
+    def _assemble_lists(self, pause: Pause = lambda: None, reuse: HotCode | None = None) -> None:
         """The main program's step lists, without the steps of bypassed nodes, nor of what a
-        bypassed node feeds when its last output went back to the pool (`_stale_output`)."""
-        bypassed, ids = self.ctx.bypassed, self.ir.ids
+        bypassed node feeds when its last output went back to the pool (`_stale_output`).
+        `reuse`: code of a previous list whose chunks of the same steps are taken over."""
+        bypassed, ids, classes = self.ctx.bypassed, self.ir.ids, self.classes
+        node_steps = self.node_steps
         self.bypass_epoch = self.ctx.bypass_epoch
-        self.pooled = self._pooled_states()
         stale = [i for i in self.pooled if ids[i] in bypassed and self._stale_output(i)]
         skipped = set().union(*(self._hot_cone(i) for i in stale))
-        self.all_steps: list[Step] = []
-        hot = []
-        for count, i in enumerate(self.in_order):
-            if count & 63 == 63:
-                pause()
-            if ids[i] in bypassed or i in skipped:
-                continue
-            self.all_steps += self.node_steps[i]
-            if self.classes[i] == HOT:
-                hot.append(i)
+        running = self.in_order
+        if bypassed or skipped:
+            running = [i for i in running if ids[i] not in bypassed and i not in skipped]
+        self.all_steps: list[Step] = list(chain.from_iterable(map(node_steps.__getitem__, running)))
+        hot = [i for i in running if classes[i] == HOT]
+        pause()
         self.hot_count = len(hot)
         self.hot_steps = self._memory_planned(hot)
-        self.hot_index = {step[2]: n for n, step in enumerate(self.hot_steps)}
-        pause()
-        self.all_index = {step[2]: n for n, step in enumerate(self.all_steps)}
+        self.hot_index = _indices(self.hot_steps)
+        self.all_index = _indices(self.all_steps)
         pause()
         self.hot_info = self._steps_info(self.hot_steps)
         self._all_info: HotSteps | None = None  # made when caching is off
@@ -250,16 +305,17 @@ class FlatProgram:
         # lists that give GPU targets back: a failure there stops its cone (`_stale_output`),
         # which only the step loop does.
         generate = self.codegen and not self.released
-        self.hot_code = HotCode(self.hot_steps, self._hot_failed, self) if generate else None
+        self.hot_code = HotCode(self.hot_steps, self._hot_failed, self, reuse) if generate else None
 
     def _hot_failed(self, n: int, problem: Exception) -> None:
         """A step of the generated HOT code raised: recorded as the step loop does."""
         self._record_failure(self.owner[self.hot_steps[n][2]], problem)
 
-    def _pooled_states(self) -> dict[int, Any]:
-        """The states of main HOT nodes that can give their output back to the pool."""
+    def _pooled_states(self, nodes: Iterable[int]) -> dict[int, Any]:
+        """The states of main HOT nodes among `nodes` that can give their output back to the
+        pool."""
         ir, ctx, found = self.ir, self.ctx, {}
-        for i in self.main:
+        for i in nodes:
             spec = ir.nodes[i].spec
             if self.classes[i] == HOT and spec.stateful and i not in self.aliases:
                 state = ctx.state_for(NodePath.of(ir.ids[i]), spec)
@@ -281,7 +337,9 @@ class FlatProgram:
         self.released = releasable(
             ir, order, self.roots, self.aliases, lambda i: len(self.node_slots[i]) == 1,
             self.pooled.get,
-        )  # fmt: skip
+        ) if self.pooled else {}  # fmt: skip
+        if not self.released:
+            return list(chain.from_iterable(map(self.node_steps.__getitem__, order)))
         after: dict[int, list[int]] = {}
         for i, consumer in last_consumers(ir, order, self.released).items():
             after.setdefault(consumer, []).append(i)
@@ -299,17 +357,21 @@ class FlatProgram:
         return steps
 
     def _measure_sizes(self) -> None:
-        """Sizes of HOT outputs as they came out of the first frame; reorders the HOT list
-        when they differ from what the order assumed."""
-        slots, sizes = self.slots, self.sizes
-        measured = {i: value_bytes(slots[self.node_slots[i][0]]) for i in self.main}
+        """Sizes of HOT outputs as they came out of the first frame (of the nodes whose outputs
+        were not measured yet: all of them, or in a program built from the previous one, those
+        with new output slots); reorders the HOT list when they differ from what the order
+        assumed."""
+        slots, sizes, unmeasured = self.slots, self.sizes, self.unmeasured
+        self.unmeasured = set()
+        measured = dict(sizes)
+        measured.update((i, value_bytes(slots[self.node_slots[i][0]])) for i in unmeasured)
         if measured != sizes:
             self.sizes = measured
             steps, code = self.hot_steps, self.hot_code
-            self._assemble_lists()
+            self._assemble_lists(reuse=code)
             if self.hot_steps == steps:  # the same order: the code made for it still serves
                 self.hot_steps, self.hot_code = steps, code
-                self.hot_index = {step[2]: n for n, step in enumerate(steps)}
+                self.hot_index = _indices(steps)
             elif self.hot_code is not None and len(self.hot_steps) <= SMALL_CODE_STEPS:
                 self.hot_code.generate()  # a few chunks: at once, as the build does
 
@@ -322,10 +384,10 @@ class FlatProgram:
 
     def _steps_info(self, steps: list[Step]) -> HotSteps:
         """What the profiler records for a step list: node and reason per step (static)."""
-        owner, ids = self.owner, self.ir.ids
-        nodes = [owner[out] for _, _, out in steps]
-        reasons = {i: self._reason(i) for i in dict.fromkeys(nodes)}
-        return HotSteps([ids[i] for i in nodes], [reasons[i] for i in nodes])
+        owner, ids, reasons = self.owner, self.ir.ids, self.reasons
+        nodes = list(map(owner.__getitem__, map(_OUT, steps)))
+        reasons.update((i, self._reason(i)) for i in set(nodes).difference(reasons))
+        return HotSteps(list(map(ids.__getitem__, nodes)), list(map(reasons.__getitem__, nodes)))
 
     def _guarded_regions(self, order: list[int]) -> dict[int, set[int]]:
         """Per source of a lazy or feedback link reached by the program, the nodes outside the
@@ -384,18 +446,23 @@ class FlatProgram:
         node = self.ir.nodes[i]
         linked = {edge.dst_pin: edge for edge in self.ir.in_edges[i]}
         args = []
+        own = self.input_slots[i] = []
         for pin in node.inputs:
             edge = linked.get(pin.name)
             stored = node.values[pin.name]
             if edge is None:
                 slot = self._new_slot(StoredPull(stored) if pin.lazy else stored)
                 self.value_slot[(i, pin.name)] = slot
+                own.append(slot)
             elif edge.kind == LAZY:
                 source = self.out_slot[(edge.src, edge.src_pin)]
                 slot = self._new_slot(_ProgramPull(self, edge.src, source))
+                self.pull_slots.add(slot)
+                own.append(slot)
             elif edge.kind == FEEDBACK:
                 fed = self.ctx.feedback.get((node.id, pin.name), stored)
                 slot = self.feedback_slot[(i, pin.name)] = self._new_slot(fed)
+                own.append(slot)
             else:
                 slot = self.out_slot[(edge.src, edge.src_pin)]
             args.append(slot)
@@ -545,7 +612,7 @@ class FlatProgram:
         if self.cache_epoch != self.ctx.cache_epoch:
             self.adopt_context()  # the context dropped its cache (e.g. a new resolution)
         if self.bypass_epoch != self.ctx.bypass_epoch:
-            self._assemble_lists()  # a node was bypassed or retried
+            self._assemble_lists(reuse=self.hot_code)  # a node was bypassed or retried
         if not self.caching:
             if self._all_info is None:
                 self._all_info = self._steps_info(self.all_steps)
@@ -592,8 +659,8 @@ class FlatProgram:
             starts, times = self._run_timed(steps)
             profiler.hot_ran(info, started, busy_clock() - started, starts, times, mark)
             return
-        if code is not None and code.ready:
-            code.run(self.slots)
+        if code is not None and code.error is None:
+            code.run(self.slots)  # chunks not generated yet run as the step loop
         else:
             self._run_list(steps, index)
         took = busy_clock() - started
@@ -938,6 +1005,7 @@ class FlatEvaluator:
         gpu: Any = None,
         caching: bool = True,
         codegen: bool = True,
+        incremental: bool = True,
     ) -> None:
         self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
         patch = self.patch
@@ -946,10 +1014,12 @@ class FlatEvaluator:
         self.ctx.folder = patch.folder
         self.caching = caching
         self.codegen = codegen  # False: always the step loop (for comparisons)
+        self.incremental = incremental  # rebuild from the previous program (_incremental.py)
         self.program: FlatProgram | None = None
         self.last_build_seconds = 0.0
         self.last_frame_seconds = 0.0  # including a rebuild the frame needed
         self._watched: tuple[str, ...] = ()
+        self._rewatched = False  # the watched nodes changed: rebuild on the next frame
         self._edited: set[str] = set()
         self.observer = FrameObserver()  # shared by every program it builds
         self._unsubscribe = patch.subscribe(self._on_event)
@@ -963,7 +1033,7 @@ class FlatEvaluator:
     def watch(self, node_ids: Iterable[str]) -> None:
         """Also evaluate these nodes every frame (the program is rebuilt on the next frame)."""
         self._watched = tuple(dict.fromkeys(node_ids))
-        self._drop_program()
+        self._rewatched = True
 
     def _drop_program(self) -> None:
         """Retire the program; its feedback values and last good outputs live on in the context."""
@@ -973,23 +1043,29 @@ class FlatEvaluator:
             program.release()
 
     def build(self) -> FlatProgram:
-        """Compile the patch as it is now."""
+        """Compile the patch as it is now (from the previous program, when there is one)."""
         started = time.perf_counter()
-        self._drop_program()
+        previous, self.program = self.program, None
+        if previous is not None:
+            previous.export_context(self.patch.nodes)
         self.observer.forget()
-        snapshot = PatchSnapshot.of(self.patch)
+        # Built on this thread: from the live patch (a snapshot is made only for a full build).
         program = FlatProgram(
-            snapshot, self.ctx, self._watched, observer=self.observer, codegen=self.codegen
-        )
+            self.patch, self.ctx, self._watched, observer=self.observer, codegen=self.codegen,
+            previous=previous if self.incremental else None,
+        )  # fmt: skip
+        if previous is not None:
+            previous.release()
         program.caching = self.caching
         self.program = program
+        self._rewatched = False
         self._edited.clear()
         self.last_build_seconds = time.perf_counter() - started
         return program
 
     def _current(self) -> FlatProgram:
         program = self.program
-        if program is None or program.revision != self.patch.revision:
+        if program is None or program.revision != self.patch.revision or self._rewatched:
             program = self.build()
         elif self._edited:
             program.refresh_values(self.patch, self._edited)

@@ -14,12 +14,17 @@ Traversals are iterative (no Python recursion: a 100,000-node chain is fine), de
 breadth-first, with three strategies: `first` visits a node when first reached, `last` when the
 last of its parents (over the traversed edges) has been visited, which is a topological order, and
 `all` on every edge that reaches it.
+
+`GraphIR.derived` makes the graph of a newer patch from an older graph in time proportional to
+what changed (evaluators/_incremental.py): kept nodes keep their indices, removed ones stay as
+`dead` indices with no edges (left out of sources and sinks), added ones are appended, and only the
+input links of the nodes whose stamps changed are read again.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -78,22 +83,85 @@ class GraphIR:
     """Integer-indexed nodes and typed edges of a snapshot, plus traversal."""
 
     def __init__(self, snapshot: PatchSnapshot, pause: Callable[[], None] = _no_pause) -> None:
-        self.snapshot = snapshot
+        self.links: Collection[Link] = snapshot.links
         self.pause = pause  # called now and then by long loops (see the dual evaluator)
-        self.nodes = snapshot.nodes
+        self.nodes: Sequence[NodeSnapshot] = snapshot.nodes
         self.ids = [node.id for node in snapshot.nodes]
         self.index = {node_id: i for i, node_id in enumerate(self.ids)}
         self.in_edges: list[list[Edge]] = [[] for _ in self.ids]
         self.out_edges: list[list[Edge]] = [[] for _ in self.ids]
+        self.dead: frozenset[int] = frozenset()  # indices of removed nodes (derived graphs)
+        self.not_eager = 0  # how many lazy and feedback edges there are
         for count, link in enumerate(snapshot.links):
             if count & 7 == 7:
                 pause()
-            dst = self.index[link.dst]
-            pin = _pin_named(snapshot.nodes[dst].inputs, link.dst_pin)
-            kind = FEEDBACK if pin.feedback else LAZY if pin.lazy else EAGER
-            edge = Edge(self.index[link.src], link.src_pin, dst, link.dst_pin, kind)
-            self.in_edges[dst].append(edge)
+            edge = self._edge(link)
+            self.in_edges[edge.dst].append(edge)
             self.out_edges[edge.src].append(edge)
+            self.not_eager += edge.kind != EAGER
+
+    def _edge(self, link: Link) -> Edge:
+        dst = self.index[link.dst]
+        pin = _pin_named(self.nodes[dst].inputs, link.dst_pin)
+        kind = FEEDBACK if pin.feedback else LAZY if pin.lazy else EAGER
+        return Edge(self.index[link.src], link.src_pin, dst, link.dst_pin, kind)
+
+    @classmethod
+    def derived(
+        cls,
+        previous: GraphIR,
+        links: Collection[Link],
+        changed: dict[int, NodeSnapshot],
+        renewed: dict[int, NodeSnapshot],
+        added: list[NodeSnapshot],
+        removed: list[int],
+        links_into: dict[str, list[Link]],
+        pause: Callable[[], None] = _no_pause,
+    ) -> GraphIR:
+        """The graph of a newer patch with these `links`, made from `previous` (see the module
+        note): `changed` maps
+        kept indices whose links may differ to their new node snapshots, `renewed` those whose
+        links are the same, `added` lists new nodes, `removed` the indices that are gone, and
+        `links_into` the links into every changed or added node (by id)."""
+        ir = cls.__new__(cls)
+        ir.links, ir.pause = links, pause
+        nodes = ir.nodes = list(previous.nodes)
+        ids, index = ir.ids, ir.index = list(previous.ids), dict(previous.index)
+        in_edges, out_edges = ir.in_edges, ir.out_edges = (
+            list(previous.in_edges),
+            list(previous.out_edges),
+        )
+        ir.not_eager = previous.not_eager
+        dropped: dict[int, set[Edge]] = {}  # per source node, out-edges that are gone
+        made: dict[int, list[Edge]] = {}  # per source node, new out-edges
+        for i in removed:
+            del index[ids[i]]
+            for edge in in_edges[i]:
+                dropped.setdefault(edge.src, set()).add(edge)
+            ir.not_eager -= sum(edge.kind != EAGER for edge in in_edges[i])
+            in_edges[i] = []
+            out_edges[i] = []  # what they fed was relinked: those nodes are in `changed`
+        for i, node in (changed | renewed).items():
+            nodes[i] = node
+        for node in added:
+            index[node.id] = len(ids)
+            ids.append(node.id)
+            nodes.append(node)
+            in_edges.append([])
+            out_edges.append([])
+        ir.dead = previous.dead.union(removed)
+        for i in [*changed, *range(len(previous.ids), len(ids))]:
+            for edge in in_edges[i]:
+                dropped.setdefault(edge.src, set()).add(edge)
+            ir.not_eager -= sum(edge.kind != EAGER for edge in in_edges[i])
+            edges = in_edges[i] = [ir._edge(link) for link in links_into.get(ids[i], ())]
+            for edge in edges:
+                made.setdefault(edge.src, []).append(edge)
+            ir.not_eager += sum(edge.kind != EAGER for edge in edges)
+        for src in dropped.keys() | made.keys():
+            gone = dropped.get(src, set())
+            out_edges[src] = [e for e in out_edges[src] if e not in gone] + made.get(src, [])
+        return ir
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -114,11 +182,13 @@ class GraphIR:
 
     def sources(self) -> list[int]:
         """Nodes with no incoming links."""
-        return [i for i in range(len(self)) if not self.in_edges[i]]
+        dead = self.dead
+        return [i for i in range(len(self)) if not self.in_edges[i] and i not in dead]
 
     def sinks(self) -> list[int]:
         """Nodes whose spec is a sink (outputs, previews, side effects)."""
-        return [i for i, node in enumerate(self.nodes) if node.spec.sink]
+        dead = self.dead
+        return [i for i, node in enumerate(self.nodes) if node.spec.sink and i not in dead]
 
     def traverse(
         self,
@@ -186,7 +256,12 @@ class GraphIR:
         return list(self.traverse(self.sources_over(kinds), strategy="last", kinds=kinds))
 
     def sources_over(self, kinds: frozenset[int]) -> list[int]:
-        return [i for i in range(len(self)) if not any(e.kind in kinds for e in self.in_edges[i])]
+        dead = self.dead
+        return [
+            i
+            for i in range(len(self))
+            if i not in dead and not any(e.kind in kinds for e in self.in_edges[i])
+        ]
 
     def upstream(self, roots: Iterable[int], kinds: frozenset[int]) -> set[int]:
         """Roots and every node they depend on through edges of `kinds`."""
@@ -197,7 +272,9 @@ class GraphIR:
         style = {EAGER: "solid", LAZY: "dashed", FEEDBACK: "dotted"}
         lines = ["digraph patch {"]
         lines += [
-            f'  n{i} [label="{node.id}\\n{node.spec.id}"];' for i, node in enumerate(self.nodes)
+            f'  n{i} [label="{node.id}\\n{node.spec.id}"];'
+            for i, node in enumerate(self.nodes)
+            if i not in self.dead
         ]
         for edges in self.out_edges:
             lines += [

@@ -74,7 +74,9 @@ def hot_order(ir: GraphIR, hot: Sequence[int], sizes: Mapping[int, float]) -> li
     """The HOT nodes in `memory_order` with output `sizes` (missing: 1). The order stays as it
     is when no output is worth it (all under `WORTH_ORDERING` bytes: scalars, small arrays) and
     for a chain (no node with two consumers or two HOT inputs): there is nothing to choose."""
-    if not any(sizes.get(i, 1.0) >= WORTH_ORDERING for i in hot):
+    if max(sizes.values(), default=1.0) < WORTH_ORDERING or not any(
+        sizes.get(i, 1.0) >= WORTH_ORDERING for i in hot
+    ):
         return list(hot)
     successors = hot_dependencies(ir, hot)
     if all(len(consumers) <= 1 for consumers in successors.values()):

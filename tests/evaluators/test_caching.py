@@ -421,9 +421,9 @@ def test_dual_modes_builds_and_times() -> None:
         dual.close()
 
 
-def test_dual_debounces_builds() -> None:
+def test_dual_debounces_full_builds() -> None:
     patch, _, _ = lfo_patch()
-    dual = DualEvaluator(patch, debounce=3600)
+    dual = DualEvaluator(patch, debounce=3600, incremental=False)
     try:
         dual.run_frame(0.0, 0)  # no edit yet: the first build starts at once
         assert dual.wait_for_flat(BUILD_TIMEOUT_S) and dual.builds == 1
@@ -431,6 +431,52 @@ def test_dual_debounces_builds() -> None:
             patch.add_node("value.float")
             dual.run_frame(frame / 60, frame)
         assert dual.builds == 1 and dual.mode == "lazy"
+    finally:
+        dual.close()
+
+
+def test_a_small_edit_is_built_from_the_stopped_program_on_the_next_frame() -> None:
+    """The frame after a small structural edit builds the program from the one the edit
+    stopped (no lazy frame, no debounce): it shows the edit, runs flat, and keeps the steps of
+    every node the edit did not touch."""
+    patch, _, sink = lfo_patch()
+    dual = DualEvaluator(patch, debounce=3600)
+    try:
+        dual.run_frame(0.0, 0)
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S) and dual.builds == 1
+        before = dual.program
+        assert before is not None
+        kept = {before.ir.ids[i]: steps for i, steps in before.node_steps.items()}
+        link = next(link for link in patch.links if link.dst == sink)
+        patch.disconnect(*link)
+        added = patch.add_node("math.add", {"b": 100.0})
+        patch.connect(link.src, link.src_pin, added, "a")
+        patch.connect(added, "out", sink, "in")
+        dual.run_frame(1 / 60, 1)
+        assert dual.mode == "flat" and dual.derived_swaps == 1 and dual.builds == 2
+        after = dual.program
+        assert after is not None and after.derived
+        assert all(after.node_steps[after.ir.index[k]] is s for k, s in kept.items() if k != sink)
+        assert dual.output(sink) == dual.output(link.src, link.src_pin) + 100.0
+    finally:
+        dual.close()
+
+
+def test_a_big_edit_runs_lazily_then_builds_in_the_background() -> None:
+    """An edit touching more than a quarter of the patch: the next frame is lazy (it shows the
+    edit), and the flat program comes from a background build after the debounce."""
+    patch, _, _ = lfo_patch()
+    dual = DualEvaluator(patch, debounce=0.0)
+    try:
+        dual.run_frame(0.0, 0)
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
+        for _ in range(40):
+            patch.add_node("value.float")
+        dual.run_frame(1 / 60, 1)
+        assert dual.mode == "lazy" and dual.derived_swaps == 0
+        assert dual.wait_for_flat(BUILD_TIMEOUT_S)
+        dual.run_frame(2 / 60, 2)
+        assert dual.mode == "flat" and dual.program is not None and not dual.program.derived
     finally:
         dual.close()
 

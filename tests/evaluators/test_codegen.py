@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import evaluators._codegen as codegen
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
-from evaluators._codegen import CHUNK_STEPS, HotCode, chunk_source
+from evaluators._codegen import CHUNK_STEPS, MAX_CHUNK_STEPS, HotCode, chunk_source
 from nodes import LIBRARY, Deferred, Determinism, Patch, node
 from tests.patch_strategies import random_edit, random_patch, same
 from tests.waiting import BUILD_TIMEOUT_S, poll_until
@@ -130,8 +130,8 @@ def long_chain(length: int, flaky_at: int) -> Patch:
 def test_a_failing_step_mid_chunk_is_recorded_and_every_other_step_runs_once() -> None:
     """A step that raises inside the second chunk: recorded as failed (then deferred) like the
     step loop does, its last good output used downstream, and each node called once a frame."""
-    length = CHUNK_STEPS * 2 + 10
-    patch = long_chain(length, flaky_at=CHUNK_STEPS + 17)
+    length = MAX_CHUNK_STEPS * 2 + 10  # three chunks at least
+    patch = long_chain(length, flaky_at=MAX_CHUNK_STEPS + 17)
     loop, generated = pair(patch)
     seen = set()
     try:
@@ -245,14 +245,14 @@ def test_no_patch_text_reaches_the_generated_source() -> None:
 def test_a_step_that_is_not_over_integer_slots_is_refused() -> None:
     """A getter that does not gather integer slots cannot be generated: the code says why."""
     with pytest.raises(ValueError, match="integer slots"):
-        chunk_source(0, [(abs, lambda slots: ["S[0]"], 1)])
+        chunk_source([(abs, lambda slots: ["S[0]"], 1)])
     code = HotCode([(abs, lambda slots: ["S[0]"], 1)], lambda n, problem: None)
     code.generate()
     assert not code.ready and code.error is not None and "integer slots" in code.error
 
 
 def test_when_generation_raises_the_step_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(first: int, steps: Any) -> Any:
+    def broken(steps: Any) -> Any:
         raise SyntaxError("too many statically nested blocks")
 
     monkeypatch.setattr(codegen, "compile_chunk", broken)
@@ -298,7 +298,7 @@ def test_sampled_frames_time_each_step_and_the_others_run_the_generated_code() -
 def test_the_dual_builder_generates_the_code_after_the_swap() -> None:
     """A background build hands the program over first; its code follows on the builder thread
     while frames run the step loop, and outputs stay those of the lazy evaluator."""
-    patch = long_chain(CHUNK_STEPS * 3, flaky_at=CHUNK_STEPS * 2)
+    patch = long_chain(MAX_CHUNK_STEPS * 2 + 10, flaky_at=MAX_CHUNK_STEPS + 17)
     dual = DualEvaluator(patch, debounce=0.0)
     lazy = LazyEvaluator(patch)
     frame = 0

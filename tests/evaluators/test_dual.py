@@ -89,7 +89,7 @@ def test_a_removed_node_leaves_nothing_in_the_context() -> None:
 def test_a_program_that_fails_to_compile_keeps_the_patch_running_lazily(
     monkeypatch: pytest.MonkeyPatch, background: bool
 ) -> None:
-    def broken(*args: object) -> None:
+    def broken(*args: object, **options: object) -> None:
         raise RuntimeError("compiler bug")
 
     monkeypatch.setattr(FlatProgram, "__init__", broken)

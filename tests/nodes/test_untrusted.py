@@ -328,7 +328,9 @@ def test_a_deep_and_wide_value_is_checked_in_memory_of_its_depth_not_its_size(
         tracemalloc.stop()
     # The walk keeps the path to the current value, never a text per value: a place named per
     # element would take depth x key length x width (here ~45 MB, against 0.1 MB parsed).
-    assert checked < parsed
+    # tracemalloc also counts what other threads of the process allocate meanwhile, so the bound
+    # leaves room for that (still a hundred times below the failure it guards against).
+    assert checked < 2 * parsed + 256 * 1024
 
 
 def test_a_value_deep_inside_is_named_by_its_place_when_it_is_beyond_a_limit(
