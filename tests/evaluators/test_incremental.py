@@ -218,13 +218,11 @@ def test_holes_past_the_live_slots_make_a_full_build() -> None:
     patch = hot_chain(40)
     evaluator = FlatEvaluator(patch)
     try:
-        frame = 0
         fulls = 0
         for k in range(200):
             patch.set_value("gain", "value", float(k))
             patch.add_node("value.float", node_id=f"v{k}")  # a structural edit each time
-            evaluator.run_frame(frame / 60.0, frame)
-            frame += 1
+            evaluator.run_frame(k / 60.0, k)
             program = evaluator.program
             assert program is not None
             program.validate()
