@@ -13,7 +13,10 @@ node and every link made or removed at its inputs) and, per input pin, the key a
 linked to it. Equal keys mean the same inputs since the node last changed, so a structural edit
 elsewhere keeps a subgraph's cached results, and a value edit changes exactly the keys of the
 edited node's downstream cone. (Keys never repeat after an edit, even one an undo reverts: what a
-stateful node did in between is part of its result.)
+stateful node did in between is part of its result.) The key of a node that keeps state also
+holds its id, its execution path: nodes of identical instances share stamps, hence keys
+(evaluators/_view.py), but not state, so nothing downstream of a stateful node is served another
+instance's result (each instance's stateful node runs and keeps its own memory).
 
 `node_info` is the rule for one node, and the only place it is written: `LiveAnalysis` answers
 for a live patch graph (what the lazy walker reads), memoizing per node and forgetting only the
@@ -61,10 +64,11 @@ def node_info(
     determinism: Determinism,
     stamp: int,
     sources: Iterable[tuple[NodeClass, int, str] | None],
+    state_path: str | None = None,
 ) -> tuple[NodeClass, int]:
     """The rule, for every evaluator: class and cache key of a node from its type, determinism and
     stamp and, per input pin in order, `(class, key, src_pin)` of what its non-feedback link comes
-    from, or None (no link, or a feedback one)."""
+    from, or None (no link, or a feedback one). `state_path`: the node's id if it keeps state."""
     rank = CLASS_RANK[OWN_CLASS[determinism]]
     inputs: list[tuple[int, str] | None] = []
     for source in sources:
@@ -77,7 +81,10 @@ def node_info(
                 rank = src_rank
             inputs.append((src_key, src_pin))
     cls = _BY_RANK[rank]
-    return cls, (0 if cls == HOT else node_key(type_id, stamp, tuple(inputs)))
+    if cls == HOT:
+        return cls, 0
+    own = stamp if state_path is None else hash((stamp, state_path))
+    return cls, node_key(type_id, own, tuple(inputs))
 
 
 def ir_node_info(
@@ -92,7 +99,8 @@ def ir_node_info(
         for edge in map(by_pin.get, [pin.name for pin in node.inputs])
     ]
     stamp = node.stamp if stamp is None else stamp
-    return node_info(node.spec.id, node.spec.determinism, stamp, sources)
+    state_path = node.id if node.spec.stateful else None
+    return node_info(node.spec.id, node.spec.determinism, stamp, sources, state_path)
 
 
 class LiveAnalysis:
@@ -133,7 +141,10 @@ class LiveAnalysis:
                 for pin in instance.inputs
             ]
             spec = instance.spec
-            memo[current] = node_info(spec.id, spec.determinism, instance.stamp, sources)
+            state_path = current if spec.stateful else None
+            memo[current] = node_info(
+                spec.id, spec.determinism, instance.stamp, sources, state_path
+            )
             stack.pop()
         return memo[node_id]
 

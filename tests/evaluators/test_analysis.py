@@ -37,6 +37,17 @@ def test_the_key_changes_with_type_stamp_source_key_and_source_pin() -> None:
     assert all(key != base for _, key in changed)
 
 
+def test_a_stateful_node_has_a_key_of_its_own_path() -> None:
+    """Equal stamps and inputs (the same body node in two instances) give equal keys, unless the
+    node keeps state: then its path is part of the key."""
+    sources = [(CONST, 7, "out"), (CONST, 8, "out")]
+    shared = node_info("logic.gate", DET, 1, sources)
+    a = node_info("logic.gate", DET, 1, sources, "g1/gate")
+    b = node_info("logic.gate", DET, 1, sources, "g2/gate")
+    assert a == node_info("logic.gate", DET, 1, sources, "g1/gate")
+    assert len({shared[1], a[1], b[1]}) == 3 and a[0] == b[0] == CONST
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_live_and_snapshot_analysis_agree_on_every_node_through_edits(

@@ -212,6 +212,38 @@ def _with_compute(spec: Any, compute: Any) -> Any:
 
 
 @pytest.mark.parametrize("kind", EVALUATOR_KINDS)
+def test_identical_instances_keep_their_own_state_behind_shared_results(kind: Any) -> None:
+    """Two instances of a gate fed the same constants have equal inputs, but each gate keeps its
+    own memory: what comes after a stateful node is not taken from the other instance, so both
+    gates run, and both hold what they passed once they are closed."""
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "open", "default": True}, node_id="inopen")
+    body.add_node("subpatch.inlet", {"name": "x", "default": 0.0}, node_id="inx")
+    body.add_node("logic.gate", node_id="gate")
+    body.add_node("subpatch.outlet", {"name": "y"}, node_id="outy")
+    body.connect("inopen", "out", "gate", "open")
+    body.connect("inx", "out", "gate", "in")
+    body.connect("gate", "out", "outy", "in")
+    patch = Patch()
+    patch.add_definition("held", body)
+    for i in (1, 2):
+        patch.add_node("subpatch", {"definition": "held", "open": True, "x": 5.0}, node_id=f"g{i}")
+        patch.add_node("output.value", node_id=f"o{i}")
+        patch.connect(f"g{i}", "y", f"o{i}", "in")
+    evaluator = evaluator_for_tests(kind, patch)
+    try:
+        evaluator.run_frame(0.0, 0)
+        assert (evaluator.output("o1"), evaluator.output("o2")) == (5.0, 5.0)
+        for i in (1, 2):  # closed, with inputs that differ: each gate runs on its own now
+            patch.set_value(f"g{i}", "open", False)
+            patch.set_value(f"g{i}", "x", 6.0 + i)
+        evaluator.run_frame(1 / 60, 1)
+        assert (evaluator.output("o1"), evaluator.output("o2")) == (5.0, 5.0)
+    finally:
+        evaluator.close()
+
+
+@pytest.mark.parametrize("kind", EVALUATOR_KINDS)
 def test_one_definition_is_const_in_one_instance_and_hot_in_another(kind: Any) -> None:
     patch, _ = shared_constant_patch()
     patch.add_node("time.seconds", node_id="clock")
