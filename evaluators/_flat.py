@@ -174,9 +174,8 @@ class FlatProgram:
         """`snapshot`: the patch to build, or on the thread that edits, the live patch (then
         only what changed since `previous` is copied out of it). `previous`: build from it
         (evaluators/_incremental.py) when worth it; with `only_derived`, raise `NotDerived`
-        instead of building from scratch. `code_later`: do not
-        generate the HOT code here, whoever runs the program does (a background build does too).
-        """
+        instead of building from scratch. `code_later`: leave generating the HOT code to whoever
+        runs the program (a background build does too)."""
         pause = yield_point or (lambda: None)
         self.codegen = codegen  # run the HOT list as generated code (evaluators/_codegen.py)
         # Statuses, errors and run counts go to the observer (`report_to` hands them over).
@@ -189,11 +188,13 @@ class FlatProgram:
         # From the previous program when it is worth it (evaluators/_incremental.py).
         change = change_since(previous, snapshot) if previous is not None else None
         self.derived = False
+        self.derive_error: str | None = None  # why deriving failed (a full build followed)
         if previous is not None and change is not None:
             try:
                 derive(self, previous, change, watched, pause)
                 self.derived = True
-            except Exception:  # e.g. a cycle: the full build reports it as it does
+            except Exception as problem:  # e.g. a cycle: the full build reports it as it does
+                self.derive_error = error_text(problem)
                 self.holes = 0
         if only_derived and not self.derived:
             raise NotDerived("a full build is needed")

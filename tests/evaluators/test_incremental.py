@@ -80,6 +80,7 @@ def play(data: st.DataObject, subpatches: bool) -> None:
             for evaluator in (full, incremental, dual):
                 evaluator.run_frame(frame / 60.0, frame)
             assert full.program is not None and incremental.program is not None
+            assert incremental.program.derive_error is None
             incremental.program.validate()
             # Step lists follow the order, which may differ between two valid orders: compare
             # them as multisets, and the topological order is checked by validate().
