@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import pytest
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, NodeStatus, Profiler
-
 from evaluators.bench_patches import hot_chain
 from nodes import LIBRARY, Determinism, Patch, node
 
