@@ -3,24 +3,36 @@
 Each frame starts at the roots (sinks plus watched nodes) and evaluates what they need: eager
 inputs before the node, lazy inputs only when the node calls their `Pull`. CONST and USER nodes
 whose cache key is unchanged return their cached outputs without looking upstream, so once a
-patch settles only its HOT part is visited. The "recursion" is an explicit stack: chains of any
-length work; only lazy pulls nest Python calls, one level per lazy pin on the path.
+patch settles only its HOT part is visited. The "recursion" is an explicit stack: a node is
+visited once (bypassed, cache hit, or its missing eager inputs pushed above a marker that runs it
+once they are done), so chains of any length work; only lazy pulls nest Python calls, one level
+per lazy pin on the path. The frame's statuses are the memo: a node with a status was evaluated.
 
 After the roots, feedback inputs of nodes that ran capture their source's value for the next frame.
 
-Every compute call is timed: a node over `ctx.time_budget` in one frame is bypassed (failed, its
-outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`. The same
-timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and every
-cached node the walk stops at is recorded as a cache hit.
+Every compute call the walk makes is timed: a node over `ctx.time_budget` in one frame is bypassed
+(failed, its outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
+The same timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and
+every cached node the walk stops at is recorded as a cache hit.
 
-Once a frame's root phase ran only HOT nodes and cache hits (no lazy pulls, no bypass), its order
-is kept as a schedule: (plan, node, key) per step, no plan for a hit. While nothing changes (no
-patch event, no new watch, the same bypassed set) the next frame replays that list instead of
-walking: the same runs in the same order, without the stack, visit checks and lookups per node.
-A hit whose cached result is gone stops the replay; the walk then finishes the frame (nodes
-already run are skipped) and the frame after it records a new schedule. The replay reads the clock
-once per run (a run's time starts where the previous one ended), so its times include the
-replay's own bookkeeping between two runs.
+Replay: once a frame's root phase ran only HOT nodes, cache hits and bypassed nodes (no lazy
+pulls, no CONST/USER run), its order is kept as a schedule. While nothing changes (no patch
+event, no new watch, the same bypassed set) the next frames replay it instead of walking, as a
+step list over slots like a flat program's HOT list (evaluators/_flat.py): `slots[out] =
+call(*get(slots))`, `get` an itemgetter of the argument slots (stored values, hit outputs loaded
+each frame, feedback values, earlier steps' outputs), no dictionary work per step. A step that
+raises keeps its slot (the last good output) and is reported, and the loop resumes after it. The
+replay first checks every hit: one whose cached result is gone means nothing is replayed, and the
+walk runs (and records) the frame.
+
+The replay's outputs stay in its slots: those of roots and feedback sources are written to the
+context every frame, the others when someone reads them (`ExecutionContext.hold_outputs`: reading
+`ctx.outputs`, e.g. the dual evaluator swapping a program in, writes them first).
+
+Time budget and profiler, as for a flat HOT list: a replay is timed as a whole; after one over the
+budget, and on the profiler's sampled frames, the next runs with a clock read per step, which finds
+a slow node and bypasses it (so a slow node costs two slow frames). The profiler gets the runs as a
+HOT step list (`hot_ran`): counted every frame, per-step times on sampled frames.
 
 This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
@@ -779,9 +791,7 @@ class LazyEvaluator:
         captured: set[Link] = set()
         while True:
             todo = [
-                link
-                for link in links
-                if link not in captured and self._status.get(link.dst) in ran
+                link for link in links if link not in captured and self._status.get(link.dst) in ran
             ]
             if not todo:
                 return
