@@ -149,8 +149,7 @@ class _Plan:
 
 _Step = _Plan | tuple[str, int | None]
 """A recorded root phase step: the plan of a HOT run, (node, key) of a cache hit, (node, None) of
-a bypassed node. (Runs are recorded without making an object per step: the walk's garbage costs
-collector time.)"""
+a bypassed node."""
 
 
 def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
