@@ -129,9 +129,10 @@ class ExecutionContext:
         self.shared: dict[int, CacheEntry] = {}
         self._outputs: dict[str, tuple[Any, ...]] = {}
         # Outputs kept elsewhere, newer than `_outputs`: (their nodes, how to write them). The
-        # lock makes a reader on another thread (a background build) wait for a write under way.
+        # lock makes a reader on another thread (a background build) wait for a write under way;
+        # re-entrant, so a write that leads to a read on its own thread goes on.
         self._held: tuple[Container[str], Callable[[dict[str, Any]], None]] | None = None
-        self._held_lock = threading.Lock()
+        self._held_lock = threading.RLock()
         self.feedback: dict[tuple[str, str], Any] = {}
         self.settings: dict[str, Any] = {}
         self.live_bpm: float | None = None
@@ -160,18 +161,15 @@ class ExecutionContext:
             self.write_outputs()
         return self._outputs.get(node_id)
 
-    def hold_outputs(
-        self, nodes: Container[str], write: Callable[[dict[str, Any]], None]
-    ) -> dict[str, tuple[Any, ...]]:
+    def hold_outputs(self, nodes: Container[str], write: Callable[[dict[str, Any]], None]) -> None:
         """Newer outputs of `nodes` are kept elsewhere: `write(outputs)` puts them in the dict,
-        before anyone reads them through `outputs` or `output_of`. Returns the dict as it is,
-        for the holder's own use (it must call `write_outputs` first if it reads held nodes)."""
+        before anyone reads them through `outputs` or `output_of`. (A holder that keeps a
+        reference to the dict calls `write_outputs` before reading held nodes through it.)"""
         with self._held_lock:
             held = self._held
             if held is not None and held[1] != write:
                 held[1](self._outputs)  # someone else's: written now
             self._held = (nodes, write)
-        return self._outputs
 
     def write_outputs(self) -> None:
         """Write held outputs (`hold_outputs`) into `outputs`, if any."""
