@@ -192,90 +192,100 @@ class _Replay:
     schedule and dropped with it."""
 
     __slots__ = (
-        "fed", "held", "hit_ids", "hits", "hot", "hot_for", "multi", "owner", "position",
-        "read", "replayed_at", "run_plans", "single", "slots", "statuses", "step_ids",
-        "step_reasons", "steps", "timing", "write_held", "write_read",
+        "_failure_maps", "fed", "held", "hit_ids", "hits", "hot", "hot_for", "multi", "read",
+        "replayed_at", "run_plans", "single", "slots", "statuses", "step_plans", "steps",
+        "timing", "write_held", "write_read",
     )  # fmt: skip
 
     def __init__(self, evaluator: LazyEvaluator, schedule: list[_Step]) -> None:
+        # Made in the frame after a walk: kept to a few operations per step.
         evaluator.ctx.write_outputs()
         outputs = evaluator._outputs
         slots: list[Any] = []
-        value_slot: dict[tuple[str, int], int] = {}  # (node, output index) -> slot of the value
+        value_slot: dict[str, int] = {}  # node -> slot of its (first) output
+        other_slot: dict[tuple[str, int], int] = {}  # (node, output index > 0) -> slot
         hit_loads: dict[str, list[tuple[int, int]]] = {}  # per hit: (output index, slot)
         self.read: list[tuple[str, int, int]] = []  # (node, output index, slot): kept outputs
         self.hits: list[tuple[str, int, list[tuple[int, int]]]] = []
         self.fed: list[tuple[int, tuple[str, str], Any]] = []  # (slot, feedback key, default)
-        self.statuses: dict[str, NodeStatus] = {}
         self.steps: list[tuple[Callable[..., Any], Callable[[list[Any]], Any], int]] = []
-        self.owner: dict[int, str] = {}  # out slot -> node
-        self.position: dict[int, int] = {}  # out slot -> step number
-        self.step_ids: list[str] = []
-        self.step_reasons: list[int] = []
+        self.step_plans: list[_Plan] = []  # the node of each step
         self.run_plans: list[_Plan] = []
+        statuses: dict[str, NodeStatus] = {}
         single: list[tuple[str, int]] = []
         multi: list[tuple[str, int]] = []
-
-        def slot_of(value: Any) -> int:
-            slots.append(value)
-            return len(slots) - 1
+        add_slot, add_step, add_plan = slots.append, self.steps.append, self.step_plans.append
 
         def source(node_id: str, index: int) -> int:
-            found = value_slot.get((node_id, index))
-            if found is None:
-                kept = outputs.get(node_id) or default_outputs(evaluator.patch.nodes[node_id].spec)
-                found = value_slot[(node_id, index)] = slot_of(kept[index])
-                if node_id in hit_loads:
-                    hit_loads[node_id].append((index, found))  # loaded from the cache each frame
-                else:
-                    self.read.append((node_id, index, found))  # a bypassed node's kept outputs
-            return found
-
-        def step(call: Callable[..., Any], reads: list[int], out: int, plan: _Plan) -> None:
-            self.owner[out] = plan.node_id
-            self.position[out] = len(self.steps)
-            self.steps.append((call, _getter(reads), out))
-            self.step_ids.append(plan.node_id)
-            self.step_reasons.append(plan.reason)
+            """The slot of an output no step of the replay makes: a hit's or a bypassed
+            node's."""
+            slot = len(slots)
+            kept = outputs.get(node_id) or default_outputs(evaluator.patch.nodes[node_id].spec)
+            add_slot(kept[index])
+            if index:
+                other_slot[(node_id, index)] = slot
+            else:
+                value_slot[node_id] = slot
+            if node_id in hit_loads:
+                hit_loads[node_id].append((index, slot))  # loaded from the cache each frame
+            else:
+                self.read.append((node_id, index, slot))  # a bypassed node's kept outputs
+            return slot
 
         for recorded in schedule:
             if isinstance(recorded, tuple):
                 node_id, key = recorded
                 if key is None:
-                    self.statuses[node_id] = FAILED
+                    statuses[node_id] = FAILED
                 else:
-                    self.statuses[node_id] = CACHED
+                    statuses[node_id] = CACHED
                     loads: list[tuple[int, int]] = []
                     hit_loads[node_id] = loads
                     self.hits.append((node_id, key, loads))
                 continue
             plan, node_id = recorded, recorded.node_id
-            self.statuses[node_id] = OK
             self.run_plans.append(plan)
             values = plan.instance.values  # replaced by a value edit, which drops the schedule
             reads: list[int] = []
             for kind, first, second in plan.args:
                 if kind == _LINKED:
-                    reads.append(source(first, second))
+                    found = value_slot.get(first) if not second else other_slot.get((first, second))
+                    reads.append(source(first, second) if found is None else found)
                 elif kind == _STORED:
-                    reads.append(slot_of(values[first]))
+                    reads.append(len(slots))
+                    add_slot(values[first])
                 elif kind == _STORED_PULL:
-                    reads.append(slot_of(StoredPull(values[first])))
+                    reads.append(len(slots))
+                    add_slot(StoredPull(values[first]))
                 else:  # _FED_BACK (a pulled input never gets here: its node is not replayed)
-                    reads.append(slot_of(None))
-                    self.fed.append((reads[-1], first, values[second]))
+                    self.fed.append((len(slots), first, values[second]))
+                    reads.append(len(slots))
+                    add_slot(None)
+            get = itemgetter(*reads) if len(reads) > 1 else _getter(reads)
             kept = outputs.get(node_id) or plan.defaults
+            out = value_slot[node_id] = len(slots)
             if plan.single:
-                out = value_slot[(node_id, 0)] = slot_of(kept[0])
-                step(plan.fn, reads, out, plan)
+                add_slot(kept[0])
+                add_step((plan.fn, get, out))
+                add_plan(plan)
                 single.append((node_id, out))
                 continue
-            out = slot_of(tuple(kept))
-            step(_as_tuple(plan.fn), reads, out, plan)
+            add_slot(tuple(kept))
+            add_step((_as_tuple(plan.fn), get, out))
+            add_plan(plan)
             multi.append((node_id, out))
             for index in range(len(plan.defaults)):
-                pick = value_slot[(node_id, index)] = slot_of(kept[index])
-                step(itemgetter(index), [out], pick, plan)
+                pick = len(slots)
+                add_slot(kept[index])
+                if index:
+                    other_slot[(node_id, index)] = pick
+                else:
+                    value_slot[node_id] = pick
+                add_step((itemgetter(index), _getter([out]), pick))
+                add_plan(plan)
+        statuses.update(dict.fromkeys([plan.node_id for plan in self.run_plans], OK))
+        self.statuses = statuses
+        self._failure_maps: tuple[dict[int, str], dict[int, int]] | None = None
         self.slots = slots
         self.hit_ids = [node_id for node_id, _, _ in self.hits]
         self.single, self.multi = single, multi
@@ -363,7 +373,7 @@ class _Replay:
                 return
             except Exception as problem:
                 self._failed(evaluator, out, problem, deferred)
-                start = self.position[out] + 1
+                start = self._failure_map()[1][out] + 1
 
     def _run_timed(
         self, evaluator: LazyEvaluator, deferred: list[str]
@@ -391,7 +401,7 @@ class _Replay:
         elif over.size:
             observer = evaluator.observer
             for k in over.tolist():
-                node_id = self.owner[steps[k][2]]
+                node_id = self.step_plans[k].node_id
                 observer.status[node_id] = FAILED
                 observer.errors[node_id] = ctx.bypass(node_id, float(times[k]))
         return ends[:-1] + offset, times
@@ -399,7 +409,7 @@ class _Replay:
     def _failed(
         self, evaluator: LazyEvaluator, out: int, problem: Exception, deferred: list[str]
     ) -> None:
-        node_id = self.owner[out]
+        node_id = self._failure_map()[0][out]
         observer = evaluator.observer
         if isinstance(problem, Deferred):
             observer.status[node_id] = DEFERRED
@@ -407,6 +417,14 @@ class _Replay:
         else:
             observer.status[node_id] = FAILED
             observer.errors[node_id] = error_text(problem)
+
+    def _failure_map(self) -> tuple[dict[int, str], dict[int, int]]:
+        """Per out slot: its node and its step number (made on the first failure)."""
+        if self._failure_maps is None:
+            pairs = zip(self.steps, self.step_plans, strict=True)
+            owner = {out: plan.node_id for (_, _, out), plan in pairs}
+            self._failure_maps = (owner, {out: k for k, (_, _, out) in enumerate(self.steps)})
+        return self._failure_maps
 
     def _unsettle(self, unsettled: set[str], deferred: list[str]) -> None:
         """Mark the deferred nodes and what they feed in this frame as unsettled."""
@@ -433,7 +451,8 @@ class _Replay:
 
     def _hot_steps(self, profiler: Any) -> HotSteps:
         if self.hot is None or self.hot_for is not profiler:
-            self.hot = HotSteps(self.step_ids, self.step_reasons)
+            plans = self.step_plans
+            self.hot = HotSteps([p.node_id for p in plans], [p.reason for p in plans])
             self.hot_for = profiler
         return self.hot
 
