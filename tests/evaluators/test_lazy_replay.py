@@ -12,7 +12,7 @@ import pytest
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, NodeStatus, Profiler
 from evaluators.bench_patches import hot_chain
-from nodes import LIBRARY, Determinism, Patch, node
+from nodes import LIBRARY, Deferred, Determinism, Patch, node
 
 stall_seconds = [0.0]  # how long test.stalls sleeps (not a pin: changing it is no edit)
 
@@ -199,3 +199,41 @@ def test_replayed_runs_reach_the_profiler_as_a_hot_step_list() -> None:
     assert profiler.counts("gain")["cache hit"] == 7
     assert "non-deterministic" in " ".join(lazy.explain("time"))
     assert profiler.medians(["c5"])["c5"] >= 0.0
+
+
+def test_replayed_nodes_with_several_outputs_or_deferred_match_flat() -> None:
+    waiting = [False]
+
+    @node(
+        "test.split",
+        determinism=Determinism.NONDETERMINISTIC,
+        outputs={"lo": "float", "hi": "float"},
+    )
+    def split(x: float = 0.0) -> tuple[float, float]:
+        if waiting[0]:
+            raise Deferred("not ready")
+        return (x - 1.0, x + 1.0)
+
+    try:
+        patch = Patch()
+        patch.add_node("time.seconds", node_id="time")
+        patch.add_node("test.split", node_id="split")
+        patch.add_node("math.mul", node_id="product")
+        patch.add_node("output.value", node_id="sink")
+        patch.connect("time", "out", "split", "x")
+        patch.connect("split", "lo", "product", "a")
+        patch.connect("split", "hi", "product", "b")
+        patch.connect("product", "out", "sink", "in")
+        lazy, flat = LazyEvaluator(patch), FlatEvaluator(patch)
+        for frame in range(8):
+            waiting[0] = frame in (4, 5)
+            for evaluator in (lazy, flat):
+                evaluator.run_frame(1.0 + frame, frame)
+            assert lazy.output("sink") == flat.output("sink")
+            assert lazy.output("split", "hi") == flat.output("split", "hi")
+            expected = NodeStatus.DEFERRED if waiting[0] else NodeStatus.OK
+            assert lazy.status("split") == flat.status("split") == expected
+        assert lazy.output("sink") == pytest.approx(7.0 * 9.0)
+        assert lazy._schedule is not None
+    finally:
+        del LIBRARY["test.split"]
