@@ -9,7 +9,9 @@ same context to its lazy and its flat half), which is what makes swaps invisible
   is not run again, whatever evaluator looks. `shared`: the same entries by key, for nodes without
   state: a node meeting a key another node computed (the same node in two identical instances of a
   definition, fed the same inputs) takes that result instead of running (`remember`, `recall`).
-- `outputs`: the last good outputs of every node, read when a node fails or is deferred.
+- `outputs`: the last good outputs of every node, read when a node fails or is deferred. An
+  evaluator that keeps newer ones elsewhere (the lazy replay's slots) hands over how to write
+  them (`hold_outputs`); reading `outputs`, or a held node's `output_of`, writes them first.
 - `feedback`: per (node, pin), the value a feedback input reads this frame (last frame's source).
 - the frame clock (`t`, `frame`, `dt`) and the GPU service (`gpu`, None when headless without GL).
 - `settings`: the patch's settings (the evaluator binds the live dict), read by nodes through
@@ -49,6 +51,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import gc
+import threading
 import time
 from collections.abc import Callable, Container
 from pathlib import Path
@@ -124,7 +127,12 @@ class ExecutionContext:
         self._state_makers: dict[NodePath, Any] = {}
         self.cache: dict[str, CacheEntry] = {}
         self.shared: dict[int, CacheEntry] = {}
-        self.outputs: dict[str, tuple[Any, ...]] = {}
+        self._outputs: dict[str, tuple[Any, ...]] = {}
+        # Outputs kept elsewhere, newer than `_outputs`: (their nodes, how to write them). The
+        # lock makes a reader on another thread (a background build) wait for a write under way;
+        # re-entrant, so a write that leads to a read on its own thread goes on.
+        self._held: tuple[Container[str], Callable[[dict[str, Any]], None]] | None = None
+        self._held_lock = threading.RLock()
         self.feedback: dict[tuple[str, str], Any] = {}
         self.settings: dict[str, Any] = {}
         self.live_bpm: float | None = None
@@ -137,6 +145,39 @@ class ExecutionContext:
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self.services = Services()
         self.render_wait = 0.0  # seconds `ready` waits for background work (renders only)
+
+    @property
+    def outputs(self) -> dict[str, tuple[Any, ...]]:
+        """The last good outputs of every node, with held ones written first."""
+        if self._held is not None:
+            self.write_outputs()
+        return self._outputs
+
+    def output_of(self, node_id: str) -> tuple[Any, ...] | None:
+        """The last good outputs of one node, or None; held ones are written first only when
+        they include it."""
+        held = self._held
+        if held is not None and node_id in held[0]:
+            self.write_outputs()
+        return self._outputs.get(node_id)
+
+    def hold_outputs(self, nodes: Container[str], write: Callable[[dict[str, Any]], None]) -> None:
+        """Newer outputs of `nodes` are kept elsewhere: `write(outputs)` puts them in the dict,
+        before anyone reads them through `outputs` or `output_of`. (A holder that keeps a
+        reference to the dict calls `write_outputs` before reading held nodes through it.)"""
+        with self._held_lock:
+            held = self._held
+            if held is not None and held[1] != write:
+                held[1](self._outputs)  # someone else's: written now
+            self._held = (nodes, write)
+
+    def write_outputs(self) -> None:
+        """Write held outputs (`hold_outputs`) into `outputs`, if any."""
+        with self._held_lock:
+            held = self._held
+            if held is not None:
+                held[1](self._outputs)
+                self._held = None  # only now: a reader on another thread waits for the write
 
     def service(self, name: str) -> Any:
         """The long-lived service `name` (e.g. "osc"), opened on first use; frame thread only."""
@@ -304,7 +345,7 @@ def last_output(ctx: ExecutionContext, instance: NodeInstance, pin: str) -> Any:
     index = instance.spec.output_index(pin)
     if index is None:
         raise KeyError(f"node {instance.id!r} has no output {pin!r}")
-    outputs = ctx.outputs.get(instance.id) or default_outputs(instance.spec)
+    outputs = ctx.output_of(instance.id) or default_outputs(instance.spec)
     return outputs[index]
 
 

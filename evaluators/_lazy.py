@@ -3,24 +3,36 @@
 Each frame starts at the roots (sinks plus watched nodes) and evaluates what they need: eager
 inputs before the node, lazy inputs only when the node calls their `Pull`. CONST and USER nodes
 whose cache key is unchanged return their cached outputs without looking upstream, so once a
-patch settles only its HOT part is visited. The "recursion" is an explicit stack: chains of any
-length work; only lazy pulls nest Python calls, one level per lazy pin on the path.
+patch settles only its HOT part is visited. The "recursion" is an explicit stack: a node is
+visited once (bypassed, cache hit, or its missing eager inputs pushed above a marker that runs it
+once they are done), so chains of any length work; only lazy pulls nest Python calls, one level
+per lazy pin on the path. The frame's statuses are the memo: a node with a status was evaluated.
 
 After the roots, feedback inputs of nodes that ran capture their source's value for the next frame.
 
-Every compute call is timed: a node over `ctx.time_budget` in one frame is bypassed (failed, its
-outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`. The same
-timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and every
-cached node the walk stops at is recorded as a cache hit.
+Every compute call the walk makes is timed: a node over `ctx.time_budget` in one frame is bypassed
+(failed, its outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
+The same timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and
+every cached node the walk stops at is recorded as a cache hit.
 
-Once a frame's root phase ran only HOT nodes and cache hits (no lazy pulls, no bypass), its order
-is kept as a schedule: (plan, node, key) per step, no plan for a hit. While nothing changes (no
-patch event, no new watch, the same bypassed set) the next frame replays that list instead of
-walking: the same runs in the same order, without the stack, visit checks and lookups per node.
-A hit whose cached result is gone stops the replay; the walk then finishes the frame (nodes
-already run are skipped) and the frame after it records a new schedule. The replay reads the clock
-once per run (a run's time starts where the previous one ended), so its times include the
-replay's own bookkeeping between two runs.
+Replay: once a frame's root phase ran only HOT nodes, cache hits and bypassed nodes (no lazy
+pulls, no CONST/USER run), its order is kept as a schedule. While nothing changes (no patch
+event, no new watch, the same bypassed set) the next frames replay it instead of walking, as a
+step list over slots like a flat program's HOT list (evaluators/_flat.py): `slots[out] =
+call(*get(slots))`, `get` an itemgetter of the argument slots (stored values, hit outputs loaded
+each frame, feedback values, earlier steps' outputs), no dictionary work per step. A step that
+raises keeps its slot (the last good output) and is reported, and the loop resumes after it. The
+replay first checks every hit: one whose cached result is gone means nothing is replayed, and the
+walk runs (and records) the frame.
+
+The replay's outputs stay in its slots: those of roots and feedback sources are written to the
+context every frame, the others when someone reads them (`ExecutionContext.hold_outputs`: reading
+`ctx.outputs`, e.g. the dual evaluator swapping a program in, writes them first).
+
+Time budget and profiler, as for a flat HOT list: a replay is timed as a whole; after one over the
+budget, and on the profiler's sampled frames, the next runs with a clock read per step, which finds
+a slow node and bypasses it (so a slow node costs two slow frames). The profiler gets the runs as a
+HOT step list (`hot_ran`): counted every frame, per-step times on sampled frames.
 
 This is what the dual evaluator runs right after a structural edit: it reads the live patch
 directly, so an edit shows on the very next frame.
@@ -30,6 +42,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -44,17 +57,25 @@ from evaluators._context import (
     bind_capture,
     bind_compute,
     busy_clock,
+    collector_seconds,
     default_outputs,
     error_text,
     last_output,
 )
 from evaluators._observer import FrameObserver, unreported_status
-from evaluators._profiler import HOT_RUN, LAZY_PHASE, NONDETERMINISTIC, FrameRecord, hot_chain
+from evaluators._profiler import (
+    HOT_RUN,
+    LAZY_PHASE,
+    NONDETERMINISTIC,
+    FrameRecord,
+    HotSteps,
+    hot_chain,
+)
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
 
-_NO_INDICES = np.zeros(0, dtype=np.int32)
+_clock = time.perf_counter  # minus the collector's time: `busy_clock`, inlined in the walk
 
 OK, CACHED = NodeStatus.OK, NodeStatus.CACHED
 FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
@@ -75,7 +96,7 @@ class _LinkPull:
     def __call__(self) -> Any:
         self.pulled = True
         self.evaluator._evaluate(self.src)
-        return self.evaluator.ctx.outputs[self.src][self.index]
+        return self.evaluator._outputs[self.src][self.index]
 
 
 _STORED, _LINKED, _PULL, _STORED_PULL, _FED_BACK = range(5)
@@ -126,12 +147,314 @@ class _Plan:
         self.fn = bind_compute(instance.spec, evaluator.ctx, node_id, names)
 
 
-_Step = tuple[_Plan | None, str, int]  # a recorded root phase step: (plan, node, key); no plan: hit
-# A step as replayed: (plan, node, linked source, its output index or a hit's key, stored values
-# before and after the linked one); no plan: a hit; no stored values: arguments gathered as usual.
-_ReplayStep = tuple[
-    _Plan | None, str, str | None, int, tuple[Any, ...] | None, tuple[Any, ...] | None
-]
+_Step = _Plan | tuple[str, int | None]
+"""A recorded root phase step: the plan of a HOT run, (node, key) of a cache hit, (node, None) of
+a bypassed node."""
+
+
+def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
+    """An itemgetter that always returns a sequence of the values in `slots`."""
+    if len(slots) == 1:
+        return itemgetter(slice(slots[0], slots[0] + 1))
+    if not slots:
+        return itemgetter(slice(0, 0))
+    return itemgetter(*slots)
+
+
+def _writer(
+    slots: list[Any], single: list[tuple[str, int]], multi: list[tuple[str, int]]
+) -> Callable[[dict[str, Any]], None]:
+    """How to write outputs from `slots` into an outputs dict: (node, slot of its value) of
+    nodes with one output, (node, slot of its outputs tuple) of the others."""
+    single_ids, single_get = [n for n, _ in single], _getter([slot for _, slot in single])
+    multi_ids, multi_get = [n for n, _ in multi], _getter([slot for _, slot in multi])
+
+    def write(outputs: dict[str, Any]) -> None:
+        outputs.update(zip(single_ids, zip(single_get(slots)), strict=True))
+        if multi_ids:
+            outputs.update(zip(multi_ids, multi_get(slots), strict=True))
+
+    return write
+
+
+def _as_tuple(fn: Callable[..., Any]) -> Callable[..., tuple[Any, ...]]:
+    """A compute function of several outputs, returning them as a tuple."""
+
+    def call(*args: Any) -> tuple[Any, ...]:
+        return tuple(fn(*args))
+
+    return call
+
+
+class _Replay:
+    """A recorded root phase as a step list over slots: `slots[out] = call(*get(slots))`, as a
+    flat program's HOT list (see the module note). Made on the first frame that replays a
+    schedule and dropped with it."""
+
+    __slots__ = (
+        "_failure_maps", "fed", "held", "hit_ids", "hits", "hot", "hot_for", "multi", "read",
+        "replayed_at", "run_plans", "single", "slots", "statuses", "step_plans", "steps",
+        "timing", "write_held", "write_read",
+    )  # fmt: skip
+
+    def __init__(self, evaluator: LazyEvaluator, schedule: list[_Step]) -> None:
+        # Made in the frame after a walk: kept to a few operations per step.
+        evaluator.ctx.write_outputs()
+        outputs = evaluator._outputs
+        slots: list[Any] = []
+        value_slot: dict[str, int] = {}  # node -> slot of its (first) output
+        other_slot: dict[tuple[str, int], int] = {}  # (node, output index > 0) -> slot
+        hit_loads: dict[str, list[tuple[int, int]]] = {}  # per hit: (output index, slot)
+        self.read: list[tuple[str, int, int]] = []  # (node, output index, slot): kept outputs
+        self.hits: list[tuple[str, int, list[tuple[int, int]]]] = []
+        self.fed: list[tuple[int, tuple[str, str], Any]] = []  # (slot, feedback key, default)
+        self.steps: list[tuple[Callable[..., Any], Callable[[list[Any]], Any], int]] = []
+        self.step_plans: list[_Plan] = []  # the node of each step
+        self.run_plans: list[_Plan] = []
+        statuses: dict[str, NodeStatus] = {}
+        single: list[tuple[str, int]] = []
+        multi: list[tuple[str, int]] = []
+        add_slot, add_step, add_plan = slots.append, self.steps.append, self.step_plans.append
+
+        def source(node_id: str, index: int) -> int:
+            """The slot of an output no step of the replay makes: a hit's or a bypassed
+            node's."""
+            slot = len(slots)
+            kept = outputs.get(node_id) or default_outputs(evaluator.patch.nodes[node_id].spec)
+            add_slot(kept[index])
+            if index:
+                other_slot[(node_id, index)] = slot
+            else:
+                value_slot[node_id] = slot
+            if node_id in hit_loads:
+                hit_loads[node_id].append((index, slot))  # loaded from the cache each frame
+            else:
+                self.read.append((node_id, index, slot))  # a bypassed node's kept outputs
+            return slot
+
+        for recorded in schedule:
+            if isinstance(recorded, tuple):
+                node_id, key = recorded
+                if key is None:
+                    statuses[node_id] = FAILED
+                else:
+                    statuses[node_id] = CACHED
+                    loads: list[tuple[int, int]] = []
+                    hit_loads[node_id] = loads
+                    self.hits.append((node_id, key, loads))
+                continue
+            plan, node_id = recorded, recorded.node_id
+            self.run_plans.append(plan)
+            values = plan.instance.values  # replaced by a value edit, which drops the schedule
+            reads: list[int] = []
+            for kind, first, second in plan.args:
+                if kind == _LINKED:
+                    found = value_slot.get(first) if not second else other_slot.get((first, second))
+                    reads.append(source(first, second) if found is None else found)
+                elif kind == _STORED:
+                    reads.append(len(slots))
+                    add_slot(values[first])
+                elif kind == _STORED_PULL:
+                    reads.append(len(slots))
+                    add_slot(StoredPull(values[first]))
+                else:  # _FED_BACK (a pulled input never gets here: its node is not replayed)
+                    self.fed.append((len(slots), first, values[second]))
+                    reads.append(len(slots))
+                    add_slot(None)
+            get = itemgetter(*reads) if len(reads) > 1 else _getter(reads)
+            kept = outputs.get(node_id) or plan.defaults
+            out = value_slot[node_id] = len(slots)
+            if plan.single:
+                add_slot(kept[0])
+                add_step((plan.fn, get, out))
+                add_plan(plan)
+                single.append((node_id, out))
+                continue
+            add_slot(tuple(kept))
+            add_step((_as_tuple(plan.fn), get, out))
+            add_plan(plan)
+            multi.append((node_id, out))
+            for index in range(len(plan.defaults)):
+                pick = len(slots)
+                add_slot(kept[index])
+                if index:
+                    other_slot[(node_id, index)] = pick
+                else:
+                    value_slot[node_id] = pick
+                add_step((itemgetter(index), _getter([out]), pick))
+                add_plan(plan)
+        statuses.update(dict.fromkeys([plan.node_id for plan in self.run_plans], OK))
+        self.statuses = statuses
+        self._failure_maps: tuple[dict[int, str], dict[int, int]] | None = None
+        self.slots = slots
+        self.hit_ids = [node_id for node_id, _, _ in self.hits]
+        self.single, self.multi = single, multi
+        # Outputs read every frame from outside (roots, feedback sources) are written every
+        # frame; the context is handed how to write the others when someone reads them.
+        read = set(evaluator._root_ids())
+        read.update(link.src for link in evaluator._feedback_link_list())
+        self.write_read = _writer(
+            slots, [p for p in single if p[0] in read], [p for p in multi if p[0] in read]
+        )
+        self.write_held = _writer(
+            slots, [p for p in single if p[0] not in read], [p for p in multi if p[0] not in read]
+        )
+        self.held = frozenset(plan.node_id for plan in self.run_plans) - read
+        self.timing = False  # time the next replay step by step (the last one ran over budget)
+        self.replayed_at = evaluator.ctx.frames_run - 1  # slots hold the outputs of that frame
+        self.hot: HotSteps | None = None
+        self.hot_for: Any = None  # the profiler `hot` was made for (it interns its node ids)
+
+    def run(self, evaluator: LazyEvaluator) -> bool:
+        """Replay one frame; False if a hit is no longer cached (then nothing ran, and the caller
+        walks the frame)."""
+        ctx = evaluator.ctx
+        cache = ctx.cache
+        entries: list[CacheEntry] = []
+        for node_id, key, _ in self.hits:
+            entry = cache.get(node_id)
+            if entry is None or entry.key != key:
+                found = ctx.recall(node_id, key)  # an identical node's result
+                if found is None:
+                    return False
+                entry = found
+            entries.append(entry)
+        observer = evaluator.observer
+        status, errors = observer.status, observer.errors
+        outputs, slots = evaluator._outputs, self.slots
+        if self.replayed_at != ctx.frames_run - 1:  # frames ran meanwhile without it
+            ctx.write_outputs()
+            self._reload(outputs)
+        status.update(self.statuses)  # into the empty dict of a new frame: one copy
+        for (node_id, _, loads), entry in zip(self.hits, entries, strict=True):
+            outputs[node_id] = entry.outputs
+            for index, slot in loads:
+                slots[slot] = entry.outputs[index]
+            if entry.error:
+                status[node_id] = FAILED
+                errors[node_id] = entry.error
+        for slot, pin, default in self.fed:
+            slots[slot] = ctx.feedback.get(pin, default)
+        profiler = observer.profiler
+        if self.hits:
+            profiler.hits_served(self.hit_ids)
+        deferred: list[str] = []
+        started = busy_clock()
+        if self.timing or profiler.timing:
+            self.timing = False
+            starts, times = self._run_timed(evaluator, deferred)
+            took = busy_clock() - started
+            if profiler.current is not None:
+                profiler.hot_ran(self._hot_steps(profiler), started, took, starts, times)
+        else:
+            self._run(evaluator, deferred)
+            took = busy_clock() - started
+            if took > ctx.time_budget:
+                self.timing = True  # the next replay finds the node and bypasses it
+            if profiler.current is not None:
+                profiler.hot_ran(self._hot_steps(profiler), started, took)
+        self.write_read(outputs)
+        ctx.hold_outputs(self.held, self.write_held)
+        if deferred:
+            self._unsettle(evaluator._unsettled, deferred)
+        observer.nodes_run += len(self.run_plans)
+        self.replayed_at = ctx.frames_run
+        return True
+
+    def _run(self, evaluator: LazyEvaluator, deferred: list[str]) -> None:
+        """The steps in order; a step that raises keeps its slot (the last good output), is
+        reported, and the loop resumes after it."""
+        steps, slots = self.steps, self.slots
+        start = 0
+        while True:
+            try:
+                for call, get, out in steps[start:] if start else steps:
+                    slots[out] = call(*get(slots))
+                return
+            except Exception as problem:
+                self._failed(evaluator, out, problem, deferred)
+                start = self._failure_map()[1][out] + 1
+
+    def _run_timed(
+        self, evaluator: LazyEvaluator, deferred: list[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The steps with a clock read after each, bypassing a node over the budget; returns
+        the start (on `busy_clock`) and the seconds of each step. In a frame the garbage
+        collector ran in, a step over the budget is not bypassed but timed again next frame."""
+        steps, slots, clock = self.steps, self.slots, time.perf_counter
+        collected = collector_seconds()
+        offset = busy_clock() - clock()
+        stamps = [clock()]
+        stamp = stamps.append
+        for call, get, out in steps:
+            try:
+                slots[out] = call(*get(slots))
+            except Exception as problem:
+                self._failed(evaluator, out, problem, deferred)
+            stamp(clock())
+        ends = np.asarray(stamps)
+        times = np.diff(ends)
+        ctx = evaluator.ctx
+        over = np.flatnonzero(times > ctx.time_budget)
+        if over.size and collector_seconds() != collected:
+            self.timing = True
+        elif over.size:
+            observer = evaluator.observer
+            for k in over.tolist():
+                node_id = self.step_plans[k].node_id
+                observer.status[node_id] = FAILED
+                observer.errors[node_id] = ctx.bypass(node_id, float(times[k]))
+        return ends[:-1] + offset, times
+
+    def _failed(
+        self, evaluator: LazyEvaluator, out: int, problem: Exception, deferred: list[str]
+    ) -> None:
+        node_id = self._failure_map()[0][out]
+        observer = evaluator.observer
+        if isinstance(problem, Deferred):
+            observer.status[node_id] = DEFERRED
+            deferred.append(node_id)
+        else:
+            observer.status[node_id] = FAILED
+            observer.errors[node_id] = error_text(problem)
+
+    def _failure_map(self) -> tuple[dict[int, str], dict[int, int]]:
+        """Per out slot: its node and its step number (made on the first failure)."""
+        if self._failure_maps is None:
+            pairs = zip(self.steps, self.step_plans, strict=True)
+            owner = {out: plan.node_id for (_, _, out), plan in pairs}
+            self._failure_maps = (owner, {out: k for k, (_, _, out) in enumerate(self.steps)})
+        return self._failure_maps
+
+    def _unsettle(self, unsettled: set[str], deferred: list[str]) -> None:
+        """Mark the deferred nodes and what they feed in this frame as unsettled."""
+        unsettled.update(deferred)
+        for plan in self.run_plans:
+            if any(src in unsettled for src in plan.eager):
+                unsettled.add(plan.node_id)
+
+    def _reload(self, outputs: dict[str, tuple[Any, ...]]) -> None:
+        """Load the last good outputs the context holds into the slots."""
+        slots = self.slots
+        for node_id, out in self.single:
+            kept = outputs.get(node_id)
+            if kept:
+                slots[out] = kept[0]
+        for node_id, out in self.multi:
+            kept = outputs.get(node_id)
+            if kept:
+                slots[out] = tuple(kept)
+        for node_id, index, slot in self.read:
+            kept = outputs.get(node_id)
+            if kept:
+                slots[slot] = kept[index]
+
+    def _hot_steps(self, profiler: Any) -> HotSteps:
+        if self.hot is None or self.hot_for is not profiler:
+            plans = self.step_plans
+            self.hot = HotSteps([p.node_id for p in plans], [p.reason for p in plans])
+            self.hot_for = profiler
+        return self.hot
 
 
 class LazyEvaluator:
@@ -151,6 +474,9 @@ class LazyEvaluator:
         patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
         self.ctx.settings = patch.settings
+        # The context's outputs dict itself, read without writing held outputs first: the walk
+        # writes them when it starts, the replay holds them (see `_Replay`).
+        self._outputs = self.ctx.outputs
         self.ctx.folder = patch.folder
         self.analysis = LiveAnalysis(patch)
         self.last_frame_seconds = 0.0
@@ -159,8 +485,6 @@ class LazyEvaluator:
         self._roots: list[str] | None = None
         self._feedback_links: list[Link] | None = None
         self._keepers: dict[Link, Callable[[Any], Any]] = {}  # per feedback link: bind_capture
-        self._serial = 0
-        self._visited: dict[str, int] = {}
         self.observer = observer if observer is not None else FrameObserver()
         self._status = self.observer.status  # this frame's status of every node visited
         self._errors = self.observer.errors
@@ -169,10 +493,7 @@ class LazyEvaluator:
         self._schedule: list[_Step] | None = None  # the last root phase, to replay
         self._schedule_epoch = -1  # the bypass epoch the schedule was recorded at
         self._trace: list[_Step] | None = None  # the root phase being recorded, if replayable
-        self._replay_steps: (
-            tuple[list[_ReplayStep], dict[str, NodeStatus], list[str], np.ndarray] | None
-        ) = None
-        self._replay_indices: tuple[Any, np.ndarray] = (None, _NO_INDICES)  # profiler, its ids
+        self._replay: _Replay | None = None  # the schedule as steps, once it is replayed
         self._unsubscribe = patch.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- public API
@@ -192,7 +513,6 @@ class LazyEvaluator:
     def evaluate_frame(self) -> None:
         """Evaluate the roots at the context's current clock (the dual evaluator advances it)."""
         self.patch.flush()
-        self._serial += 1
         self.observer.begin_frame()
         profiler = self.observer.profiler
         profiler.begin(self.ctx.frame)
@@ -201,14 +521,15 @@ class LazyEvaluator:
         self._unsettled = set()
         epoch = self.ctx.bypass_epoch
         schedule = self._schedule if self._schedule_epoch == epoch else None
-        if schedule is None or not self._replay(schedule):
-            self._trace = [] if schedule is None else None
+        if schedule is not None and self._replay is None:
+            self._replay = _Replay(self, schedule)
+        if schedule is None or self._replay is None or not self._replay.run(self):
+            self._trace = []
             for root in self._root_ids():
                 self._evaluate(root)
             replayable = self._trace is not None and self.ctx.bypass_epoch == epoch
             self._schedule = self._trace if replayable else None
-            self._replay_steps = None
-            self._replay_indices = (None, _NO_INDICES)
+            self._replay = None
             self._schedule_epoch = epoch
             self._trace = None
         self._capture_feedback()
@@ -298,6 +619,7 @@ class LazyEvaluator:
         self._schedule = None
 
     def close(self) -> None:
+        self.ctx.write_outputs()
         self._unsubscribe()
         if self._own_view:
             self.patch.close()
@@ -333,214 +655,86 @@ class LazyEvaluator:
         return plan
 
     def _evaluate(self, root: str) -> None:
-        serial, visited = self._serial, self._visited
-        if visited.get(root) == serial:
+        """Evaluate `root` and what it needs: a node is visited (bypassed, cache hit, or its
+        eager inputs pushed with a marker to run it under them) and run once its inputs are
+        done. A node with a status this frame was evaluated already."""
+        status = self._status
+        if root in status:
             return
-        cache, outputs, info = self.ctx.cache, self.ctx.outputs, self.analysis.info
-        status, plans, memo = self._status, self._plans, self.analysis.memo
-        bypassed = self.ctx.bypassed
+        ctx = self.ctx
+        ctx.write_outputs()  # what a replay holds: the walk reads outputs
+        cache, outputs, bypassed = ctx.cache, self._outputs, ctx.bypassed
+        plans, memo, info = self._plans, self.analysis.memo, self.analysis.info
         hit = self.observer.profiler.hit
         ran = 0
-        stack = [root]
+        stack: list[Any] = [root]  # node ids to visit, (plan, class, key) of nodes to run
+        pop, push = stack.pop, stack.append
         while stack:
-            node_id = stack[-1]
-            if visited.get(node_id) == serial:
-                stack.pop()
-                continue
-            if node_id in bypassed:
-                status[node_id] = FAILED
-                self._errors[node_id] = bypassed[node_id]
-                if node_id not in outputs:
-                    outputs[node_id] = default_outputs(self.patch.nodes[node_id].spec)
-                self._trace = None  # bypassed nodes are not replayed
-                visited[node_id] = serial
-                stack.pop()
-                continue
-            cls, key = memo.get(node_id) or info(node_id)
-            if cls != HOT:
-                entry = cache.get(node_id)
-                if entry is None or entry.key != key:
-                    entry = self.ctx.recall(node_id, key)  # an identical node's result
-                if entry is not None and entry.key == key:
-                    outputs[node_id] = entry.outputs
-                    if entry.error:
-                        status[node_id] = FAILED
-                        self._errors[node_id] = entry.error
-                    else:
-                        status[node_id] = CACHED
-                    hit(node_id)
-                    if self._trace is not None:
-                        self._trace.append((None, node_id, key))
-                    visited[node_id] = serial
-                    stack.pop()
+            item = pop()
+            if item.__class__ is str:
+                node_id = item
+                if node_id in status:
                     continue
-            plan = plans.get(node_id) or self._plan(node_id)
-            pending = False
-            for src in plan.eager:
-                if visited.get(src) != serial:
-                    stack.append(src)
-                    pending = True
-            if pending:
-                continue
+                if node_id in bypassed:
+                    status[node_id] = FAILED
+                    self._errors[node_id] = bypassed[node_id]
+                    if node_id not in outputs:
+                        outputs[node_id] = default_outputs(self.patch.nodes[node_id].spec)
+                    if self._trace is not None:
+                        self._trace.append((node_id, None))
+                    continue
+                cls, key = memo.get(node_id) or info(node_id)
+                if cls != HOT:
+                    entry = cache.get(node_id)
+                    if entry is None or entry.key != key:
+                        entry = ctx.recall(node_id, key)  # an identical node's result
+                    if entry is not None and entry.key == key:
+                        outputs[node_id] = entry.outputs
+                        if entry.error:
+                            status[node_id] = FAILED
+                            self._errors[node_id] = entry.error
+                        else:
+                            status[node_id] = CACHED
+                        hit(node_id)
+                        if self._trace is not None:
+                            self._trace.append((node_id, key))
+                        continue
+                plan = plans.get(node_id) or self._plan(node_id)
+                waiting = False
+                for src in plan.eager:
+                    if src not in status:
+                        if not waiting:
+                            push((plan, cls, key))
+                            waiting = True
+                        push(src)
+                if waiting:
+                    continue
+            else:
+                plan, cls, key = item
+                if plan.node_id in status:
+                    continue
             ran += 1
             if self._trace is not None:
                 if cls == HOT and not plan.pulls:
-                    self._trace.append((plan, node_id, key))
+                    self._trace.append(plan)
                 else:
                     self._trace = None  # cold runs become hits; pulls vary frame to frame
             self._run_node(plan, cls, key)
-            visited[node_id] = serial
-            stack.pop()
         self.observer.nodes_run += ran
-
-    def _replay(self, schedule: list[_Step]) -> bool:
-        """Run the recorded root phase step by step as `_evaluate` and `_run_node` would (HOT
-        runs without lazy pulls, cache hits); False if a hit is no longer cached (the caller
-        then walks from the roots to finish the frame)."""
-        if self._replay_steps is None:
-            self._replay_steps = self._compile_schedule(schedule)
-        steps, done_template, run_ids, run_reasons = self._replay_steps
-        runs = len(run_ids)
-        serial, visited = self._serial, self._visited
-        ctx = self.ctx
-        outputs, cache, feedback, budget = ctx.outputs, ctx.cache, ctx.feedback, ctx.time_budget
-        status, errors, unsettled = self._status, self._errors, self._unsettled
-        record = self._record
-        timed: list[float] = []  # start and seconds of each run, for the profiler
-        note = timed.append
-        hit = self.observer.profiler.hit
-        collector, clock = _COLLECTOR_TIME, time.perf_counter
-        odd: dict[str, NodeStatus] = {}  # statuses other than the recorded ones (OK, CACHED)
-        # One clock read per run: a run's time starts where the previous one's ended, so it
-        # includes the replay's own few steps in between (well under a microsecond).
-        started = clock() - collector.spent
-        done = 0
-        try:
-            for plan, node_id, src, index, before, after in steps:
-                if plan is None:  # a cache hit, if its result is still there
-                    entry = cache.get(node_id)
-                    if entry is None or entry.key != index:
-                        entry = ctx.recall(node_id, index)
-                    if entry is None or entry.key != index:
-                        return False
-                    outputs[node_id] = entry.outputs
-                    if entry.error:
-                        odd[node_id] = FAILED
-                        errors[node_id] = entry.error
-                    hit(node_id)
-                    done += 1
-                    continue
-                settled = True
-                if before is not None:  # stored values around at most one linked value
-                    if src is None:
-                        args: Any = before
-                    else:
-                        args = (*before, outputs[src][index], *after)  # type: ignore[misc]
-                        if unsettled and src in unsettled:
-                            settled = False
-                else:
-                    values = plan.instance.values
-                    args = []
-                    for kind, first, second in plan.args:
-                        if kind == _LINKED:
-                            args.append(outputs[first][second])
-                            if unsettled and first in unsettled:
-                                settled = False
-                        elif kind == _STORED:
-                            args.append(values[first])
-                        elif kind == _STORED_PULL:
-                            args.append(StoredPull(values[first]))
-                        else:  # _FED_BACK
-                            args.append(feedback.get(first, values[second]))
-                try:
-                    result = plan.fn(*args)
-                except Deferred:
-                    odd[node_id] = DEFERRED
-                    settled = False
-                    if node_id not in outputs:
-                        outputs[node_id] = plan.defaults
-                except Exception as problem:
-                    odd[node_id] = FAILED
-                    errors[node_id] = error_text(problem)
-                    if node_id not in outputs:
-                        outputs[node_id] = plan.defaults
-                else:
-                    outputs[node_id] = (result,) if plan.single else tuple(result)
-                ended = clock() - collector.spent
-                took = ended - started
-                if took > budget:
-                    odd[node_id] = FAILED
-                    errors[node_id] = ctx.bypass(node_id, took)
-                note(started)
-                note(took)
-                if not settled:
-                    unsettled.add(node_id)
-                started = ended
-                done += 1
-        finally:
-            if record is not None and timed:
-                profiler = self.observer.profiler
-                if self._replay_indices[0] is not profiler:
-                    self._replay_indices = (profiler, profiler.run_indices(run_ids))
-                count = len(timed) // 2
-                nodes = self._replay_indices[1][:count]
-                profiler.replayed(nodes, run_reasons[:count], timed[0::2], timed[1::2])
-            if done == len(steps):
-                self.observer.nodes_run += runs
-                visited.update(dict.fromkeys(done_template, serial))
-                status.update(done_template)
-            else:
-                self.observer.nodes_run += sum(step[0] is not None for step in steps[:done])
-                finished = [step[1] for step in steps[:done]]
-                visited.update(dict.fromkeys(finished, serial))
-                status.update({node_id: done_template[node_id] for node_id in finished})
-            status.update(odd)
-        return True
-
-    def _compile_schedule(
-        self, schedule: list[_Step]
-    ) -> tuple[list[_ReplayStep], dict[str, NodeStatus], list[str], np.ndarray]:
-        """The replay's steps for a recorded schedule, and the status each node gets unless it
-        fails or defers. A node whose arguments are stored values and at most one eager link
-        gets them bound now (stored values only change with an edit, which drops the schedule)."""
-        steps: list[_ReplayStep] = []
-        statuses: dict[str, NodeStatus] = {}
-        for plan, node_id, key in schedule:
-            if plan is None:
-                steps.append((None, node_id, None, key, None, None))
-                statuses[node_id] = CACHED
-                continue
-            statuses[node_id] = OK
-            kinds = [kind for kind, _, _ in plan.args]
-            simple = set(kinds) <= {_STORED, _LINKED} and kinds.count(_LINKED) <= 1
-            if not simple:
-                steps.append((plan, node_id, None, 0, None, None))
-                continue
-            values = plan.instance.values
-            bound = [values[first] if kind == _STORED else None for kind, first, _ in plan.args]
-            if _LINKED not in kinds:
-                steps.append((plan, node_id, None, 0, tuple(bound), ()))
-                continue
-            at = kinds.index(_LINKED)
-            _, src, index = plan.args[at]
-            steps.append((plan, node_id, src, index, tuple(bound[:at]), tuple(bound[at + 1 :])))
-        run_plans = [plan for plan, _, _ in schedule if plan is not None]
-        reasons = np.asarray([p.reason for p in run_plans], dtype=np.uint8)
-        return steps, statuses, [p.node_id for p in run_plans], reasons
 
     def _run_node(self, plan: _Plan, cls: str, key: int) -> None:
         node_id = plan.node_id
-        outputs, values, unsettled = self.ctx.outputs, plan.instance.values, self._unsettled
+        outputs, values, unsettled = self._outputs, plan.instance.values, self._unsettled
         args: list[Any] = []
         pulls: list[_LinkPull] = []
         settled = True
         for kind, first, second in plan.args:
-            if kind == _STORED:
-                args.append(values[first])
-            elif kind == _LINKED:
+            if kind == _LINKED:
                 args.append(outputs[first][second])
-                if first in unsettled:
+                if unsettled and first in unsettled:
                     settled = False
+            elif kind == _STORED:
+                args.append(values[first])
             elif kind == _PULL:
                 pull = _LinkPull(self, first, second)
                 pulls.append(pull)
@@ -552,7 +746,8 @@ class LazyEvaluator:
         error = None
         record = self._record
         mark = len(record.pending) if pulls and record is not None else 0
-        started = busy_clock()
+        collector = _COLLECTOR_TIME
+        started = _clock() - collector.spent
         try:
             result = plan.fn(*args)
         except Deferred:
@@ -565,7 +760,7 @@ class LazyEvaluator:
         else:
             outputs[node_id] = (result,) if plan.single else tuple(result)
             self._status[node_id] = OK
-        took = busy_clock() - started
+        took = _clock() - collector.spent - started
         if took > self.ctx.time_budget:
             self._status[node_id] = FAILED
             self._errors[node_id] = self.ctx.bypass(node_id, took)
@@ -590,7 +785,8 @@ class LazyEvaluator:
             entry = CacheEntry(key, outputs[node_id], error)
             self.ctx.remember(node_id, entry, not plan.instance.spec.stateful)
 
-    def _capture_feedback(self) -> None:
+    def _feedback_link_list(self) -> list[Link]:
+        """The links into feedback inputs, in a fixed order (made once per structure)."""
         if self._feedback_links is None:
             found = [
                 link
@@ -603,15 +799,17 @@ class LazyEvaluator:
                 link: bind_capture(self.patch.nodes[link.dst].spec, self.ctx, link.dst)
                 for link in self._feedback_links
             }
-        if not self._feedback_links:
+        return self._feedback_links
+
+    def _capture_feedback(self) -> None:
+        links = self._feedback_link_list()
+        if not links:
             return
         ran = {OK, FAILED, DEFERRED}
         captured: set[Link] = set()
         while True:
             todo = [
-                link
-                for link in self._feedback_links
-                if link not in captured and self._status.get(link.dst) in ran
+                link for link in links if link not in captured and self._status.get(link.dst) in ran
             ]
             if not todo:
                 return
