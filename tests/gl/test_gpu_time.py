@@ -2,6 +2,7 @@
 
 The times are read at least `GPUTimer.lag` frames late and only once GL says they are available;
 frames here run without `finish` so nothing but the queries' own availability brings them in.
+The panel test writes tests/artifacts/profiler_gpu.png.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.cli import main
 from app.profile_costs import profile_costs
@@ -25,6 +27,7 @@ from tests.evaluator_kinds import evaluator_for_tests
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
 
 FRAMES = 10
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 def blur_patch() -> Patch:
@@ -184,3 +187,27 @@ def test_profile_command_reports_gpu_time_and_a_gpu_track(tmp_path: Path, capsys
     assert float(rows["big"][5]) > float(rows["small"][5]) > 0.0  # the gpu ms column
     assert rows["t"][5:] == ["non-deterministic", str(FRAMES)]  # blank: t does not draw
     assert lines[-1] == "gpu ms: mean GPU time per frame (GL timer queries)"
+
+
+def test_the_profiler_panel_shows_gpu_ms(service: GLService, qtbot: Any) -> None:
+    from app.profile_costs import profile_reply
+    from app.qt_profiler import GPU_MS, QtProfilerPanel
+
+    evaluator = run(service, "dual", FRAMES)
+    try:
+        panel = QtProfilerPanel()
+        qtbot.addWidget(panel)
+        panel.resize(900, 260)
+        panel.show_reply(profile_reply(evaluator, None, 50))
+        paths = panel.shown_paths()
+        gpu = {path: panel.proxy.index(r, GPU_MS).data() for r, path in enumerate(paths)}
+        assert float(gpu["big"]) > float(gpu["small"]) > 0.0
+        assert gpu["t"] == "" and gpu["big_out"] == ""  # they do not draw
+        panel.table.sortByColumn(GPU_MS, Qt.SortOrder.DescendingOrder)
+        assert panel.shown_paths()[0] == "big"
+        assert "GPU n/a" not in panel.summary.text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        assert panel.grab().save(str(ARTIFACTS / "profiler_gpu.png"))
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
