@@ -72,6 +72,9 @@ class GPUTimer:
     lag = 3
     max_pending = 16
     max_age = 120
+    #: Draws timed in one frame at most: a frame nobody closes (its profiler went away while
+    #: others draw on) stops timing there.
+    max_spans = 4096
 
     def __init__(self, ctx: Any) -> None:
         self.available = False
@@ -153,7 +156,7 @@ class GPUTimer:
         """Begin a query for a draw by `owner`; False (nothing begun) when not armed, for a
         draw nobody owns, or inside another span."""
         slot = self._slot
-        if slot is None or owner is None or self._open:
+        if slot is None or owner is None or self._open or len(slot.spans) >= self.max_spans:
             return False
         if not self._free:
             names = (_UINT * _BATCH)()

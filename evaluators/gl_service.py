@@ -465,8 +465,10 @@ class GLService:
     def time_nodes(self, token: Any) -> None:
         """Time the draws into owned targets from now on as one frame reported with `token`
         (closing the frame timed before); None stops timing. The profiler calls it as each
-        profiled frame begins."""
+        profiled frame begins. Does nothing once the service is closed."""
         timer = self._timer
+        if self._closed:
+            return
         if timer is None:
             if token is None:
                 return
@@ -482,13 +484,15 @@ class GLService:
         """(token, GPU seconds per node) of the timed frames whose results are in, at least
         `GPUTimer.lag` frames after they were timed; never waits for the GPU."""
         timer = self._timer
-        if timer is None or not timer.pending:
+        if timer is None or not timer.pending or self._closed:
             return []
         with self.current():
             return timer.collect()
 
     def node_timing_problem(self) -> str:
         """Why draws cannot be timed on this context; "" when they can."""
+        if self._closed:
+            return "the GL service is closed"
         if self._timer is None:
             with self.current():
                 self._timer = GPUTimer(self.ctx)

@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt
 
 from app.cli import main
 from app.profile_costs import profile_costs
-from evaluators import EvaluatorKind
+from evaluators import EvaluatorKind, Profiler
 from evaluators._gpu_timer import GL_QUERY_RESULT, GL_QUERY_RESULT_AVAILABLE, GPUTimer
 from evaluators.gl_service import GLService
 from nodes import Patch, save_patch
@@ -211,3 +211,30 @@ def test_the_profiler_panel_shows_gpu_ms(service: GLService, qtbot: Any) -> None
     finally:
         evaluator.close()
         evaluator.ctx.release_all()
+
+
+def test_a_closed_service_or_a_frame_left_open_never_breaks_a_frame() -> None:
+    service = GLService.standalone((64, 64))
+    evaluator = run(service, "flat", 2)
+    try:
+        timer = service._timer
+        assert timer is not None
+        timer.max_spans = 3
+        timer.arm(("a frame nobody closes", None))
+        # Its profiler gone, a new one that is off (so never told the service anything): the
+        # draws go on, timed at most 3 times.
+        evaluator.observer.profiler = Profiler()
+        evaluator.observer.profiler.enabled = False
+        for frame in range(2, 6):
+            with service.frame(finish=False):
+                evaluator.run_frame(frame / 60.0, frame)
+        assert timer._slot is not None and len(timer._slot.spans) == 3
+        service.close()
+        evaluator.observer.profiler.enabled = True
+        evaluator.run_frame(6 / 60.0, 6)  # GPU nodes fail on a closed service; nothing raises
+        assert "GLService is closed" in (evaluator.error("noise") or "")
+        assert service.node_timing_problem() == "the GL service is closed"
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
+        service.close()
