@@ -316,13 +316,14 @@ class Profiler:
         """Follow the GL service of this frame: stop timing on one that is no longer used, or
         when profiling is off; note whether the new one can time draws."""
         timing = gpu if self.enabled and callable(getattr(gpu, "time_nodes", None)) else None
-        if self._gpu is not None and self._gpu is not timing:
-            self._gpu.time_nodes(None)
-        self._gpu = timing
-        if timing is not None and self.gpu_problem != "":
+        previous = self._gpu
+        if previous is not None and previous is not timing:
+            previous.time_nodes(None)
+        if timing is not None and timing is not previous:
             self.gpu_problem = str(timing.node_timing_problem())
             if self.gpu_problem:
-                self._gpu = None
+                timing = None
+        self._gpu = timing
 
     def _add_gpu(self, record: FrameRecord, times: dict[str, float]) -> None:
         """File a frame's GPU times (see the module note)."""
