@@ -8,8 +8,8 @@ ran. `--json` prints the same as one JSON document; `--trace OUT.json` writes th
 Chrome / Perfetto trace (Trace Event Format: open it in ui.perfetto.dev or chrome://tracing).
 Frames longer than `--budget` seconds (default 1/60) are counted and listed.
 
-GPU time: with a GL context, each node's draws are timed by GL timer queries, read a few frames
-late (evaluators/_gpu_timer.py): the "gpu ms" column (JSON `gpu_ms`, per node) is the mean GPU
+GPU time: with a GL context, each node's draws are timed by GL timer queries in every frame (the
+profiler here samples every frame), read a few frames late (evaluators/_gpu_timer.py): the "gpu ms" column (JSON `gpu_ms`, per node) is the mean GPU
 time per frame, blank for nodes that do not draw; the trace has a "gpu" track. When the draws
 cannot be timed (no GL context, or no timer queries) the column reads "n/a" and `gpu_status`
 says why.

@@ -1,7 +1,8 @@
 """GPU time per node: GL timer queries, read a few frames late so the pipeline never stalls.
 
 The GL service (evaluators/gl_service.py) owns one `GPUTimer`. While the profiler asks for it
-(`arm(token)` at the start of each profiled frame, `arm(None)` to stop), every draw into a target a
+(`arm(token)` at the start of each frame it samples, `arm(None)` at the start of the others, which
+costs no GL call when nothing is being timed), every draw into a target a
 node owns is wrapped in a GL_TIME_ELAPSED query labelled with that node (`open(owner)` / `close()`;
 one query at a time: GL forbids nesting them, so a draw made inside another's span is counted in
 it). A frame's queries form a slot; arming the next frame closes the slot and calls glFlush, which

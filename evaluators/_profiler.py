@@ -28,12 +28,13 @@ Times are self times: what a node's lazy inputs evaluated while it ran (pulled n
 on their own) is taken off its time (`since`, `nested_seconds`, and `hot_ran` for a flat HOT
 step).
 
-GPU time per node: when a frame runs with a GL service (`begin(frame, gpu)`), the service times
-each node's draws with GL timer queries (evaluators/_gpu_timer.py) and hands the times over at
-least three frames later, when they are ready, never waiting for the GPU; `end()` picks up those
-that are in and files them under the frame they were measured in (`FrameRecord.gpu`, and per-node
-totals: `gpu_ms`). `gpu_problem` says why there are none: None when no frame had a GL service,
-"" when the service times draws, else the reason (the context has no timer queries).
+GPU time per node: when a sampled frame (as for HOT steps) runs with a GL service
+(`begin(frame, gpu)`), the service times each node's draws with GL timer queries
+(evaluators/_gpu_timer.py) and hands the times over at least three frames later, when they are
+ready, never waiting for the GPU; `end()` picks up those that are in and files them under the
+frame they were measured in (`FrameRecord.gpu`, and per-node totals: `gpu_ms`). `gpu_problem`
+says why there are none: None when no frame had a GL service, "" when the service times draws,
+else the reason (the context has no timer queries).
 
 Kept: the last `frames` frame records (a ring), the frames longer than `budget` (the last
 `keep_over_budget` of them), and per node since the start: runs and hits by reason, measured
@@ -266,11 +267,11 @@ class Profiler:
             return
         self.frame = frame
         self.current = FrameRecord(frame, busy_clock(), self._names)
-        if self._gpu is not None:
-            self._gpu.time_nodes((self, self.current))
         self.frames_profiled += 1
         self.timing = self._time_next or self.frames_profiled % self.sample_every == 0
         self._time_next = False
+        if self._gpu is not None:
+            self._gpu.time_nodes((self, self.current) if self.timing else None)
         self._user_changed.clear()
 
     def end(self) -> None:
@@ -334,8 +335,8 @@ class Profiler:
             totals[node_id] = totals.get(node_id, 0.0) + seconds
 
     def gpu_ms(self) -> dict[str, float]:
-        """Mean GPU milliseconds per frame of each node that drew, over the frames whose GPU
-        times came in (empty when there are none: see `gpu_problem`)."""
+        """Mean GPU milliseconds per frame of each node that drew, over the (sampled) frames whose
+        GPU times came in (empty when there are none: see `gpu_problem`)."""
         frames = max(1, self.gpu_frames)
         return {node: seconds * 1e3 / frames for node, seconds in self._gpu_seconds.items()}
 

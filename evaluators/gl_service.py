@@ -464,8 +464,9 @@ class GLService:
 
     def time_nodes(self, token: Any) -> None:
         """Time the draws into owned targets from now on as one frame reported with `token`
-        (closing the frame timed before); None stops timing. The profiler calls it as each
-        profiled frame begins. Does nothing once the service is closed."""
+        (closing the frame timed before); None: this frame is not timed. The profiler calls it
+        as each frame begins, with a token on its sampled frames. Does nothing once the service
+        is closed."""
         timer = self._timer
         if self._closed:
             return
@@ -476,6 +477,7 @@ class GLService:
             timer = self._timer
             assert timer is not None
         if token is None and not timer.armed:
+            timer.arm(None)  # counts the frame (results are read frames later); no GL call
             return
         with self.current():
             timer.arm(token)

@@ -53,8 +53,16 @@ def service() -> Iterator[GLService]:
     made.close()
 
 
-def run(service: GLService, kind: EvaluatorKind, frames: int) -> Any:
+def timed_evaluator(service: GLService, kind: EvaluatorKind = "flat", sample_every: int = 1) -> Any:
+    """An evaluator of `blur_patch` whose profiler samples every `sample_every`-th frame (the
+    frames whose draws are timed)."""
     evaluator = evaluator_for_tests(kind, blur_patch(), gpu=service)
+    evaluator.observer.profiler = Profiler(sample_every=sample_every)
+    return evaluator
+
+
+def run(service: GLService, kind: EvaluatorKind, frames: int) -> Any:
+    evaluator = timed_evaluator(service, kind)
     for frame in range(frames):
         with service.frame(finish=False):
             evaluator.run_frame(frame / 60.0, frame)
@@ -120,7 +128,7 @@ class GLCalls:
 
 
 def test_results_are_read_late_and_only_when_available(service: GLService) -> None:
-    evaluator = evaluator_for_tests("flat", blur_patch(), gpu=service)
+    evaluator = timed_evaluator(service)
     try:
         profiler = evaluator.observer.profiler
         calls: GLCalls | None = None
@@ -145,7 +153,7 @@ def test_results_are_read_late_and_only_when_available(service: GLService) -> No
 
 
 def test_no_query_while_the_profiler_is_off(service: GLService) -> None:
-    evaluator = evaluator_for_tests("flat", blur_patch(), gpu=service)
+    evaluator = timed_evaluator(service)
     try:
         profiler = evaluator.observer.profiler
         profiler.enabled = False
@@ -161,6 +169,22 @@ def test_no_query_while_the_profiler_is_off(service: GLService) -> None:
         assert profiler.gpu_frames == FRAMES - GPUTimer.lag
         assert set(profiler.gpu_ms()) == {"noise", "small", "big"}
         assert profile_costs(evaluator, 10)["gpu_status"] == ""
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
+
+
+def test_only_sampled_frames_are_timed(service: GLService) -> None:
+    evaluator = timed_evaluator(service, sample_every=4)
+    try:
+        profiler = evaluator.observer.profiler
+        for frame in range(12):
+            with service.frame(finish=False):
+                evaluator.run_frame(frame / 60.0, frame)
+        # Sampled: the first frame, then every 4th profiled one (frames 3, 7, 11); frame 11's
+        # times are due three frames later.
+        assert [record.frame for record in profiler.frames if record.gpu] == [0, 3, 7]
+        assert profiler.gpu_frames == 3 and set(profiler.gpu_ms()) == {"noise", "small", "big"}
     finally:
         evaluator.close()
         evaluator.ctx.release_all()
