@@ -9,10 +9,10 @@ Chrome / Perfetto trace (Trace Event Format: open it in ui.perfetto.dev or chrom
 Frames longer than `--budget` seconds (default 1/60) are counted and listed.
 
 GPU time: with a GL context, each node's draws are timed by GL timer queries in every frame (the
-profiler here samples every frame), read a few frames late (evaluators/_gpu_timer.py): the "gpu ms" column (JSON `gpu_ms`, per node) is the mean GPU
-time per frame, blank for nodes that do not draw; the trace has a "gpu" track. When the draws
-cannot be timed (no GL context, or no timer queries) the column reads "n/a" and `gpu_status`
-says why.
+profiler here samples every frame), read a few frames late (evaluators/_gpu_timer.py): the "gpu
+ms" column (JSON `gpu_ms`, per node) is the mean GPU time per frame, blank for nodes that do not
+draw; the trace has a "gpu" track. When the draws cannot be timed (no GL context, or no timer
+queries) the column reads "n/a" and `gpu_status` says why.
 
 Only the last `TRACE_FRAMES` frames are kept for medians and the trace (which holds the latest of
 them that fit in about a million events); counts and totals cover every frame. A file that cannot
