@@ -69,10 +69,12 @@ Engine -> editor
               report; the editor applies them as live edits (`set_value(..., live=True)`),
               except to pins it set in edits after `seq` (the last it had applied): a person's
               edit the engine had not heard of yet is newer
-    profile   {frames, costs, instances, explain}: the answer to `profile` (app.profile_costs):
-              `costs` is [[node path, runs, self_ms_per_frame, median_ms, reason], ...], the
-              costliest first; `instances` [[instance path, cumulative self ms per frame], ...]
-              for every subpatch instance; `explain` {node, lines} only when a node was asked
+    profile   {frames, costs, gpu_ms, gpu_status, instances, explain}: the answer to `profile`
+              (app.profile_costs): `costs` is [[node path, runs, self_ms_per_frame, median_ms,
+              reason], ...], the costliest first; `gpu_ms` {node path: GPU ms per frame} for
+              listed nodes that drew, `gpu_status` "" when draws are timed, else why not;
+              `instances` [[instance path, cumulative self ms per frame], ...] for every
+              subpatch instance; `explain` {node, lines} only when a node was asked
     error     {message}: a message that could not be applied (one line)
 
 The engine checks revisions after every `edits` message: its copy of the patch counts structural

@@ -8,13 +8,21 @@ the GPU to finish, as the output window does before it samples):
 - `readbacks_per_frame`: GPU -> CPU reads per frame of that chain (0: textures stay on the GPU),
   and of the chain with a `gpu.readback` node (1);
 - `pool_after_edits`: textures allocated by the pool before, after 100 and after 1,000 edit cycles
-  (a value edit, a resolution override toggled, a node added, linked and removed), and in use.
+  (a value edit, a resolution override toggled, a node added, linked and removed), and in use;
+- `gpu_timing`: the cost of timing each node's draws with GL timer queries
+  (evaluators/_gpu_timer.py), on the 10-pass chain at 64x64 (where a query weighs most against
+  its draw) and 512x512: median frame ms with the profiler off, on as it always is (its sampled
+  frames, 1 in 32, are timed), and sampling every frame (as `patchbay profile` does) without and
+  with the GPU queries; measured in alternating blocks of frames in one run; and the GPU ms per
+  frame the passes were given.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from evaluators import FlatEvaluator
@@ -115,6 +123,47 @@ def _pool_after_edits(gl: GLService, cycles: int = 1000) -> dict[str, int]:
     }
 
 
+@contextlib.contextmanager
+def _without_gpu_queries(gl: GLService) -> Iterator[None]:
+    """The profiler runs as usual but the service times no draw (for a side-by-side cost)."""
+    gl.time_nodes(None)
+    setattr(gl, "time_nodes", lambda token: None)  # noqa: B010 (an instance override, undone)
+    try:
+        yield
+    finally:
+        delattr(gl, "time_nodes")
+
+
+def _gpu_timing(gl: GLService, size: tuple[int, int], frames: int, rounds: int) -> dict[str, Any]:
+    patch, _ = chain_patch(size)
+    evaluator = FlatEvaluator(patch, gpu=gl)
+    profiler = evaluator.observer.profiler
+    sampling = profiler.sample_every
+    modes = ("profiler_off", "profiler_on", "every_frame_without_gpu_queries", "every_frame")
+    times: dict[str, list[float]] = {mode: [] for mode in modes}
+    _frame_times(gl, evaluator, 2)
+    for _ in range(rounds):
+        for mode in modes:
+            profiler.enabled = mode != "profiler_off"
+            profiler.sample_every = 1 if mode.startswith("every_frame") else sampling
+            quiet = _without_gpu_queries(gl) if mode == modes[2] else contextlib.nullcontext()
+            with quiet:
+                times[mode] += _frame_times(gl, evaluator, frames)
+    gpu_ms = profiler.gpu_ms()
+    evaluator.close()
+    evaluator.ctx.release_all()
+    medians = {mode: statistics.median(values) * 1e3 for mode, values in times.items()}
+    off = medians["profiler_off"]
+    return {
+        **{f"{mode}_frame_ms": ms for mode, ms in medians.items()},
+        "gpu_queries_cost_percent_every_frame": (medians["every_frame"] / medians[modes[2]] - 1.0)
+        * 100.0,
+        "profiler_cost_percent": (medians["profiler_on"] / off - 1.0) * 100.0,
+        "gpu_ms_per_frame_of_passes": sum(gpu_ms.values()),
+        "timed_nodes": len(gpu_ms),
+    }
+
+
 def gpu_bench(quick: bool = False) -> dict[str, Any]:
     """Run the GPU benchmark; see the module note. Times in milliseconds (medians)."""
     frames = 5 if quick else 30
@@ -136,6 +185,10 @@ def gpu_bench(quick: bool = False) -> dict[str, Any]:
                 "chain_with_readback_node": _readback_chain(gl, 3),
             },
             "pool_after_edits": _pool_after_edits(gl, 1000),
+            "gpu_timing": {
+                f"{w}x{h}": _gpu_timing(gl, (w, h), frames, 2 if quick else 6)
+                for w, h in ((64, 64), (512, 512))
+            },
         }
     finally:
         gl.close()

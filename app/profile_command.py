@@ -8,6 +8,12 @@ ran. `--json` prints the same as one JSON document; `--trace OUT.json` writes th
 Chrome / Perfetto trace (Trace Event Format: open it in ui.perfetto.dev or chrome://tracing).
 Frames longer than `--budget` seconds (default 1/60) are counted and listed.
 
+GPU time: with a GL context, each node's draws are timed by GL timer queries in every frame (the
+profiler here samples every frame), read a few frames late (evaluators/_gpu_timer.py): the "gpu
+ms" column (JSON `gpu_ms`, per node) is the mean GPU time per frame, blank for nodes that do not
+draw; the trace has a "gpu" track. When the draws cannot be timed (no GL context, or no timer
+queries) the column reads "n/a" and `gpu_status` says why.
+
 Only the last `TRACE_FRAMES` frames are kept for medians and the trace (which holds the latest of
 them that fit in about a million events); counts and totals cover every frame. A file that cannot
 be loaded or a trace that cannot be written is one line on stderr and exit status 2.
@@ -25,6 +31,7 @@ from typing import Any
 from app.engine import Engine
 from app.exit_codes import EXIT_BAD_INPUT
 from app.patch_info import uses_gpu
+from app.profile_costs import gpu_status
 from evaluators import Profiler
 from nodes import PatchError, load_patch
 
@@ -71,6 +78,7 @@ def profile_patch(
         "over_budget_frames": [record.frame for record in profiler.over_budget],
         "median_frame_seconds": statistics.median(seconds),
         "slowest_frame": {"frame": slowest.frame, "seconds": slowest.seconds},
+        "gpu_status": gpu_status(profiler),
     }
     return profiler, summary
 
@@ -83,15 +91,22 @@ def _text(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         f"{summary['slowest_frame']['seconds'] * 1e3:.3f} ms (frame "
         f"{summary['slowest_frame']['frame']}), {len(over)} over the "
         f"{summary['budget_seconds'] * 1e3:.1f} ms budget",
-        f"{'node':<24} {'runs':>6} {'hits':>6} {'total ms':>10} {'median ms':>10}  reasons",
+        f"{'node':<24} {'runs':>6} {'hits':>6} {'total ms':>10} {'median ms':>10} "
+        f"{'gpu ms':>8}  reasons",
     ]
+    status = summary["gpu_status"]
     for row in rows:
         reasons = ", ".join(f"{reason} {count}" for reason, count in row["reasons"].items())
+        gpu = "n/a" if status else "" if row["gpu_ms"] is None else f"{row['gpu_ms']:.3f}"
         lines.append(
             f"{row['node']:<24} {row['runs']:>6} {row['hits']:>6} "
-            f"{row['total_seconds'] * 1e3:>10.3f} {row['median_seconds'] * 1e3:>10.4f}  "
-            f"{reasons or '-'}"
+            f"{row['total_seconds'] * 1e3:>10.3f} {row['median_seconds'] * 1e3:>10.4f} "
+            f"{gpu:>8}  {reasons or '-'}"
         )
+    if status:
+        lines.append(f"gpu ms: n/a ({status})")
+    else:
+        lines.append("gpu ms: mean GPU time per frame (GL timer queries)")
     return "\n".join(lines)
 
 

@@ -14,6 +14,11 @@ path (`blob1`, `blob1/inner2`) and the instance's own node's (its pins), if it h
 cumulative time. Only nodes the evaluator plays now are listed (the profiler remembers removed
 ones too). An instance's `explain` lines start with its cumulative time and its costliest node.
 
+GPU time: `gpu_ms` maps the listed nodes that drew to their mean GPU milliseconds per frame (GL
+timer queries, evaluators/_gpu_timer.py); `gpu_status` is "" when the patch's draws are timed, else
+why there is no GPU time ("no GL context", or the context has no timer queries): the panel then
+shows "n/a".
+
 Working the costs out reads every node's totals (about 0.1 s at 10,000 nodes), so the engine and
 the editor answer through `ProfileAnswers`, which spends at most `PROFILE_BUSY_SHARE` of the time
 on it: a large patch's table refreshes less often; the explain lines are always new.
@@ -95,6 +100,15 @@ def with_explain(costs: dict[str, Any], evaluator: Any, node: str | None) -> dic
     return {**costs, "explain": {"node": node, "lines": lines}}
 
 
+NO_GL_CONTEXT = "no GL context"
+
+
+def gpu_status(profiler: Any) -> str:
+    """Empty when the profiler gets GPU times, else why not (see the module note)."""
+    problem = profiler.gpu_problem
+    return NO_GL_CONTEXT if problem is None else str(problem)
+
+
 def profile_costs(evaluator: Any, top: int) -> dict[str, Any]:
     """The `profile` message without `explain`: the costs and instances of the module note."""
     profiler = evaluator.observer.profiler
@@ -127,9 +141,12 @@ def profile_costs(evaluator: Any, top: int) -> dict[str, Any]:
         costs.append([path, row["runs"], round(self_ms, 4), round(median_ms, 4), reason])
     for path in instances:  # an instance's own node (its pins) counts too
         instances[path] += self_ms_of.get(path, 0.0)
+    gpu_ms = profiler.gpu_ms()
     return {
         "type": "profile",
         "frames": profiler.frames_profiled,
         "costs": costs,
+        "gpu_ms": {row[0]: round(gpu_ms[row[0]], 4) for row in costs if row[0] in gpu_ms},
+        "gpu_status": gpu_status(profiler),
         "instances": [[path, round(ms, 4)] for path, ms in sorted(instances.items())],
     }

@@ -7,7 +7,10 @@ editor asks the engine (the reply comes back as a message) or, without an engine
 its own evaluator at once. The table lists nodes (self ms per frame, which is also their
 cumulative time) and subpatch instances (cumulative: the self times of the nodes under their
 path); it is sorted by any column (numbers as numbers), and keeps the selected row across
-refreshes. Double-clicking a row asks the editor to select that node on the canvas
+refreshes. The "GPU ms/frame" column shows each node's mean GPU time per frame from GL timer
+queries (blank for a node that does not draw); it reads "n/a" in every row when the patch's draws
+cannot be timed (no GL context, or no timer queries), the reason in its tooltip and the summary.
+Double-clicking a row asks the editor to select that node on the canvas
 (`node_activated`); selecting a row, or a node on the canvas (`explain`), shows that node's
 `explain` lines under "Why did this run?".
 
@@ -43,8 +46,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-COLUMNS = ("node", "type", "runs", "self ms/frame", "cumulative ms/frame", "last reason")
-NODE, TYPE, RUNS, SELF_MS, CUMULATIVE_MS, REASON = range(len(COLUMNS))
+COLUMNS = (
+    "node", "type", "runs", "self ms/frame", "cumulative ms/frame", "GPU ms/frame", "last reason",
+)  # fmt: skip
+NODE, TYPE, RUNS, SELF_MS, CUMULATIVE_MS, GPU_MS, REASON = range(len(COLUMNS))
+GPU_NOT_AVAILABLE = "n/a"
 SORT_ROLE = Qt.ItemDataRole.UserRole
 REFRESH_MS = 500
 TOP = 200
@@ -83,6 +89,8 @@ class CostRow:
     cumulative_ms: float
     reason: str
     instance: bool = False
+    gpu_ms: float | None = None  # None: the node does not draw (or not timed yet)
+    gpu_status: str = ""  # why no draw can be timed ("": they are timed)
 
     def cell(self, column: int) -> Any:
         """What the table shows in `column`."""
@@ -96,6 +104,10 @@ class CostRow:
             return "" if self.self_ms is None else f"{self.self_ms:.3f}"
         if column == CUMULATIVE_MS:
             return f"{self.cumulative_ms:.3f}"
+        if column == GPU_MS:
+            if self.gpu_status:
+                return GPU_NOT_AVAILABLE
+            return "" if self.gpu_ms is None else f"{self.gpu_ms:.3f}"
         return self.reason
 
     def sort_key(self, column: int) -> Any:
@@ -106,6 +118,8 @@ class CostRow:
             return -1.0 if self.self_ms is None else self.self_ms
         if column == CUMULATIVE_MS:
             return self.cumulative_ms
+        if column == GPU_MS:
+            return -1.0 if self.gpu_ms is None or self.gpu_status else self.gpu_ms
         return str(self.cell(column)).lower()
 
 
@@ -118,6 +132,10 @@ def _number(value: Any) -> float | None:
 def rows_of(reply: dict[str, Any], type_of: Callable[[str], str]) -> list[CostRow]:
     """The table rows of a `profile` reply; malformed entries are left out."""
     rows: list[CostRow] = []
+    status = reply.get("gpu_status")
+    gpu_status = status if isinstance(status, str) else GPU_NOT_AVAILABLE
+    gpu_ms = reply.get("gpu_ms")
+    gpu_of = gpu_ms if isinstance(gpu_ms, dict) else {}
     costs = reply.get("costs")
     for entry in costs if isinstance(costs, list) else ():
         if not (isinstance(entry, list) and len(entry) == 5 and isinstance(entry[0], str)):
@@ -126,7 +144,11 @@ def rows_of(reply: dict[str, Any], type_of: Callable[[str], str]) -> list[CostRo
         if runs is None or self_ms is None:
             continue
         reason_text = str(reason) if isinstance(reason, str) else ""
-        rows.append(CostRow(path, type_of(path), int(runs), self_ms, self_ms, reason_text))
+        gpu = _number(gpu_of.get(path))
+        rows.append(
+            CostRow(path, type_of(path), int(runs), self_ms, self_ms, reason_text,
+                    gpu_ms=gpu, gpu_status=gpu_status)
+        )  # fmt: skip
     cumulative: dict[str, float] = {}
     instances = reply.get("instances")
     for entry in instances if isinstance(instances, list) else ():
@@ -143,7 +165,10 @@ def rows_of(reply: dict[str, Any], type_of: Callable[[str], str]) -> list[CostRo
     listed = {row.path for row in rows}
     for path, ms in cumulative.items():
         if path not in listed:
-            rows.append(CostRow(path, type_of(path) or INSTANCE, None, None, ms, INSTANCE, True))
+            rows.append(
+                CostRow(path, type_of(path) or INSTANCE, None, None, ms, INSTANCE, True,
+                        gpu_status=gpu_status)
+            )  # fmt: skip
     return rows
 
 
@@ -183,11 +208,13 @@ class CostModel(QAbstractTableModel):
         if role == SORT_ROLE:
             return row.sort_key(index.column())
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (
-            RUNS, SELF_MS, CUMULATIVE_MS,
+            RUNS, SELF_MS, CUMULATIVE_MS, GPU_MS,
         ):  # fmt: skip
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == REASON:
             return row.reason
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == GPU_MS and row.gpu_status:
+            return f"no GPU time: {row.gpu_status}"
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:
@@ -232,7 +259,7 @@ class QtProfilerPanel(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         for column, width in ((NODE, 150), (TYPE, 110), (RUNS, 60), (SELF_MS, 100),
-                              (CUMULATIVE_MS, 130)):  # fmt: skip
+                              (CUMULATIVE_MS, 130), (GPU_MS, 100)):  # fmt: skip
             self.table.setColumnWidth(column, width)
         self.table.doubleClicked.connect(self._on_double_click)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
@@ -293,9 +320,13 @@ class QtProfilerPanel(QWidget):
         self.model.set_rows(rows)
         if chosen is not None:
             self._select_row(chosen)
+        status = reply.get("gpu_status")
+        gpu_note = (
+            f"; GPU {GPU_NOT_AVAILABLE}: {status}" if isinstance(status, str) and status else ""
+        )
         self.summary.setText(
-            f"{len(self.self_ms)} nodes, {self.frames} frames profiled (self and cumulative: "
-            "mean ms per frame)"
+            f"{len(self.self_ms)} nodes, {self.frames} frames profiled (self, cumulative and GPU: "
+            f"mean ms per frame){gpu_note}"
         )
         explained = reply.get("explain")
         if isinstance(explained, dict) and explained.get("node") == self.explained:

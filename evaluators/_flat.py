@@ -607,7 +607,7 @@ class FlatProgram:
         self.serial += 1
         self.observer.begin_frame()
         profiler = self.observer.profiler
-        profiler.begin(self.ctx.frame)
+        profiler.begin(self.ctx.frame, self.ctx.gpu)
         profiler.fresh_program = self.serial == 1
         self.tainted: set[int] = set()
         if self.cache_epoch != self.ctx.cache_epoch:

@@ -515,7 +515,7 @@ class LazyEvaluator:
         self.patch.flush()
         self.observer.begin_frame()
         profiler = self.observer.profiler
-        profiler.begin(self.ctx.frame)
+        profiler.begin(self.ctx.frame, self.ctx.gpu)
         profiler.fresh_program = False
         self._record = profiler.current  # None while the profiler is off
         self._unsettled = set()

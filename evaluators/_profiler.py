@@ -37,6 +37,14 @@ Times are self times: what a node's lazy inputs evaluated while it ran (pulled n
 on their own) is taken off its time (`since`, `nested_seconds`, and `hot_ran` for a flat HOT
 step).
 
+GPU time per node: when a sampled frame (as for HOT steps) runs with a GL service
+(`begin(frame, gpu)`), the service times each node's draws with GL timer queries
+(evaluators/_gpu_timer.py) and hands the times over at least three frames later, when they are
+ready, never waiting for the GPU; `end()` picks up those that are in and files them under the
+frame they were measured in (`FrameRecord.gpu`, and per-node totals: `gpu_ms`). `gpu_problem`
+says why there are none: None when no frame had a GL service, "" when the service times draws,
+else the reason (the context has no timer queries).
+
 Kept: the last `frames` frame records (a ring), the frames longer than `budget` (the last
 `keep_over_budget` of them), and per node since the start: runs and hits by reason, measured
 seconds and the number of measured runs (numpy arrays indexed by interned node ids). Totals and
@@ -115,6 +123,7 @@ class FrameRecord:
     __slots__ = (
         "extras",
         "frame",
+        "gpu",
         "hits",
         "hits_seen",
         "hot",
@@ -154,6 +163,8 @@ class FrameRecord:
         self.hot_seconds = 0.0
         self.hot_starts: np.ndarray | None = None  # per step, on sampled frames only
         self.hot_times: np.ndarray | None = None
+        # GPU seconds per node, filled in a few frames later (None until then, or never).
+        self.gpu: dict[str, float] | None = None
 
     def runs(self) -> list[Run]:
         """(node id, start, seconds, reason, detail, phase) of each individual run."""
@@ -242,6 +253,10 @@ class Profiler:
         self.edits: dict[str, tuple[set[str], bool]] = {}  # value edits not run yet: pins, live
         self.forced: set[str] = set()
         self._user_changed: set[str] = set()  # ran this frame for a user input
+        self._gpu: Any = None  # the GL service timing this frame's draws, if any
+        self.gpu_problem: str | None = None  # see the module note
+        self.gpu_frames = 0  # frames whose GPU times came in
+        self._gpu_seconds: dict[str, float] = {}  # per node, over those frames
 
     # ----------------------------------------------------------------- edits
     def on_event(self, event: Any) -> None:
@@ -263,7 +278,11 @@ class Profiler:
         self.forced.add(node_id)
 
     # ----------------------------------------------------------------- frames
-    def begin(self, frame: int) -> None:
+    def begin(self, frame: int, gpu: Any = None) -> None:
+        """Start profiling `frame`; `gpu`: the GL service the frame draws with, if any (its
+        draws are timed per node while the profiler is enabled)."""
+        if gpu is not None or self._gpu is not None:
+            self._time_gpu(gpu)
         if not self.enabled:
             self.current = None
             self.timing = False
@@ -277,6 +296,8 @@ class Profiler:
         if self.timing:
             self._sampled_at = self.frames_profiled
         self._time_next = False
+        if self._gpu is not None:
+            self._gpu.time_nodes((self, self.current) if self.timing else None)
         self._user_changed.clear()
 
     def end(self) -> None:
@@ -292,6 +313,10 @@ class Profiler:
                 self._time_next = True  # the next frame shows which HOT step it was
                 self._forced_at = self.frames_profiled
         self.forced.clear()
+        if self._gpu is not None:
+            for (profiler, measured), times in self._gpu.node_gpu_times():
+                if profiler is self:  # not a frame of a profiler this one replaced
+                    self._add_gpu(measured, times)
         if record.pending or record.replayed is not None:
             self._fold_runs(record)
         for node_id in record.hits_seen:
@@ -336,6 +361,33 @@ class Profiler:
         if self.max_overhead and self._untimed_hot > 0.0:
             extra = self._timed_hot - self._untimed_hot
             self._stretched = max(1, math.ceil(extra / (self.max_overhead * self._untimed_hot)))
+
+    def _time_gpu(self, gpu: Any) -> None:
+        """Follow the GL service of this frame: stop timing on one that is no longer used, or
+        when profiling is off; note whether the new one can time draws."""
+        timing = gpu if self.enabled and callable(getattr(gpu, "time_nodes", None)) else None
+        previous = self._gpu
+        if previous is not None and previous is not timing:
+            previous.time_nodes(None)
+        if timing is not None and timing is not previous:
+            self.gpu_problem = str(timing.node_timing_problem())
+            if self.gpu_problem:
+                timing = None
+        self._gpu = timing
+
+    def _add_gpu(self, record: FrameRecord, times: dict[str, float]) -> None:
+        """File a frame's GPU times (see the module note)."""
+        record.gpu = times
+        self.gpu_frames += 1
+        totals = self._gpu_seconds
+        for node_id, seconds in times.items():
+            totals[node_id] = totals.get(node_id, 0.0) + seconds
+
+    def gpu_ms(self) -> dict[str, float]:
+        """Mean GPU milliseconds per frame of each node that drew, over the (sampled) frames whose
+        GPU times came in (empty when there are none: see `gpu_problem`)."""
+        frames = max(1, self.gpu_frames)
+        return {node: seconds * 1e3 / frames for node, seconds in self._gpu_seconds.items()}
 
     def _fold_runs(self, record: FrameRecord) -> None:
         """Turn a frame's run lists into arrays and add them to the per-node totals."""
@@ -555,10 +607,12 @@ class Profiler:
     def report(self, top: int | None = None, medians: bool = True) -> list[dict[str, Any]]:
         """The costliest nodes first: per node its runs, cache hits, runs by reason, measured
         runs and seconds, median self time (0 unless `medians`: `medians()` gives them for the
-        nodes wanted) and estimated total (mean measured time x runs)."""
+        nodes wanted), estimated total (mean measured time x runs) and GPU milliseconds per
+        frame (`gpu_ms`; None for a node with no GPU time)."""
         self._flush_hot()
         self._flush_hits()
         median_of = self.medians() if medians else {}
+        gpu_ms = self.gpu_ms()
         rows: list[dict[str, Any]] = []
         for i, node_id in enumerate(self._names):
             counts = self._counts[i]
@@ -575,6 +629,7 @@ class Profiler:
                     "measured_seconds": measured,
                     "median_seconds": median_of.get(node_id, 0.0),
                     "total_seconds": measured / timed * runs if timed else 0.0,
+                    "gpu_ms": gpu_ms.get(node_id),
                 }
             )
         rows.sort(key=lambda row: (-row["total_seconds"], -row["runs"], row["node"]))
@@ -633,19 +688,26 @@ class Profiler:
     def trace(self, max_events: int = 1_000_000) -> dict[str, Any]:
         """The frames in the ring as a Chrome / Perfetto trace (Trace Event Format): one "X"
         event per frame on the "frame" track and per node run on its phase's track; HOT lists
-        of frames that were not sampled are one event for the whole list. Only the latest
-        frames that fit in about `max_events` events are written (at least one)."""
+        of frames that were not sampled are one event for the whole list. A frame's GPU times,
+        when they came in, are events on the "gpu" track, one per node that drew, laid end to end
+        from the frame's start in draw order (timer queries give durations, not start times).
+        Only the latest frames that fit in about `max_events` events are written (at least
+        one)."""
         records: list[FrameRecord] = []
         count = 0
         for record in reversed(self.frames):
             hot = record.hot
             steps = len(hot.node_ids) if hot is not None and record.hot_times is not None else 0
-            count += 2 + len(record.nodes) + steps
+            count += 2 + len(record.nodes) + steps + len(record.gpu or ())
             if records and count > max_events:
                 break
             records.append(record)
         records.reverse()
-        tracks = {"frame": 0, **{phase: n + 1 for n, phase in enumerate(PHASES)}}
+        tracks = {
+            "frame": 0,
+            **{phase: n + 1 for n, phase in enumerate(PHASES)},
+            "gpu": len(PHASES) + 1,
+        }
         events: list[dict[str, Any]] = [
             {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
             for name, tid in tracks.items()
@@ -672,6 +734,10 @@ class Profiler:
             for node_id, started, seconds, reason, detail, phase in record.runs():
                 event(node_id, phase, started, seconds, frame=record.frame,
                       reason=REASON_TEXT[reason], detail=detail or "")  # fmt: skip
+            gpu_at = record.started
+            for node_id, seconds in (record.gpu or {}).items():
+                event(node_id, "gpu", gpu_at, seconds, frame=record.frame)
+                gpu_at += seconds
             hot = record.hot
             if hot is None:
                 continue

@@ -11,7 +11,11 @@ What it does:
     * writes PNG frames, encoding them on a worker thread (`GLFrameWriter`);
     * draws N 2D shapes (circles, squares, optionally a sprite texture) in one instanced call
       (`draw_instances`): per-instance position, size and colour from numpy arrays, alpha-blended
-      over a cleared target; the instance buffer grows as needed and is reused.
+      over a cleared target; the instance buffer grows as needed and is reused;
+    * times the draws of each node on the GPU while the profiler asks (`time_nodes`,
+      `node_gpu_times`; evaluators/_gpu_timer.py): a target says which node owns it (`owner`, set
+      by the node's `GPUTargets`), and each `render` / `draw_instances` into an owned target is
+      one GL timer query, read a few frames later without waiting.
 
 A frame is `with gl.frame(): ...` (`begin_frame()`, then `end_frame()` even when the frame fails).
 `release(target)` gives one target back to the pool; `close()` frees the whole service.
@@ -46,6 +50,7 @@ from typing import Any, NamedTuple
 import moderngl
 import numpy as np
 
+from evaluators._gpu_timer import GPUTimer
 from nodes._glsl import builtin_shader
 
 __all__ = [
@@ -264,6 +269,8 @@ class GLTarget:
     texture: moderngl.Texture
     framebuffer: moderngl.Framebuffer
     in_use: bool = field(default=True, repr=False)
+    #: The node that draws into it (its id), for GPU timing; None while pooled or unowned.
+    owner: str | None = field(default=None, repr=False)
 
     @property
     def size(self) -> Size:
@@ -360,6 +367,7 @@ class GLService:
         self.readback_total = 0
         self.last_frame_readbacks = 0
         self._instancing: _Instancing | None = None
+        self._timer: GPUTimer | None = None  # made when GPU timing is first asked for
         if ctx.gc_mode is None:
             ctx.gc_mode = "context_gc"
         with self.current():
@@ -452,6 +460,67 @@ class GLService:
         self.last_frame_readbacks = self.readback_count
         self.frame_index += 1
 
+    # -- GPU time per node -----------------------------------------------------------------
+
+    def time_nodes(self, token: Any) -> None:
+        """Time the draws into owned targets from now on as one frame reported with `token`
+        (closing the frame timed before); None: this frame is not timed. The profiler calls it
+        as each frame begins, with a token on its sampled frames. Does nothing once the service
+        is closed."""
+        timer = self._timer
+        if self._closed:
+            return
+        if timer is None:
+            if token is None:
+                return
+            self.node_timing_problem()
+            timer = self._timer
+            assert timer is not None
+        if token is None and not timer.armed:
+            timer.arm(None)  # counts the frame (results are read frames later); no GL call
+            return
+        with self.current():
+            timer.arm(token)
+
+    def node_gpu_times(self) -> list[tuple[Any, dict[str, float]]]:
+        """(token, GPU seconds per node) of the timed frames whose results are in, at least
+        `GPUTimer.lag` frames after they were timed; never waits for the GPU."""
+        timer = self._timer
+        if timer is None or not timer.pending or self._closed:
+            return []
+        with self.current():
+            return timer.collect()
+
+    def node_timing_problem(self) -> str:
+        """Why draws cannot be timed on this context; "" when they can."""
+        if self._closed:
+            return "the GL service is closed"
+        if self._timer is None:
+            with self.current():
+                self._timer = GPUTimer(self.ctx)
+                if self._timer.available:
+                    scratch = self.acquire((1, 1))
+                    try:
+                        self._timer.warm_up(lambda: self.clear(scratch))
+                    finally:
+                        self.release(scratch)
+        return self._timer.problem
+
+    @contextlib.contextmanager
+    def _timed(self, target: GLTarget) -> Iterator[None]:
+        """Time the block as a draw by `target`'s owner, when nodes are being timed."""
+        timer = self._timer
+        if timer is None or not timer.armed:
+            yield
+            return
+        with self.current():
+            timed = timer.open(target.owner)
+            try:
+                yield
+            finally:
+                if timed:
+                    timer.close()
+
     # -- pool ------------------------------------------------------------------------------
 
     def acquire(self, size: Size | None = None, components: int = 4, dtype: str = "f1") -> GLTarget:
@@ -470,6 +539,7 @@ class GLService:
         free = self._free.get(key)
         if free:
             target = free.pop()
+            target.owner = None
         else:
             with self.current():
                 texture = self.ctx.texture(size, components, dtype=dtype)
@@ -599,7 +669,7 @@ class GLService:
         compiled = self._compiled(fragment_src)
         textures = textures or {}
         values = uniforms or {}
-        with self.current():
+        with self.current(), self._timed(target):
             for unit, name in enumerate(compiled.samplers):
                 source = textures.get(name)
                 texture = source.texture if isinstance(source, GLTarget) else source
@@ -657,6 +727,22 @@ class GLService:
                 raise ValueError(f"sampler {name!r} reads the target being rendered")
             if texture is not None and not texture_alive(texture):
                 raise ValueError(f"sampler {name!r}: its texture was released")
+        with self._timed(target):
+            self._draw_instances(target, positions, sizes, colors, shape, sprite, tint, background)
+
+    def _draw_instances(
+        self,
+        target: GLTarget,
+        positions: np.ndarray,
+        sizes: np.ndarray,
+        colors: np.ndarray,
+        shape: str,
+        sprite: TextureLike | None,
+        tint: TextureLike | None,
+        background: Sequence[float],
+    ) -> None:
+        """The drawing of `draw_instances`, its arguments checked."""
+        count = len(positions)
         self.clear(target, background)
         if count == 0:
             return
@@ -836,6 +922,8 @@ class GLService:
                 self._instancing = None
             self._quad.release()
             self._blank.release()
+            if self._timer is not None:
+                self._timer.release()
             self._collect_garbage()
         # Targets still handed out are freed with the context (standalone) or left to the
         # context's owner; either way they must not be used any more.

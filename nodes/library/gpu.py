@@ -71,12 +71,15 @@ class GPUTargets:
     """Render targets a node owns, by role ("out", "tmp", ...); they go back to the pool on
     `close()`. Creating it touches no GL (it may run on a background thread)."""
 
-    __slots__ = ("gl", "lent", "targets")
+    __slots__ = ("gl", "lent", "owner", "targets")
 
     def __init__(self, path: str = "") -> None:
         self.gl: Any = None
         self.targets: dict[str, Any] = {}
         self.lent: Any = None  # the "out" target last given back by `release_output`
+        # The node's id (its path without the leading "/"): its targets' `owner`, by which the
+        # GL service times the node's draws on the GPU.
+        self.owner: str | None = path[1:] if path.startswith("/") else None
 
     def get(self, gl: Any, role: str, size: tuple[int, int], *, keep: bool = False) -> Any:
         """The target for `role` at `size` (RGBA8), acquired or replaced as needed. With `keep`
@@ -92,12 +95,14 @@ class GPUTargets:
             self.close()
             self.gl = gl
         target = self.targets[role] = gl.acquire(size)
+        target.owner = self.owner
         return target
 
     def replace(self, role: str, target: Any) -> Any:
         """Own `target` (acquired from `self.gl`) as `role`, giving back the previous one."""
         self.put(role)
         self.targets[role] = target
+        target.owner = self.owner
         return target
 
     def put(self, role: str) -> None:

@@ -36,8 +36,11 @@ def test_profile_prints_the_costliest_nodes_first(slow_patch: Path, capsys) -> N
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"{slow_patch}: {FRAMES} frames")
     assert f"{FRAMES} over the 16.7 ms budget" in lines[0]
-    assert lines[1].split() == ["node", "runs", "hits", "total", "ms", "median", "ms", "reasons"]
-    rows = {line.split()[0]: line for line in lines[2:]}
+    header = ["node", "runs", "hits", "total", "ms", "median", "ms", "gpu", "ms", "reasons"]
+    assert lines[1].split() == header
+    assert lines[-1] == "gpu ms: n/a (no GL context)"  # a patch without GPU nodes
+    rows = {line.split()[0]: line for line in lines[2:-1]}
+    assert rows["k"].split()[5] == "n/a"
     assert lines[2].split()[:3] == ["slow", str(FRAMES), "0"]
     assert lines[2].endswith(f"non-deterministic {FRAMES}")
     assert rows["k"].split()[:3] == ["k", "1", str(FRAMES - 1)]
@@ -58,6 +61,7 @@ def test_profile_json_and_trace(slow_patch: Path, tmp_path: Path, capsys) -> Non
     assert by_node["k"]["reasons"] == {"first run": 1}
     assert by_node["t"]["reasons"] == {"non-deterministic": FRAMES}
     assert by_node["slow"]["timed_runs"] == FRAMES  # the profile command times every frame
+    assert report["gpu_status"] == "no GL context" and by_node["slow"]["gpu_ms"] is None
 
     trace = json.loads(trace_path.read_text(encoding="utf-8"))
     events = trace["traceEvents"]
@@ -72,6 +76,7 @@ def test_profile_json_and_trace(slow_patch: Path, tmp_path: Path, capsys) -> Non
     tracks = {event["tid"]: event["args"]["name"] for event in events if event["ph"] == "M"}
     assert {tracks[event["tid"]] for event in slow} <= {"lazy", "hot"}
     assert all(event["args"]["reason"] == "non-deterministic" for event in slow)
+    assert not [event for event in complete if event["cat"] == "gpu"]  # nothing drew
 
 
 @pytest.mark.parametrize(

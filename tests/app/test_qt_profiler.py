@@ -18,7 +18,17 @@ from app.engine_client import RemoteEvaluator
 from app.profile_costs import PROFILE_BUSY_SHARE, ProfileAnswers, profile_reply
 from app.qt_canvas import CLASS_COLORS
 from app.qt_editor import QtEditorWindow
-from app.qt_profiler import CUMULATIVE_MS, NODE, RUNS, SELF_MS, heat_color
+from app.qt_profiler import (
+    CUMULATIVE_MS,
+    GPU_MS,
+    GPU_NOT_AVAILABLE,
+    NODE,
+    REASON,
+    RUNS,
+    SELF_MS,
+    heat_color,
+    rows_of,
+)
 from evaluators import DualEvaluator, ExecutionContext, NodeClass
 from nodes import Patch, patch_from_dict, patch_to_dict
 from tests.app.conftest import ScriptedDialogs, show_patch
@@ -78,6 +88,17 @@ def test_profile_reply_ranks_nodes_and_sums_instances() -> None:
     assert "explain" not in profile_reply(evaluator, None, 3)
 
 
+def test_gpu_column_of_a_reply() -> None:
+    costs = [["blur", 10, 0.5, 0.5, "HOT"], ["lfo", 10, 0.01, 0.01, "HOT"]]
+    timed = rows_of({"costs": costs, "gpu_ms": {"blur": 4.25}, "gpu_status": ""}, str)
+    assert [row.cell(GPU_MS) for row in timed] == ["4.250", ""]  # lfo does not draw
+    assert [row.sort_key(GPU_MS) for row in timed] == [4.25, -1.0]
+    untimed = {"costs": costs, "gpu_ms": {}, "gpu_status": "no GL timer queries (OpenGL 3.2)"}
+    assert [row.cell(GPU_MS) for row in rows_of(untimed, str)] == ["n/a", "n/a"]
+    malformed = {"costs": costs, "gpu_ms": {"blur": "fast"}, "gpu_status": 3}
+    assert [row.cell(GPU_MS) for row in rows_of(malformed, str)] == ["n/a", "n/a"]
+
+
 def test_costs_are_worked_out_again_only_when_they_took_a_small_share_of_the_time() -> None:
     evaluator = DualEvaluator(busy_patch(), ExecutionContext(None))
     clock = iter(float(t) for t in range(100))  # each reading one second later
@@ -119,7 +140,14 @@ def test_the_profiler_dock_with_the_editors_own_evaluator(editor, qtbot):
     assert cells(panel, SELF_MS) == sorted(cells(panel, SELF_MS), reverse=True)
     row = panel.shown_paths().index("slow")
     assert panel.proxy.index(row, 1).data() == "debug.sleep"
-    assert panel.proxy.index(row, 5).data() == "non-deterministic"
+    assert panel.proxy.index(row, REASON).data() == "non-deterministic"
+    # no GL context here: every GPU cell says n/a, the tooltip and the summary say why
+    assert {panel.proxy.index(r, GPU_MS).data() for r in range(panel.proxy.rowCount())} == {
+        GPU_NOT_AVAILABLE
+    }
+    tooltip = panel.proxy.index(row, GPU_MS).data(Qt.ItemDataRole.ToolTipRole)
+    assert tooltip == "no GPU time: no GL context"
+    assert panel.summary.text().endswith("; GPU n/a: no GL context")
     # the instance: its cumulative time is its nodes' self times
     qtbot.waitUntil(lambda: "amp1" in panel.shown_paths())
     amp = panel.shown_paths().index("amp1")

@@ -122,3 +122,6 @@ def test_gpu_bench_reports_its_numbers(require_gl) -> None:
     assert pool["allocated_after"] == pool["allocated_after_100_edits"]  # flat, not growing
     # the gradient's and the last pass's: the first pass gives its target back every frame
     assert pool["in_use_after"] == 2
+    for timing in report["gpu_timing"].values():
+        assert timing["timed_nodes"] >= 10  # every pass (and the gradient, once) drew timed
+        assert timing["gpu_ms_per_frame_of_passes"] > 0
