@@ -54,6 +54,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Container
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +348,16 @@ def last_output(ctx: ExecutionContext, instance: NodeInstance, pin: str) -> Any:
         raise KeyError(f"node {instance.id!r} has no output {pin!r}")
     outputs = ctx.output_of(instance.id) or default_outputs(instance.spec)
     return outputs[index]
+
+
+def slot_getter(slots: list[int]) -> Callable[[list[Any]], Any]:
+    """An itemgetter over a list of values that always returns a sequence of the values in
+    `slots` (the argument gatherer of a step, in flat programs and lazy replays)."""
+    if len(slots) == 1:
+        return itemgetter(slice(slots[0], slots[0] + 1))
+    if not slots:
+        return itemgetter(slice(0, 0))
+    return itemgetter(*slots)
 
 
 def bind_compute(

@@ -78,6 +78,7 @@ from evaluators._context import (
     default_outputs,
     error_text,
     last_output,
+    slot_getter,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
 from evaluators._incremental import change_since, derive
@@ -125,15 +126,6 @@ SMALL_CODE_CHUNKS = 4
 def _indices(steps: list[Step]) -> dict[int, int]:
     """Output slot -> position of each step of a list."""
     return dict(zip(map(_OUT, steps), range(len(steps)), strict=True))
-
-
-def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
-    """An itemgetter that always returns a sequence of the argument values."""
-    if len(slots) == 1:
-        return itemgetter(slice(slots[0], slots[0] + 1))
-    if not slots:
-        return itemgetter(slice(0, 0))
-    return itemgetter(*slots)
 
 
 class NotDerived(Exception):
@@ -353,7 +345,7 @@ class FlatProgram:
                     slot = self.release_slot[source] = self._new_slot(None)
                 self.owner[slot] = i
                 consumers = [self.node_slots[e.dst][0] for e in ir.out_edges[source]]
-                get = _getter([self.node_slots[source][0], *consumers])
+                get = slot_getter([self.node_slots[source][0], *consumers])
                 steps.append((release_call(self.released[source]), get, slot))
         return steps
 
@@ -473,12 +465,12 @@ class FlatProgram:
         for slot in outs:
             self.owner[slot] = i
         if len(outs) == 1:
-            return [(call, _getter(args), outs[0])]
+            return [(call, slot_getter(args), outs[0])]
         tuple_slot = outs[-1]
         picks: list[Step] = [
-            (itemgetter(k), _getter([tuple_slot]), slot) for k, slot in enumerate(outs[:-1])
+            (itemgetter(k), slot_getter([tuple_slot]), slot) for k, slot in enumerate(outs[:-1])
         ]
-        return [(call, _getter(args), tuple_slot), *picks]
+        return [(call, slot_getter(args), tuple_slot), *picks]
 
     def _compile_feedback(self) -> list[tuple[int, int, int, int, Callable[[Any], Any]]]:
         """(dst node, source node, source slot, feedback slot, capture), in (dst id, pin) order."""

@@ -61,6 +61,7 @@ from evaluators._context import (
     default_outputs,
     error_text,
     last_output,
+    slot_getter,
 )
 from evaluators._observer import FrameObserver, unreported_status
 from evaluators._profiler import (
@@ -152,22 +153,13 @@ _Step = _Plan | tuple[str, int | None]
 a bypassed node."""
 
 
-def _getter(slots: list[int]) -> Callable[[list[Any]], Any]:
-    """An itemgetter that always returns a sequence of the values in `slots`."""
-    if len(slots) == 1:
-        return itemgetter(slice(slots[0], slots[0] + 1))
-    if not slots:
-        return itemgetter(slice(0, 0))
-    return itemgetter(*slots)
-
-
 def _writer(
     slots: list[Any], single: list[tuple[str, int]], multi: list[tuple[str, int]]
 ) -> Callable[[dict[str, Any]], None]:
     """How to write outputs from `slots` into an outputs dict: (node, slot of its value) of
     nodes with one output, (node, slot of its outputs tuple) of the others."""
-    single_ids, single_get = [n for n, _ in single], _getter([slot for _, slot in single])
-    multi_ids, multi_get = [n for n, _ in multi], _getter([slot for _, slot in multi])
+    single_ids, single_get = [n for n, _ in single], slot_getter([slot for _, slot in single])
+    multi_ids, multi_get = [n for n, _ in multi], slot_getter([slot for _, slot in multi])
 
     def write(outputs: dict[str, Any]) -> None:
         outputs.update(zip(single_ids, zip(single_get(slots)), strict=True))
@@ -261,7 +253,7 @@ class _Replay:
                     self.fed.append((len(slots), first, values[second]))
                     reads.append(len(slots))
                     add_slot(None)
-            get = itemgetter(*reads) if len(reads) > 1 else _getter(reads)
+            get = itemgetter(*reads) if len(reads) > 1 else slot_getter(reads)
             kept = outputs.get(node_id) or plan.defaults
             out = value_slot[node_id] = len(slots)
             if plan.single:
@@ -281,7 +273,7 @@ class _Replay:
                     other_slot[(node_id, index)] = pick
                 else:
                     value_slot[node_id] = pick
-                add_step((itemgetter(index), _getter([out]), pick))
+                add_step((itemgetter(index), slot_getter([out]), pick))
                 add_plan(plan)
         statuses.update(dict.fromkeys([plan.node_id for plan in self.run_plans], OK))
         self.statuses = statuses
