@@ -1,7 +1,8 @@
 """The patch canvas: a NodeGraphQt view of a Patch, synced both ways without echo loops.
 
-The Patch is the truth. Patch events are applied to the view with `push_undo=False`; NodeGraphQt
-never changes its own links or node set. User gestures are caught at NodeGraph's gesture slots
+The Patch is the truth. Patch events, status colours and selections are applied to the view with
+`push_undo=False`, so NodeGraphQt's private undo stack stays empty; NodeGraphQt never changes its
+own links or node set. User gestures are caught at NodeGraph's gesture slots
 (connection drag, slice, node move, tab search) and turned into commands on the app's undo stack;
 the resulting Patch events then update the view. A gesture the Patch refuses is reported through
 `refused` and the pipes the viewer had detached are put back.
@@ -706,7 +707,7 @@ class QtPatchCanvas(QObject):
                 pos = self.patch.nodes[event.node_id].pos
                 view = self._views[event.node_id]
                 if tuple(view.pos()) != pos:
-                    view.set_pos(*pos)
+                    view.set_property("pos", [float(pos[0]), float(pos[1])], push_undo=False)
         finally:
             self._applying -= 1
 
@@ -911,9 +912,10 @@ class QtPatchCanvas(QObject):
 
     def select(self, node_ids: Iterable[str]) -> None:
         self.finish_loading()
-        self.graph.clear_selection()
+        for view in self._views.values():
+            view.set_property("selected", False, push_undo=False)
         for node_id in node_ids:
-            self._views[node_id].set_selected(True)
+            self._views[node_id].set_property("selected", True, push_undo=False)
         self._on_selection()
 
     def frame(self, node_ids: Iterable[str] | None = None, *, readable: bool = False) -> None:
@@ -1013,7 +1015,7 @@ class QtPatchCanvas(QObject):
         failed = status == NodeStatus.FAILED
         class_color = CLASS_COLORS.get(node_class, (60, 60, 60))
         color = FAILED_COLOR if failed else self._tints.get(node_id, class_color)
-        view.set_color(*color)
+        view.set_property("color", (*color, 255), push_undo=False)
         item = view.view
         deferred = status == NodeStatus.DEFERRED
         item.border_color = (*DEFERRED_BORDER, 255) if deferred else (74, 84, 85, 255)

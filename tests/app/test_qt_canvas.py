@@ -112,6 +112,32 @@ def test_dragging_a_node_moves_it_in_one_step(editor, ui):
     assert editor.patch.nodes["d"].pos == moved
 
 
+def test_what_the_canvas_shows_is_never_an_undo_step_of_its_own(editor, ui):
+    # Status colours, tints, selections and positions the Patch moves are applied to the view;
+    # none of them may pile up in NodeGraphQt's private undo stack (nor in the document's).
+    ui.show_patch(editor, small_patch())
+    canvas = editor.canvas
+    view_stack = canvas.graph.undo_stack()
+    canvas.decorate("a", "USER", "ok", None)
+    canvas.decorate("d", "HOT", "failed", "boom")
+    assert canvas.body_color("a") == CLASS_COLORS["USER"]
+    assert canvas.body_color("d") == FAILED_COLOR
+    canvas.set_tints({"a": (200, 10, 10)})
+    assert canvas.body_color("a") == (200, 10, 10)
+    canvas.set_tints({})
+    assert canvas.body_color("a") == CLASS_COLORS["USER"]
+    canvas.select(["a", "b"])
+    assert sorted(canvas.selected_ids()) == ["a", "b"]
+    canvas.select(["c"])
+    assert canvas.selected_ids() == ["c"]
+    canvas.select([])
+    assert canvas.selected_ids() == []
+    editor.patch.set_position("b", (340.0, 40.0))
+    assert tuple(canvas.view_node("b").pos()) == (340.0, 40.0)
+    assert view_stack.count() == 0
+    assert editor.undo_stack.count() == 0
+
+
 def test_tab_search_typing_creates_a_node(editor, ui, qtbot):
     ui.show_patch(editor, small_patch())
     viewer = editor.canvas.viewer()
