@@ -170,6 +170,7 @@ class _Builder:
             if item is None:
                 return
             if isinstance(item, FlatProgram):
+                self._idle.wait(timeout=self.WAIT_SECONDS)  # freeing it takes a while
                 item.release()
                 del item
                 continue
@@ -192,7 +193,8 @@ class _Builder:
     def _generate_code(self, program: FlatProgram) -> None:
         """Generate a handed-over program's HOT code (evaluators/_codegen.py) while it runs its
         step loop; a new build request (or a bypass changing the list) leaves the rest to the
-        frame loop."""
+        frame loop. Compiling a chunk holds the interpreter for a millisecond or two, so each
+        starts between frames (or after `WAIT_SECONDS` of frames back to back)."""
         code = program.hot_code
         if code is None:
             return
@@ -200,8 +202,8 @@ class _Builder:
             with self._lock:
                 if self._builds_waiting:
                     break
+            self._idle.wait(timeout=self.WAIT_SECONDS)
             code.advance()
-            self._yield()
         code.background = False
 
 

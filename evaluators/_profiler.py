@@ -57,6 +57,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from itertools import compress
+from operator import ne
 from typing import Any
 
 import numpy as np
@@ -102,11 +104,9 @@ class HotSteps:
     def __init__(self, node_ids: Sequence[str], reasons: Sequence[int]) -> None:
         self.node_ids = list(node_ids)
         self.reasons = np.asarray(reasons, dtype=np.int64)
-        first = [True] * len(self.node_ids)
-        for k in range(1, len(self.node_ids)):
-            first[k] = self.node_ids[k] != self.node_ids[k - 1]
+        first = list(map(ne, self.node_ids, [None, *self.node_ids[:-1]]))
         self.first = np.asarray(first, dtype=bool)
-        self.nodes = [node for node, is_first in zip(self.node_ids, first, strict=True) if is_first]
+        self.nodes = list(compress(self.node_ids, first))
         self.indices: np.ndarray | None = None  # interned by the profiler on first use
         self.unique_indices: np.ndarray | None = None
 
@@ -542,10 +542,11 @@ class Profiler:
         return self._intern(node_id) if i is None else i
 
     def _indices(self, node_ids: Iterable[str]) -> np.ndarray:
-        ids = self._ids
-        return np.asarray(
-            [ids[n] if n in ids else self._intern(n) for n in node_ids], dtype=np.int64
-        )
+        names = node_ids if isinstance(node_ids, list) else list(node_ids)
+        found = list(map(self._ids.get, names))
+        if None in found:
+            found = [self._intern(n) if i is None else i for n, i in zip(names, found, strict=True)]
+        return np.asarray(found, dtype=np.int64)
 
     def _hot_indices(self, hot: HotSteps) -> tuple[np.ndarray, np.ndarray]:
         """Interned ids of a step list's nodes: per step, and per node."""
