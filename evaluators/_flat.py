@@ -638,9 +638,7 @@ class FlatProgram:
             self._hits = hits
         return hits
 
-    def _run_main(
-        self, steps: list[Step], info: HotSteps, code: HotCode | None
-    ) -> None:
+    def _run_main(self, steps: list[Step], info: HotSteps, code: HotCode | None) -> None:
         """Run a step list, timed as a whole (as generated `code` once that is ready), or step
         by step after a frame over the budget and on the profiler's sampled frames."""
         profiler = self.observer.profiler
