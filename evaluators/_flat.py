@@ -355,10 +355,9 @@ class FlatProgram:
         assumed."""
         slots, sizes, unmeasured = self.slots, self.sizes, self.unmeasured
         self.unmeasured = set()
-        measured = dict(sizes)
-        measured.update((i, value_bytes(slots[self.node_slots[i][0]])) for i in unmeasured)
-        if measured != sizes:
-            self.sizes = measured
+        measured = {i: value_bytes(slots[self.node_slots[i][0]]) for i in unmeasured}
+        if any(sizes.get(i) != size for i, size in measured.items()):
+            self.sizes = {**sizes, **measured}
             steps, code = self.hot_steps, self.hot_code
             self._assemble_lists(reuse=code)
             if self.hot_steps == steps:  # the same order: the code made for it still serves
