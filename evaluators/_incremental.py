@@ -353,8 +353,11 @@ def _mend_slots(
     carried_feedback: dict[tuple[int, str], Any] = {}
     carried_outputs: dict[int, tuple[Any, ...]] = {}
 
+    compiled: set[int] = set()  # compiled (and, for `allocated`, given outputs) in this pass
+    allocated: set[int] = set()
+
     def free_inputs(i: int) -> None:
-        for pin in old_ir.nodes[i].inputs:
+        for pin in (ir if i in compiled else old_ir).nodes[i].inputs:
             program.value_slot.pop((i, pin.name), None)
             slot = program.feedback_slot.pop((i, pin.name), None)
             if slot is not None:
@@ -390,23 +393,27 @@ def _mend_slots(
             continue
         done.add(i)
         had = i in program.node_slots
+        same_spec = i < len(old_ir) and old_ir.nodes[i].spec is ir.nodes[i].spec
         source = program._alias_source(i)
-        keep = (
-            had
-            and old_ir.nodes[i].spec is ir.nodes[i].spec
-            and (
-                (source is None and i not in program.aliases)
-                or (source is not None and program.node_slots[i] == [source])
+        keep = had and (
+            i in allocated  # a second visit (it feeds itself back, say)
+            or (
+                same_spec
+                and (
+                    (source is None and i not in program.aliases)
+                    or (source is not None and program.node_slots[i] == [source])
+                )
             )
         )
         if had:
             free_inputs(i)
         if not keep:
             if had:
-                if old_ir.nodes[i].spec is ir.nodes[i].spec:
+                if same_spec:
                     carried_outputs[i] = previous._outputs_of(i)
                 free_outputs(i)
             program._allocate_outputs(i)
+            allocated.add(i)
             if i in carried_outputs and i not in program.aliases:
                 program._store(i, carried_outputs[i])
             program.unmeasured.add(i)
@@ -415,6 +422,7 @@ def _mend_slots(
                     done.discard(edge.dst)  # a feedback consumer may come earlier
                     heapq.heappush(heap, (position[edge.dst], edge.dst))
         program.node_steps[i] = program._compile_node(i)
+        compiled.add(i)
         for pin in ir.nodes[i].inputs:
             fed = program.feedback_slot.get((i, pin.name))
             if fed is not None and (i, pin.name) in carried_feedback:

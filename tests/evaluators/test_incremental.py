@@ -80,7 +80,7 @@ def play(data: st.DataObject, subpatches: bool) -> None:
             for evaluator in (full, incremental, dual):
                 evaluator.run_frame(frame / 60.0, frame)
             assert full.program is not None and incremental.program is not None
-            assert incremental.program.derive_error is None
+            assert incremental.program.derive_error is None, incremental.program.derive_error
             incremental.program.validate()
             # Step lists follow the order, which may differ between two valid orders: compare
             # them as multisets, and the topological order is checked by validate().
@@ -265,3 +265,28 @@ def test_a_dual_edit_frame_runs_flat_and_the_changed_code_follows() -> None:
     finally:
         dual.close()
         lazy.close()
+
+
+def test_a_new_node_that_feeds_itself_back_is_derived() -> None:
+    """A frame delay added with its output fed back into its own input: its output slot is
+    made once, and the second visit (as its own feedback consumer) only compiles it again."""
+    patch = hot_chain(60)
+    incremental = FlatEvaluator(patch)
+    full = FlatEvaluator(patch, incremental=False)
+    try:
+        for frame in range(6):
+            if frame == 2:
+                patch.add_node("util.frame_delay", {"init": 1.0}, node_id="loop")
+                patch.connect("loop", "out", "loop", "in")
+                patch.add_node("output.value", node_id="loop sink")
+                patch.connect("loop", "out", "loop sink", "in")
+            incremental.run_frame(frame / 60.0, frame)
+            full.run_frame(frame / 60.0, frame)
+            program = incremental.program
+            assert program is not None and program.derive_error is None
+            assert program.derived == (frame >= 2) or frame == 0
+            program.validate()
+            assert sinks(incremental, patch) == sinks(full, patch)
+    finally:
+        incremental.close()
+        full.close()
