@@ -14,9 +14,11 @@ from types import FrameType
 
 from evaluators._codegen import HotCode
 from evaluators._flat import FlatProgram
-from evaluators._lazy import LazyEvaluator
+from evaluators._lazy import LazyEvaluator, _Replay
 
 _LAZY_RUN = LazyEvaluator._run_node.__code__
+# A lazy frame replayed as a step list, and its timed copy.
+_LAZY_REPLAY = (_Replay._run.__code__, _Replay._run_timed.__code__)
 # The HOT loop, and its timed copy that runs after a frame over the time budget.
 _FLAT_LIST = (FlatProgram._run_list.__code__, FlatProgram._run_timed.__code__)
 _FLAT_SINGLE = (
@@ -46,6 +48,8 @@ def node_running_in(thread_id: int) -> str | None:
                 return program.ir.ids[program.owner[hot.steps[step][2]]]
         if code is _LAZY_RUN:
             return str(local.get("node_id"))
+        if code in _LAZY_REPLAY and isinstance(hot, _Replay) and "out" in local:
+            return hot._failure_map()[0].get(local["out"])
         program = local.get("self")
         if code in _FLAT_LIST and isinstance(program, FlatProgram) and "out" in local:
             return program.ir.ids[program.owner[local["out"]]]

@@ -319,6 +319,31 @@ def test_the_node_a_thread_is_stuck_in_is_named(kind) -> None:
     assert node_running_in(threading.get_ident()) is None
 
 
+def test_the_node_a_replayed_lazy_frame_is_stuck_in_is_named() -> None:
+    """A lazy evaluator replaying its last frame (no walk, no edit) hangs in a node that starts
+    sleeping at t = 1 s: the watchdog's reading of the stack still names it."""
+    patch = Patch()
+    patch.add_node("time.seconds", node_id="t")
+    patch.add_node("debug.sleep", node_id="slow")
+    patch.add_node("output.value", node_id="out")
+    patch.connect("t", "out", "slow", "seconds")
+    patch.connect("t", "out", "slow", "x")
+    patch.connect("slow", "out", "out", "in")
+    evaluator = LazyEvaluator(patch)
+    evaluator.run_frame(0.0, 0)
+    evaluator.run_frame(0.0, 1)
+    assert evaluator._schedule is not None  # the next frame replays
+    worker = threading.Thread(target=evaluator.run_frame, args=(1.0, 2))
+    worker.start()
+    names: list[str | None] = []
+    poll_until(
+        lambda: names.append(node_running_in(worker.ident or 0)) or names[-1], interval=0.005
+    )
+    worker.join()
+    evaluator.close()
+    assert names[-1] == "slow"
+
+
 def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
     from app.engine import REPORT_NODES
     from app.engine_client import RemoteEvaluator
