@@ -70,14 +70,17 @@ def test_number_field_edit_is_undoable(editor, ui):
     assert number.value() == 10.0
 
 
-def test_evaluator_goes_lazy_on_structural_edit_then_flat(editor, ui, qtbot):
+def test_a_structural_edit_shows_on_the_next_frame_and_stays_flat(editor, ui, qtbot):
+    """A small edit: the program is built from the running one, so no frame runs lazily."""
     ui.show_patch(editor, slider_patch())
     qtbot.waitUntil(lambda: editor.evaluator.mode == "flat")
+    running = editor.evaluator.program
     ui.drag_link(editor, "speed", "out", "gain", "b")
     assert editor.undo_stack.count() == 1
-    assert editor.evaluator.mode == "lazy"  # the very next frame shows the edit
     qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.2 * 0.2)
-    qtbot.waitUntil(lambda: editor.evaluator.mode == "flat")
+    program = editor.evaluator.program
+    assert program is not None and program is not running and program.derived
+    assert editor.evaluator.derived_swaps == 1
     editor._update_status()
     assert editor.status_labels["mode"].text() == "flat"
 
