@@ -14,9 +14,9 @@ Sections:
 - live_edit: on a 10,000-node patch run by the dual evaluator at 60 fps, the time from a
   structural edit to the first frame that shows it and to the first flat frame, the build time,
   and the longest frame after the edit's own frame against a normal flat frame.
-- rebuild: the same edit at 1,000 and 10,000 nodes, the program built from the stopped one on the
-  frame after the edit (evaluators/_incremental.py) against a lazy phase and a full background
-  build, side by side; and the two builds alone.
+- rebuild: the same edit at 1,000 and 10,000 nodes, the program built from the stopped one
+  (evaluators/_incremental.py) between frames as the engine does, or by the frame after the edit,
+  against a lazy phase and a full background build, side by side; and the two builds alone.
 - freeze: frozen against editable flat frames, and player start-up.
 - gpu: a 10-pass 1080p chain, per-pass cost by size, readbacks per frame, pool size after 1,000
   edits (app/gpu_bench.py).
@@ -359,18 +359,22 @@ def evaluator_section(sizes: list[int], frames: int) -> Report:
     return results
 
 
-def live_edit_section(
-    size: int, fps: float = 60.0, debounce: float = 0.5, incremental: bool = True
-) -> Report:
-    """A structural edit on a running dual evaluator, frames paced at `fps` like the editor.
+EDIT_WAYS = ("between_frames", "next_frame", "full")
+"""How the program after a structural edit is made: built from the stopped one between frames
+(`DualEvaluator.prepare`, as the engine does when the edit arrives), built from it by the next
+frame, or (`incremental=False`) lazy frames while a full build runs in the background."""
 
-    With `incremental` (the default), the frame after the edit builds the new program from the
-    stopped one (evaluators/_incremental.py); without, it runs lazily and a full build follows
-    in the background after `debounce` seconds, so the lazy frames right after the edit (no
+
+def live_edit_section(
+    size: int, fps: float = 60.0, debounce: float = 0.5, way: str = "between_frames"
+) -> Report:
+    """A structural edit on a running dual evaluator, frames paced at `fps` like the editor;
+    `way`: see `EDIT_WAYS`. The edit comes right after a frame. Without incremental builds the
+    full build is debounced by `debounce` seconds, so the lazy frames right after the edit (no
     build running) and the frames while the build runs are measured on the same evaluator.
     Garbage is collected between frames, as the editor does (app/qt_gc.py)."""
     patch = hot_chain(size)
-    dual = DualEvaluator(patch, debounce=debounce, incremental=incremental)
+    dual = DualEvaluator(patch, debounce=debounce, incremental=way != "full")
     period = 1.0 / fps
     frame = 0
     last_collection = time.monotonic()
@@ -389,13 +393,15 @@ def live_edit_section(
 
     gc.disable()
     try:
-        return _measure_live_edit(patch, dual, tick)
+        return _measure_live_edit(patch, dual, tick, period, way == "between_frames")
     finally:
         gc.enable()
         dual.close()
 
 
-def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], float]) -> Report:
+def _measure_live_edit(
+    patch: Patch, dual: DualEvaluator, tick: Callable[[], float], period: float, prepare: bool
+) -> Report:
     deadline = time.monotonic() + 120
     while dual.mode != "flat" and time.monotonic() < deadline:
         tick()
@@ -403,6 +409,7 @@ def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], flo
 
     before = dual.output("sink")
     builds_before = dual.builds
+    tick()  # the edit comes right after a frame, its remaining period idle
     edit_started = time.perf_counter()
     last = next(link for link in patch.links if link.dst == "sink")
     patch.disconnect(*last)
@@ -410,10 +417,16 @@ def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], flo
     patch.connect(last.src, "out", "edit", "a")
     patch.connect("edit", "out", "sink", "in")
     edit_seconds = time.perf_counter() - edit_started
+    prepare_seconds = 0.0
+    if prepare:  # what the engine does as the edit arrives
+        dual.prepare()
+        prepare_seconds = time.perf_counter() - edit_started - edit_seconds
+    time.sleep(max(0.0, period - (time.perf_counter() - edit_started)))
+    frame_started = time.perf_counter()
     first_frame = tick()
     first_mode = str(dual.mode)
     reflected = dual.output("sink") != before
-    flat_at = edit_started + edit_seconds + first_frame  # end of the first flat frame
+    flat_at = frame_started + first_frame  # the end of the first flat frame
 
     lazy_frames, during_build = [], []
     while dual.mode != "flat" and time.monotonic() < deadline:
@@ -425,9 +438,9 @@ def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], flo
     report = {
         "nodes": len(patch.nodes),
         "edit_seconds_ms": edit_seconds * 1e3,
+        "rebuild_between_frames_ms": prepare_seconds * 1e3,
         "first_frame_after_edit_ms": first_frame * 1e3,
         "first_frame_after_edit_mode": first_mode,
-        "edit_to_first_frame_ms": (edit_seconds + first_frame) * 1e3,
         "edit_reflected_on_next_frame": reflected,
         "build_ms": dual.last_build_seconds * 1e3,
         "edit_to_flat_ms": (flat_at - edit_started) * 1e3,
@@ -458,33 +471,31 @@ def _measure_live_edit(patch: Patch, dual: DualEvaluator, tick: Callable[[], flo
 
 
 def rebuild_section(sizes: list[int], repeats: int) -> Report:
-    """The same edit at each size, the new program built from the stopped one (incremental)
-    against a lazy phase and a full background build (50 ms debounce), side by side, `repeats`
-    runs each, alternating: medians of the edit, the frame after it, edit-to-flat, the longest
-    frame after the edit's frame, and a normal flat frame; plus the build alone, from scratch
-    and from the previous program, on this thread with no frames running."""
+    """The same edit at each size, made each of the `EDIT_WAYS` side by side (`repeats` runs
+    each, alternating): medians of the edit, the rebuild between frames, the frame after the
+    edit, edit-to-flat, the longest frame after the edit's frame, and a normal flat frame; plus
+    the build alone, from scratch and from the previous program, on this thread with no frames
+    running."""
     report: Report = {}
     fields = (
-        "edit_seconds_ms", "first_frame_after_edit_ms", "edit_to_flat_ms",
-        "lazy_frames_after_edit", "longest_frame_after_edit_frame_ms", "normal_flat_frame_ms",
-        "flat_frame_after_edit_ms", "first_frame_vs_flat", "longest_normal_flat_frame_ms",
-        "longest_frame_after_edit_frame_vs_flat", "longest_frame_after_edit_frame_vs_longest_flat",
-        "build_ms",
+        "edit_seconds_ms", "rebuild_between_frames_ms", "first_frame_after_edit_ms",
+        "edit_to_flat_ms", "lazy_frames_after_edit", "longest_frame_after_edit_frame_ms",
+        "normal_flat_frame_ms", "flat_frame_after_edit_ms", "first_frame_vs_flat",
+        "longest_normal_flat_frame_ms", "longest_frame_after_edit_frame_vs_flat",
+        "longest_frame_after_edit_frame_vs_longest_flat", "build_ms",
     )  # fmt: skip
     for size in sizes:
-        runs: dict[str, list[Report]] = {"incremental": [], "full": []}
+        runs: dict[str, list[Report]] = {way: [] for way in EDIT_WAYS}
         for _ in range(repeats):
-            for name, reports in runs.items():
-                reports.append(
-                    live_edit_section(size, debounce=0.05, incremental=name == "incremental")
-                )
+            for way, reports in runs.items():
+                reports.append(live_edit_section(size, debounce=0.05, way=way))
         row: Report = {"nodes": runs["full"][0]["nodes"], "repeats": repeats}
-        for name, reports in runs.items():
+        for way, reports in runs.items():
             for field in fields:
-                row[f"{name}_{field}"] = statistics.median(float(r[field]) for r in reports)
-            row[f"{name}_first_frame_modes"] = sorted({str(r["first_frame_after_edit_mode"])
-                                                       for r in reports})  # fmt: skip
-            row[f"{name}_all_reflected_and_flat"] = all(
+                row[f"{way}_{field}"] = statistics.median(float(r[field]) for r in reports)
+            row[f"{way}_first_frame_modes"] = sorted({str(r["first_frame_after_edit_mode"])
+                                                      for r in reports})  # fmt: skip
+            row[f"{way}_all_reflected_and_flat"] = all(
                 r["edit_reflected_on_next_frame"] and r["swapped_to_flat"] for r in reports
             )
         row.update(_build_times(size, max(repeats, 5)))

@@ -7,7 +7,10 @@ around it (`app.qt_engine`) owns the GL service, the output window and the timer
 
 An editor talks to the engine through `EngineServer` (a local socket, see app.engine_protocol):
 reader threads only put messages in the engine's inbox, and `step()` drains the inbox at the start
-of a frame, so an edit lands between two frames and the frame loop never waits for an editor. The
+of a frame, so an edit lands between two frames and the frame loop never waits for an editor. A
+host with an event loop (app.qt_engine) also calls `between_frames()` as messages arrive: the edit
+is applied at once, and the program a small structural edit needs is rebuilt then
+(`DualEvaluator.prepare`), in the time between two frames, so the next frame only runs it. The
 engine answers with reports at most `REPORT_HZ` times a second, handed to a sender thread that
 keeps only the newest unsent report: a slow or stuck editor can never hold a frame back.
 
@@ -200,11 +203,32 @@ def load_playing(path: Path) -> tuple[Patch, dict[str, Any]]:
     )
 
 
+class Inbox:
+    """The engine's queue of messages from editors. `on_put`, when set, is called from the
+    putting thread after each message (a host wakes its event loop with it)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.on_put: Callable[[], None] | None = None
+
+    def put(self, item: Any) -> None:
+        self._queue.put(item)
+        hook = self.on_put
+        if hook is not None:
+            hook()
+
+    def get_nowait(self) -> Any:
+        return self._queue.get_nowait()
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+
 class EditorLink:
     """One connected editor. A reader thread puts its messages in the engine's inbox; a sender
     thread writes what the engine posts. `post_report` keeps only the newest unsent report."""
 
-    def __init__(self, channel: Channel, inbox: queue.SimpleQueue[Any]) -> None:
+    def __init__(self, channel: Channel, inbox: Inbox) -> None:
         self.channel = channel
         self.closed = False
         self._inbox = inbox
@@ -288,7 +312,7 @@ class EngineServer:
     """Accepts editors on a local socket (authenticated with a key only the user can read);
     the newest editor replaces an older one."""
 
-    def __init__(self, address: str, authkey: bytes, inbox: queue.SimpleQueue[Any]) -> None:
+    def __init__(self, address: str, authkey: bytes, inbox: Inbox) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(address)
         self._listener = Listener(address, family="AF_UNIX", authkey=authkey)
@@ -341,7 +365,7 @@ class Engine:
         self.evaluator = DualEvaluator(patch, context=self.ctx)
         self.frame_log = frame_log
         self.document_path: str | None = None  # the editor's file name for the patch, if any
-        self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.inbox = Inbox()
         self.editor: EditorLink | None = None
         self.frame = 0
         self.steps = 0  # turns of the frame loop, paused or not (the watchdog's heartbeat)
@@ -496,6 +520,12 @@ class Engine:
                 self.editor.post({"type": "error", "message": f"preset: {error}"[:300]})
 
     # ----------------------------------------------------------------- messages
+    def between_frames(self) -> None:
+        """Apply what editors sent now, between two frames, and build what a structural edit
+        needs (`DualEvaluator.prepare`), so the next frame only runs."""
+        self.drain()
+        self.evaluator.prepare()
+
     def drain(self) -> None:
         """Handle every message that arrived since the last frame."""
         while True:

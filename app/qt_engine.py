@@ -3,7 +3,9 @@
 It owns the GL service, the output window and the frame clock around an `app.engine.Engine`: a
 precise Qt timer calls `engine.step()` at frame deadlines (60 a second by default), and the output
 window (when open) repaints after each frame. Nothing here waits for an editor: editors talk to
-the engine through its socket (`EngineServer`), and their messages are applied between frames.
+the engine through its socket (`EngineServer`), and their messages are applied between frames: as
+soon as they arrive (a reader thread wakes the event loop, which calls `engine.between_frames()`,
+where a small structural edit's program is rebuilt too), and in any case at the next frame.
 
 GL: with a display, the GL service lives on a Qt context shared with the output window, so the
 window can be opened at any time; without one (Qt's offscreen platform) a standalone EGL context
@@ -32,12 +34,13 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication
 
@@ -89,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Arrivals(QObject):
+    """Wakes the event loop when an editor's message arrives (emitted from a reader thread,
+    delivered on the loop's thread)."""
+
+    arrived = Signal()
+
+
 class QtEngineHost:
     """The Qt side of the engine process: timer, GL service, output window."""
 
@@ -107,6 +117,21 @@ class QtEngineHost:
         self.timer.setTimerType(Qt.TimerType.PreciseTimer)
         self.timer.setSingleShot(True)
         self.timer.timeout.connect(self.tick)
+        # Messages are applied (and a small edit rebuilt) as they arrive, between two frames; a
+        # burst of messages wakes the loop once, as the flag is cleared only when it drains.
+        self._arrivals = _Arrivals()
+        self._arrivals.arrived.connect(self.between_frames, Qt.ConnectionType.QueuedConnection)
+        self._wake_pending = threading.Event()
+        engine.inbox.on_put = self._wake
+
+    def _wake(self) -> None:
+        if not self._wake_pending.is_set():
+            self._wake_pending.set()
+            self._arrivals.arrived.emit()
+
+    def between_frames(self) -> None:
+        self._wake_pending.clear()
+        self.engine.between_frames()
 
     def start(self) -> None:
         self._due = time.perf_counter()

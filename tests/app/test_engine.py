@@ -141,6 +141,34 @@ def test_edits_reach_the_engine_and_reports_carry_values_and_statuses() -> None:
     engine.close()
 
 
+def test_an_edit_is_rebuilt_between_frames_as_it_arrives() -> None:
+    """Messages wake the host as they arrive (`Inbox.on_put`), and `between_frames()` applies a
+    structural edit and builds its program from the running one: the next frame only runs it."""
+    patch = chain_patch()
+    engine = Engine(Patch())
+    wakes: list[int] = []
+    engine.inbox.on_put = lambda: wakes.append(1)
+    editor = EditorEnd(engine, patch)
+    editor.read_until("report", lambda m: "out" in m["nodes"])
+    assert poll_until(lambda: engine.step() or engine.evaluator.mode == "flat", TIMEOUT_S)
+    running = engine.evaluator.program
+    woken = len(wakes)
+    patch.add_node("math.mul", {"b": 3.0}, node_id="triple")
+    patch.disconnect("add", "out", "out", "in")
+    patch.connect("add", "out", "triple", "a")
+    patch.connect("triple", "out", "out", "in")
+    editor.send_edits()
+    assert poll_until(lambda: len(wakes) > woken, TIMEOUT_S, interval=0.002)
+    engine.between_frames()
+    program = engine.evaluator.program
+    assert engine.evaluator.mode == "flat" and program is not running and program.derived
+    assert "triple" in engine.patch.nodes
+    engine.step()
+    assert engine.evaluator.program is program  # the frame ran it, nothing was rebuilt
+    assert engine.evaluator.output("out") == 3.0 * engine.evaluator.output("add")
+    engine.close()
+
+
 def test_edits_inside_a_definition_reach_every_instance_the_engine_plays() -> None:
     patch = chain_patch()
     body = Patch()
