@@ -298,6 +298,7 @@ class QtEditorWindow(QMainWindow):
         )
         self.controls = self._local_controls(self.patch)  # live controls without an engine
         self._unsubscribe: Any = None
+        self._prepare_due = False  # a structural edit's program is to be built between frames
         self._frame = 0
         self._ticks = 0
         self._fps_frames = 0
@@ -860,7 +861,17 @@ class QtEditorWindow(QMainWindow):
     def _update_title(self) -> None:
         self.setWindowTitle(self.session.title())
 
+    def _prepare_evaluator(self) -> None:
+        self._prepare_due = False
+        if isinstance(self.evaluator, DualEvaluator):
+            self.evaluator.prepare()
+
     def _on_patch_event(self, event: PatchEvent) -> None:
+        if event.kind == "structural" and not self._prepare_due:
+            # Once the edit is done (all its events), its program is built before the next
+            # frame, as the engine does for the edits it receives.
+            self._prepare_due = True
+            QTimer.singleShot(0, self._prepare_evaluator)
         if event.op in ("add_definition", "remove_definition", "rename_definition") or (
             event.op in ("add_node", "remove_node", "pins") and event.kind == "structural"
         ):

@@ -85,6 +85,24 @@ def test_a_structural_edit_shows_on_the_next_frame_and_stays_flat(editor, ui, qt
     assert editor.status_labels["mode"].text() == "flat"
 
 
+def test_a_structural_edit_is_built_between_frames_even_while_paused(editor, ui, qtbot):
+    """With the frame loop paused, no frame can build the edit's program: the editor builds it
+    once the edit is done, between frames, as the engine does for the edits it receives."""
+    ui.show_patch(editor, slider_patch())
+    qtbot.waitUntil(lambda: editor.evaluator.mode == "flat")
+    running = editor.evaluator.program
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Space)
+    assert editor.paused
+    frame = editor._frame
+    ui.drag_link(editor, "speed", "out", "gain", "b")
+    qtbot.waitUntil(lambda: editor.evaluator.program not in (None, running))
+    assert editor.evaluator.program.derived and editor._frame == frame
+    ui.press(viewer, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.2 * 0.2)
+
+
 def test_space_pauses_and_resumes_the_frame_loop(editor, ui, qtbot):
     patch = Patch()
     patch.add_node("time.frame", None, (0, 0), node_id="frame")
