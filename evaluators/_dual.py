@@ -401,6 +401,7 @@ class DualEvaluator:
         self._stopped = None
         self._retire(stopped)
         program.report_to(self.observer)
+        self.observer.profiler.know(program.hot_info)  # not in the first frame it runs
         if self._lazy_ran:
             program.adopt_live_values()  # lazy frames ran since the edit stopped the program
             program.adopt_context()

@@ -543,10 +543,17 @@ class Profiler:
 
     def _indices(self, node_ids: Iterable[str]) -> np.ndarray:
         names = node_ids if isinstance(node_ids, list) else list(node_ids)
-        found = list(map(self._ids.get, names))
-        if None in found:
-            found = [self._intern(n) if i is None else i for n, i in zip(names, found, strict=True)]
-        return np.asarray(found, dtype=np.int64)
+        ids = self._ids
+        for name in [name for name in dict.fromkeys(names) if name not in ids]:
+            self._intern(name)
+        return np.fromiter(map(ids.__getitem__, names), dtype=np.int64, count=len(names))
+
+    def know(self, hot: HotSteps) -> None:
+        """A new step list is about to run: intern its nodes and count what the lists before it
+        ran, now (between frames), not in the first frame it runs."""
+        self._hot_indices(hot)
+        self._flush_hot()
+        self._flush_hits()
 
     def _hot_indices(self, hot: HotSteps) -> tuple[np.ndarray, np.ndarray]:
         """Interned ids of a step list's nodes: per step, and per node."""
