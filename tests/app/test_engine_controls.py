@@ -42,6 +42,16 @@ def engine(port: int) -> Iterator[Engine]:
     made.close()
 
 
+def connect(engine: Engine, document: Patch) -> EditorEnd:
+    """An editor whose patch the engine plays. The engine's first report may come before the
+    editor's patch arrives, and that replaces the engine's patch (dropping live values made on
+    it): so wait for the replacement, not for a report."""
+    before = engine.patch
+    editor = EditorEnd(engine, document)
+    assert poll_until(lambda: (engine.step(), engine.patch is not before)[1])
+    return editor
+
+
 def apply_live_values(patch: Patch, message: dict) -> None:
     """What the editor does with a `live_values` message."""
     for node_id, pin, value in message["values"]:
@@ -50,7 +60,7 @@ def apply_live_values(patch: Patch, message: dict) -> None:
 
 def test_a_binding_drives_a_pin_and_live_values_reach_the_editor(engine: Engine, port: int) -> None:
     document = bound_patch()
-    editor = EditorEnd(engine, document)
+    editor = connect(engine, document)
     editor.read_until("report")
     client = SimpleUDPClient("127.0.0.1", port)
     client.send_message("/knob", 0.75)
@@ -68,7 +78,7 @@ def test_a_binding_drives_a_pin_and_live_values_reach_the_editor(engine: Engine,
 
 
 def test_osc_in_nodes_follow_their_address(engine: Engine, port: int) -> None:
-    editor = EditorEnd(engine, bound_patch())
+    editor = connect(engine, bound_patch())
     editor.read_until("report")
     SimpleUDPClient("127.0.0.1", port).send_message("/go", 0.25)
     editor.read_until("live_values", lambda m: ["go", "value", 0.25] in m["values"])
@@ -76,7 +86,7 @@ def test_osc_in_nodes_follow_their_address(engine: Engine, port: int) -> None:
 
 
 def test_learn_catches_any_address_once(engine: Engine, port: int) -> None:
-    editor = EditorEnd(engine, bound_patch())
+    editor = connect(engine, bound_patch())
     editor.read_until("report")
     editor.channel.send({"type": "learn", "node": "knob", "pin": "max"})
     assert poll_until(lambda: (engine.step(), engine.controls.learning)[1])
@@ -113,7 +123,7 @@ def test_the_binding_op_adds_and_removes_bindings_in_step() -> None:
 
 
 def test_controls_apply_while_paused(engine: Engine, port: int) -> None:
-    editor = EditorEnd(engine, bound_patch())
+    editor = connect(engine, bound_patch())
     editor.read_until("report")
     engine.set_paused(True)
     frame = engine.frame
@@ -129,7 +139,7 @@ def test_a_control_bound_to_a_preset_recalls_it(port: int) -> None:
     patch.set_binding("binding2", Binding("osc:/scene/loud", "@preset", "loud"))
     engine = Engine(patch, services={"osc_port": port})
     try:
-        editor = EditorEnd(engine, patch.copy())
+        editor = connect(engine, patch.copy())
         editor.read_until("report")
         SimpleUDPClient("127.0.0.1", port).send_message("/scene/loud", 1.0)
         editor.read_until("live_values", lambda m: ["knob", "value", 9.0] in m["values"])
@@ -157,7 +167,7 @@ def test_an_editors_edit_wins_over_live_values_it_had_not_heard_of(
     the last edits the engine had applied, so the editor keeps the value it typed after them, and
     the engine drops a pending live value of the pin when the typed edit arrives."""
     document = bound_patch()
-    editor = EditorEnd(engine, document)
+    editor = connect(engine, document)
     editor.read_until("report")
     client = SimpleUDPClient("127.0.0.1", port)
     client.send_message("/knob", 0.5)
@@ -177,7 +187,7 @@ def test_an_editors_edit_wins_over_live_values_it_had_not_heard_of(
 def test_learn_for_a_preset_or_the_crossfader_answers_with_that_target(
     engine: Engine, port: int
 ) -> None:
-    editor = EditorEnd(engine, bound_patch())
+    editor = connect(engine, bound_patch())
     editor.read_until("report")
     client = SimpleUDPClient("127.0.0.1", port)
     for node, pin, address in (("@preset", "loud", "/scene/1"), ("@crossfader", "position", "/x")):
