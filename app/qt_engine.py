@@ -4,8 +4,9 @@ It owns the GL service, the output window and the frame clock around an `app.eng
 precise Qt timer calls `engine.step()` at frame deadlines (60 a second by default), and the output
 window (when open) repaints after each frame. Nothing here waits for an editor: editors talk to
 the engine through its socket (`EngineServer`), and their messages are applied between frames: as
-soon as they arrive (a reader thread wakes the event loop, which calls `engine.between_frames()`,
-where a small structural edit's program is rebuilt too), and in any case at the next frame.
+soon as they arrive (a reader thread writes a byte to a socket pair the event loop watches, and the
+loop calls `engine.between_frames()`, where a small structural edit's program is rebuilt too), and
+in any case at the next frame.
 
 GL: with a display, the GL service lives on a Qt context shared with the output window, so the
 window can be opened at any time; without one (Qt's offscreen platform) a standalone EGL context
@@ -33,6 +34,7 @@ import gc
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -40,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QSocketNotifier, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication
 
@@ -92,13 +94,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Arrivals(QObject):
-    """Wakes the event loop when an editor's message arrives (emitted from a reader thread,
-    delivered on the loop's thread)."""
-
-    arrived = Signal()
-
-
 class QtEngineHost:
     """The Qt side of the engine process: timer, GL service, output window."""
 
@@ -117,21 +112,36 @@ class QtEngineHost:
         self.timer.setTimerType(Qt.TimerType.PreciseTimer)
         self.timer.setSingleShot(True)
         self.timer.timeout.connect(self.tick)
-        # Messages are applied (and a small edit rebuilt) as they arrive, between two frames; a
-        # burst of messages wakes the loop once, as the flag is cleared only when it drains.
-        self._arrivals = _Arrivals()
-        self._arrivals.arrived.connect(self.between_frames, Qt.ConnectionType.QueuedConnection)
+        # Messages are applied (and a small edit rebuilt) as they arrive, between two frames. A
+        # reader thread wakes the loop by writing a byte to a socket pair the loop watches (no Qt
+        # call from a thread Qt did not make); a burst of messages writes one byte, as the flag
+        # is cleared only when the loop drains.
         self._wake_pending = threading.Event()
+        self._wake_in, self._wake_out = socket.socketpair()
+        self._wake_in.setblocking(False)
+        self._wake_out.setblocking(False)
+        self._arrivals = QSocketNotifier(self._wake_in.fileno(), QSocketNotifier.Type.Read)
+        self._arrivals.activated.connect(self.between_frames)
         engine.inbox.on_put = self._wake
 
     def _wake(self) -> None:
+        """Called by reader threads after each message."""
         if not self._wake_pending.is_set():
             self._wake_pending.set()
-            self._arrivals.arrived.emit()
+            with contextlib.suppress(OSError):  # full or closed: the next frame drains anyway
+                self._wake_out.send(b"\0")
 
-    def between_frames(self) -> None:
+    def between_frames(self, *_: object) -> None:
         self._wake_pending.clear()
+        with contextlib.suppress(OSError):
+            self._wake_in.recv(4096)
         self.engine.between_frames()
+
+    def close_wake(self) -> None:
+        self.engine.inbox.on_put = None
+        self._arrivals.setEnabled(False)
+        self._wake_in.close()
+        self._wake_out.close()
 
     def start(self) -> None:
         self._due = time.perf_counter()
@@ -310,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.unfreeze()  # Qt's wrappers are torn down in order, not left frozen to the exit
         host.timer.stop()
         server.close()
+        host.close_wake()
         with contextlib.suppress(OSError):
             if json.loads(info_path.read_text("utf-8")).get("pid") == os.getpid():
                 info_path.unlink()

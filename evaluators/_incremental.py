@@ -31,7 +31,7 @@ and steps (slot numbers and, between independent nodes, the order may differ); t
 over random edit sequences. A full build is made instead when too much changed (`MAX_CHANGED`),
 when holes would outweigh the live slots, or when deriving fails. Assumes the previous program no
 longer runs while the new one is made (the dual evaluator stops it at the structural edit) and is
-released only afterwards; nothing of it is changed.
+released only afterwards; nothing of it is changed but the link set it caches (`link_set`).
 """
 
 from __future__ import annotations
