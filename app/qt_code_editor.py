@@ -27,7 +27,6 @@ from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
-    QFontDatabase,
     QKeyEvent,
     QKeySequence,
     QPainter,
@@ -41,6 +40,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
+from app.qt_fonts import monospace_font
 from evaluators.gl_service import SHADER_ERROR_PREFIX, shader_error_location
 
 APPLY_PAUSE_MS = 800  # typing is applied this long after the last key
@@ -158,9 +158,7 @@ class QtCodeEditor(QPlainTextEdit):
 
     def __init__(self) -> None:
         super().__init__()
-        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        font.setPointSize(max(font.pointSize(), 10))
-        self.setFont(font)
+        self.setFont(monospace_font())
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * 4)
         self.setMinimumHeight(EDITOR_MIN_HEIGHT)

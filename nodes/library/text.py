@@ -34,7 +34,7 @@ from nodes._spec import Color, Texture, Vec2, node
 from nodes.library.gpu import GPUTargets, _gpu, _size, check_texture_size
 
 #: Bundled fonts by name (files in resources/fonts).
-BUNDLED_FONTS = {"DejaVu Sans": "DejaVuSans.ttf"}
+BUNDLED_FONTS = {"DejaVu Sans": "DejaVuSans.ttf", "DejaVu Sans Mono": "DejaVuSansMono.ttf"}
 DEFAULT_FONT = "DejaVu Sans"
 #: Pillow's anchors: horizontal alignment, centred vertically on `position`.
 ANCHORS = {"left": "lm", "center": "mm", "right": "rm"}

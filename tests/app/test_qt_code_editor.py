@@ -11,6 +11,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from app.qt_code_editor import APPLY_PAUSE_MS, GLSLHighlighter, QtCodeField
+from app.qt_fonts import MONOSPACE_FAMILY
 from nodes import Patch
 from nodes.library.gpu import DEFAULT_SHADER
 
@@ -43,7 +44,10 @@ def type_at_end(field: QtCodeField, text: str) -> None:
 def test_the_source_pin_is_a_multiline_monospace_editor_with_the_shader(editor, ui, qtbot):
     field = code_field(editor, ui, qtbot)
     assert field.text == DEFAULT_SHADER
-    assert field.editor.font().fixedPitch() or field.editor.fontInfo().fixedPitch()
+    metrics = field.editor.fontMetrics()  # monospace as a user sees it: equal advances
+    assert metrics.horizontalAdvance("i") == metrics.horizontalAdvance("W") > 0
+    assert metrics.horizontalAdvance(".") == metrics.horizontalAdvance("W")
+    assert field.editor.fontInfo().family() == MONOSPACE_FAMILY  # the bundled font, everywhere
     assert field.editor.blockCount() == DEFAULT_SHADER.count("\n") + 1
     assert isinstance(field.editor.highlighter, GLSLHighlighter)
     assert field.editor.gutter_width() > 0 and field.editor.viewportMargins().left() > 0
