@@ -22,8 +22,9 @@ def register_bundled_fonts() -> tuple[str, ...]:
     """Register the bundled font files with Qt (needs a QGuiApplication); returns the families
     Qt found in them. A file Qt cannot read is left out (the system's fonts stand in)."""
     families: list[str] = []
+    folder = resources.files("resources") / "fonts"
     for name in BUNDLED_FONT_FILES:
-        font_id = QFontDatabase.addApplicationFont(str(resources.files("resources") / "fonts" / name))
+        font_id = QFontDatabase.addApplicationFont(str(folder / name))
         if font_id >= 0:
             families.extend(QFontDatabase.applicationFontFamilies(font_id))
     return tuple(families)
