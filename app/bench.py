@@ -47,9 +47,13 @@ Sections:
 - instancing: one instanced pass of 10,000 and of 1,000 circles side by side (the GL service's
   draw, and a whole frame of a patch whose gpu.instances node draws a grid of them every frame;
   app/instancing_bench.py).
-- load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in reversed
-  order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the smallest size's
-  (near 1 at every size when loading is linear; quadratic loading doubles it with every doubling).
+- load: the flat program under load, frames back to back: a render against flat frames, an
+  engine stepped back to back from a load and a big edit to its first flat frame, and a paced
+  engine's frames around an edit (app/load_bench.py).
+- file_load: `load_patch` of chains of 1,000 to 16,000 nodes, links listed in forward and in
+  reversed order: ms per MB and per 1,000 nodes, and the ratio of ms per 1,000 nodes to the
+  smallest size's (near 1 at every size when loading is linear; quadratic loading doubles it with
+  every doubling).
 - memory: on 1,000-node layered graphs (seed 004's generator, several seeds), the peak memory of
   `memory_order` against DFS order, BFS order and a width-8 beam search (approximate dynamic
   programme): the median and worst ratio of memory_order's peak to each, and the median time to
@@ -732,7 +736,7 @@ def _chain_file(folder: Path, size: int, reversed_links: bool) -> Path:
     return path
 
 
-def load_section(sizes: list[int], repeats: int) -> Report:
+def file_load_section(sizes: list[int], repeats: int) -> Report:
     """Median `load_patch` time per file size and link order; see the module note."""
     results: Report = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -821,6 +825,12 @@ def _autosave_section(quick: bool) -> Report:
     return autosave_bench(quick)
 
 
+def _load_section(quick: bool) -> Report:
+    from app.load_bench import load_section
+
+    return load_section(2000 if quick else 10000, 300 if quick else 2200, 1 if quick else 3)
+
+
 def _show_section(quick: bool) -> Report:
     from app.show_bench import show_bench
 
@@ -879,7 +889,8 @@ def run_suite(quick: bool, only: list[str] | None = None) -> Report:
         "autosave": lambda: _autosave_section(quick),
         "show": lambda: _show_section(quick),
         "subpatch": lambda: subpatch_section(100, 100, 5 if quick else 21, 2 if quick else 5),
-        "load": lambda: load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
+        "load": lambda: _load_section(quick),
+        "file_load": lambda: file_load_section([1000, 4000] if quick else [1000, 4000, 16000], 3),
         "memory": lambda: memory_section(3 if quick else 10),
         "gpu_memory": lambda: _gpu_memory_section(quick),
         "controls": lambda: _controls_section(quick),

@@ -116,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
             "show",
             "subpatch",
             "load",
+            "file_load",
             "memory",
             "gpu_memory",
             "controls",

@@ -124,6 +124,8 @@ def play_headless(
         engine.ctx.time_budget = max(engine.ctx.time_budget, RENDER_NODE_BUDGET_S)
     evaluator = engine.evaluator
     evaluator.watch(node_id for node_id, _ in targets)
+    if not realtime:  # a render has no edit to show lazily: flat from its first frame
+        evaluator.build_now()
     writer = None
     if out_dir is not None and gpu is not None:
         from evaluators.gl_service import GLFrameWriter

@@ -10,9 +10,15 @@ made while a build was running are replayed into the new program when it is swap
 Both halves share one ExecutionContext, so cached results, node state (LFO phase, frame delays) and
 last good outputs survive every swap.
 
-The builder is cooperative: between small chunks of work it waits while a frame is running, so a
-rebuild of a large patch does not stretch the frames that run meanwhile. It never touches GL. Old
-programs are released on the builder thread, outside the frame loop. After handing a program over,
+The builder is cooperative (`_Turns`): between small chunks of work it waits while a frame is
+running, so a rebuild of a large patch does not stretch the frames that run meanwhile. Between
+frames it runs freely. When frames run back to back (a render, or an engine whose frames take
+longer than its period) there is no "between": each frame then first grants the builder a slice
+in proportion to the previous frame (`BUILD_SHARE`, capped), less the time it already had since
+that frame, so the build always progresses and the slow lazy frames end soon; a paced loop with
+idle time grants nothing. A render need not wait at all: `build_now()` compiles the program on
+the frame thread before its first frame. The builder never touches GL. Old programs are released
+on the builder thread, in its turns. After handing a program over,
 the builder generates its HOT code (evaluators/_codegen.py) the same way; the program runs its
 step loop until the code is ready.
 
@@ -40,7 +46,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from evaluators._context import ExecutionContext
@@ -106,53 +112,131 @@ def compile_program(
     return (token, program, time.perf_counter() - started, problem)
 
 
+class _Turns:
+    """Who runs now: a frame, or the builder.
+
+    The builder runs while no frame runs (between frames, or while a host waits), and during
+    slices a frame grants it (`grant`). Having used a granted slice, it waits for the next frame
+    to end (or the next grant): when frames run back to back, the frame thread decides how much
+    of its time goes to the build, so the build always progresses and no frame is cut into.
+    `clock` measures slices (time.perf_counter; tests give a fake one)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._cond = threading.Condition()
+        self._frame_running = False
+        self._frames_ended = 0
+        self._handed_back_at = -1  # `_frames_ended` when the builder last ended a granted slice
+        self._grant_until: float | None = None
+        self._work_items = 0  # requests given to the builder and not done yet
+        self._stopping = False
+
+    # ------------------------------------------------------------ the frame thread
+    def frame_started(self) -> None:
+        with self._cond:
+            self._frame_running = True
+
+    def frame_ended(self) -> None:
+        """A frame ended, or a host waits without running frames: the builder may run."""
+        with self._cond:
+            self._frame_running = False
+            self._frames_ended += 1
+            self._cond.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        return self._work_items > 0
+
+    def grant(self, seconds: float, real_limit: float) -> float:
+        """Let the builder run for `seconds` (on `clock`) and wait until it used them, ran out
+        of work or `real_limit` real seconds passed (a step it cannot cut); returns the seconds
+        it ran (on `clock`)."""
+        with self._cond:
+            if not self._work_items or self._stopping:
+                return 0.0
+            started = self.clock()
+            self._grant_until = started + seconds
+            self._cond.notify_all()
+            deadline = time.monotonic() + real_limit
+            while self._grant_until is not None and self._work_items:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            self._grant_until = None
+            return self.clock() - started
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------ the builder thread
+    def work_added(self) -> None:
+        with self._cond:
+            self._work_items += 1
+
+    def work_done(self) -> None:
+        with self._cond:
+            self._work_items -= 1
+            self._cond.notify_all()
+
+    def wait_for_turn(self) -> None:
+        """Hand a granted slice back once it is used up; wait while a frame has the turn."""
+        with self._cond:
+            if self._grant_until is not None and self.clock() >= self._grant_until:
+                self._grant_until = None
+                self._handed_back_at = self._frames_ended
+                self._cond.notify_all()
+            while not self._may_run():
+                self._cond.wait()
+
+    def _may_run(self) -> bool:
+        if self._stopping or self._grant_until is not None:
+            return True
+        return not self._frame_running and self._frames_ended != self._handed_back_at
+
+
 class _Builder:
-    """A background thread that compiles flat programs, one request at a time."""
+    """A background thread that compiles flat programs, one request at a time, in the turns
+    frames leave it (`_Turns`)."""
 
-    SLICE_SECONDS = 0.0005
-    WAIT_SECONDS = 0.012
+    SLICE_SECONDS = 0.0005  # how often a build looks whether a frame wants the turn
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.turns = _Turns(clock)
         self._slice_started = 0.0
         self._requests: queue.Queue[Any] = queue.Queue()
-        self._idle = threading.Event()
-        self._idle.set()
         self._lock = threading.Lock()
         self._result: BuildResult | None = None
         self._builds_waiting = 0
         self._thread = threading.Thread(target=self._work, name="patchbay-builder", daemon=True)
         self._thread.start()
 
-    def frame_started(self) -> None:
-        self._idle.clear()
-
-    def frame_ended(self) -> None:
-        self._idle.set()
-
     def _yield(self) -> None:
-        """Called often while building: after each slice of work, let frames run first.
-
-        Between frames the builder runs freely. When frames come back to back (a slow lazy
-        frame), it still takes a short slice every few milliseconds, so builds finish without
-        stretching any frame by much.
-        """
-        if time.perf_counter() - self._slice_started < self.SLICE_SECONDS:
+        """Called often while building: every `SLICE_SECONDS`, let a frame that wants the turn
+        run first."""
+        clock = self.turns.clock
+        if clock() - self._slice_started < self.SLICE_SECONDS:
             return
-        self._idle.wait(timeout=self.WAIT_SECONDS)
-        self._slice_started = time.perf_counter()
+        self.turns.wait_for_turn()
+        self._slice_started = clock()
 
     def request(self, token: int, snapshot: PatchSnapshot, ctx: ExecutionContext,
                 watched: tuple[str, ...], previous: FlatProgram | None) -> None:  # fmt: skip
         with self._lock:
             self._builds_waiting += 1
+        self.turns.work_added()
         self._requests.put((token, snapshot, ctx, watched, previous))
 
     def retire(self, program: FlatProgram) -> None:
         """Drop an old program on this thread, not in the frame loop."""
+        self.turns.work_added()
         self._requests.put(program)
 
     def generate(self, program: FlatProgram) -> None:
         """Generate a running program's missing HOT code on this thread."""
+        self.turns.work_added()
         self._requests.put(("code", program))
 
     def take_result(self) -> BuildResult | None:
@@ -161,7 +245,7 @@ class _Builder:
         return result
 
     def stop(self) -> None:
-        self._idle.set()
+        self.turns.stop()
         self._requests.put(None)
         self._thread.join(timeout=5)
 
@@ -170,16 +254,19 @@ class _Builder:
             item = self._requests.get()
             if item is None:
                 return
-            if isinstance(item, FlatProgram):
-                self._idle.wait(timeout=self.WAIT_SECONDS)  # freeing it takes a while
-                item.release()
-                del item
-                continue
-            if item[0] == "code":
-                with _ShortSwitchInterval():
-                    self._generate_code(item[1])
-                del item
-                continue
+            self.turns.wait_for_turn()
+            self._slice_started = self.turns.clock()
+            self._do(item)
+            del item
+            self.turns.work_done()
+
+    def _do(self, item: Any) -> None:
+        if isinstance(item, FlatProgram):
+            item.release()  # freeing it takes a while: in the builder's turn
+        elif item[0] == "code":
+            with _ShortSwitchInterval():
+                self._generate_code(item[1])
+        else:
             token, snapshot, ctx, watched, previous = item
             with self._lock:
                 self._builds_waiting -= 1
@@ -195,7 +282,7 @@ class _Builder:
         """Generate a handed-over program's HOT code (evaluators/_codegen.py) while it runs its
         step loop; a new build request (or a bypass changing the list) leaves the rest to the
         frame loop. Compiling a chunk holds the interpreter for a millisecond or two, so each
-        starts between frames (or after `WAIT_SECONDS` of frames back to back)."""
+        starts in the builder's turn."""
         code = program.hot_code
         if code is None:
             return
@@ -203,13 +290,20 @@ class _Builder:
             with self._lock:
                 if self._builds_waiting:
                     break
-            self._idle.wait(timeout=self.WAIT_SECONDS)
+            self.turns.wait_for_turn()
             code.advance()
         code.background = False
 
 
 class DualEvaluator:
     """What the editor runs: see the module note."""
+
+    #: When frames run back to back while the builder has work, each frame first grants it this
+    #: many times the previous frame's duration (less the time since that frame ended, which it
+    #: had already), at most `MAX_BUILD_GRANT` seconds.
+    BUILD_SHARE = 2.0
+    MAX_BUILD_GRANT = 0.05
+    MIN_BUILD_GRANT = 0.0002  # less is not worth waking the builder for
 
     def __init__(
         self,
@@ -219,7 +313,9 @@ class DualEvaluator:
         debounce: float = 0.05,
         background: bool = True,
         incremental: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        """`clock` times frames and the builder's slices (tests give a fake one)."""
         self.patch, self._own_view = expanded(patch)  # instances inlined (evaluators/_view.py)
         patch = self.patch
         self.ctx = context if context is not None else ExecutionContext(gpu)
@@ -247,7 +343,11 @@ class DualEvaluator:
         self._last_structural = time.monotonic() - debounce
         self._edited: set[str] = set()
         self._built: BuildResult | None = None  # a result compiled on this thread
-        self._builder = _Builder() if background else None
+        self._clock = clock
+        self._frame_ended_at: float | None = None  # on `clock`
+        self._frame_work_seconds = 0.0  # the last frame without the slice it granted
+        self.granted_seconds = 0.0  # slices granted to the builder so far (for benchmarks)
+        self._builder = _Builder(clock) if background else None
         self._unsubscribe = patch.subscribe(self._on_event)
 
     @property
@@ -313,7 +413,9 @@ class DualEvaluator:
         started = time.perf_counter()
         self.patch.flush()  # edits inside definitions reach the halves as one burst
         if self._builder is not None:
-            self._builder.frame_started()
+            self._grant_builder()
+            self._builder.turns.frame_started()
+        work_started = self._clock()
         try:
             self._maybe_swap()
             if self.program is None and self._stopped is not None and self._building is None:
@@ -330,10 +432,25 @@ class DualEvaluator:
                     self._edited.clear()
                 program.run()
         finally:
+            self._frame_ended_at = self._clock()
+            self._frame_work_seconds = self._frame_ended_at - work_started
             if self._builder is not None:
-                self._builder.frame_ended()
+                self._builder.turns.frame_ended()
         self._maybe_build()
         self.last_frame_seconds = time.perf_counter() - started
+
+    def _grant_builder(self) -> None:
+        """Frames back to back starve a build (or code generation) that only runs between
+        frames: grant it a slice first, in proportion to the last frame (see `BUILD_SHARE`).
+        With enough time between frames (a paced 60 fps loop) it grants nothing."""
+        assert self._builder is not None
+        turns = self._builder.turns
+        if not turns.busy or self._frame_ended_at is None:
+            return
+        had = self._clock() - self._frame_ended_at
+        wanted = min(self.BUILD_SHARE * self._frame_work_seconds, self.MAX_BUILD_GRANT) - had
+        if wanted >= self.MIN_BUILD_GRANT:
+            self.granted_seconds += turns.grant(wanted, real_limit=wanted + 0.01)
 
     def _maybe_swap(self) -> None:
         if self._building is None:
@@ -342,8 +459,11 @@ class DualEvaluator:
             result = self._builder.take_result()
         else:
             result, self._built = self._built, None
-        if result is None:
-            return
+        if result is not None:
+            self._swap_in(result)
+
+    def _swap_in(self, result: BuildResult) -> None:
+        """Run the program of a finished build from the next frame, if it still fits the patch."""
         token, program, seconds, problem = result
         self._building = None
         self.last_build_seconds = seconds
@@ -433,10 +553,31 @@ class DualEvaluator:
         else:
             self._builder.request(self._token, snapshot, self.ctx, self._watched, previous)
 
+    def build_now(self) -> bool:
+        """Compile the flat program on this thread, HOT code included, so that frames run flat
+        from the next one: for a render, which has no edit to show lazily (and whose frames,
+        back to back, would share their time with a background build). False when the patch
+        does not compile; frames then run lazily, as they would have."""
+        self.patch.flush()
+        if self._building is not None:
+            return self.wait_for_flat()
+        if self.program is None:
+            self._export_stopped()
+            self.builds += 1
+            self._building = self._token
+            snapshot = PatchSnapshot.of(self.patch)
+            self._swap_in(
+                compile_program(self._token, snapshot, self.ctx, self._watched,
+                                previous=self._stopped)
+            )  # fmt: skip
+        return self.program is not None
+
     def wait_for_flat(self, timeout: float = 10.0) -> bool:
         """Run no frames, but let a pending build finish and swap (for tools and tests)."""
         deadline = time.monotonic() + timeout
         self.patch.flush()
+        if self._builder is not None:
+            self._builder.turns.frame_ended()  # no frame runs meanwhile: the builder may
         while self.program is None and time.monotonic() < deadline:
             self._maybe_build()
             self._maybe_swap()

@@ -225,10 +225,10 @@ def test_the_editor_without_a_display_says_so_in_one_line() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_bench_load_section_reports_both_link_orders_per_size() -> None:
-    from app.bench import load_section
+def test_bench_file_load_section_reports_both_link_orders_per_size() -> None:
+    from app.bench import file_load_section
 
-    report = load_section([20, 40], repeats=1)
+    report = file_load_section([20, 40], repeats=1)
     assert set(report) == {"forward/20", "forward/40", "reversed/20", "reversed/40"}
     for key, row in report.items():
         assert row["nodes"] == int(key.split("/")[1]) and row["mb"] > 0
@@ -432,3 +432,18 @@ def test_the_beat_example_pulses_at_its_tempo(capsys) -> None:
     # 128 BPM at 60 fps: a beat every 28.125 frames, on the first frame at or after each
     assert pulses == [math.ceil(k * 28.125) for k in range(9)]
     assert lines[225] == "225 pulse.out=True beat.bar=2"
+
+
+def test_a_render_runs_flat_from_its_first_frame():
+    import io
+
+    from app.player import play_headless
+    from evaluators.bench_patches import hot_chain
+
+    evaluator = play_headless(hot_chain(500), 1, 60.0, ["sink.out"], out=io.StringIO())
+    try:
+        assert evaluator.mode == "flat" and evaluator.swaps == 1
+        assert evaluator.program is not None and evaluator.program.hot_code is not None
+        assert evaluator.program.hot_code.ready  # generated before frame 0, not meanwhile
+    finally:
+        evaluator.close()

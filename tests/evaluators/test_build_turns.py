@@ -1,0 +1,119 @@
+"""The background build is never starved: frames that run back to back grant the builder slices.
+
+Time here is a fake clock that moves a fixed step at every reading (time passes only as code
+runs), so slices are counted in clock readings, not measured in seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from evaluators import DualEvaluator
+from evaluators._dual import _Turns
+from evaluators.bench_patches import hot_chain
+from tests.waiting import BUILD_TIMEOUT_S
+
+
+class StepClock:
+    """A clock that moves `step` seconds at every reading, whichever thread reads it."""
+
+    def __init__(self, step: float = 1e-4) -> None:
+        self.now = 0.0
+        self.step = step
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            self.now += self.step
+            return self.now
+
+    def skip(self, seconds: float) -> None:
+        """Idle time between frames, on the clock."""
+        with self._lock:
+            self.now += seconds
+
+
+def test_a_granted_slice_lets_the_builder_run_until_it_is_used_then_hands_the_turn_back():
+    clock = StepClock(step=1e-3)
+    turns = _Turns(clock)
+    turns.work_added()
+    turns.frame_started()  # a frame holds the turn: the builder waits
+    steps = []
+    stop = threading.Event()
+
+    def builder() -> None:
+        while not stop.is_set():
+            turns.wait_for_turn()
+            steps.append(clock.now)
+
+    thread = threading.Thread(target=builder, daemon=True)
+    thread.start()
+    time.sleep(0.05)
+    assert steps == []  # never during a frame
+
+    ran = turns.grant(0.010, real_limit=BUILD_TIMEOUT_S)  # ten readings of the clock
+    assert 0.010 <= ran < 0.020
+    taken = len(steps)
+    assert 5 <= taken <= 12
+    time.sleep(0.05)
+    assert len(steps) == taken  # the slice is used up: it waits for the frame to end
+
+    turns.frame_ended()  # between frames the builder runs freely
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+    while len(steps) < taken + 100 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert len(steps) >= taken + 100
+    stop.set()
+    turns.stop()
+    thread.join(timeout=BUILD_TIMEOUT_S)
+    assert not thread.is_alive()
+
+
+def test_a_grant_returns_at_once_when_the_builder_has_no_work():
+    turns = _Turns(StepClock())
+    assert turns.grant(1.0, real_limit=BUILD_TIMEOUT_S) == 0.0
+
+
+def test_frames_back_to_back_reach_flat_through_the_slices_they_grant():
+    clock = StepClock()
+    dual = DualEvaluator(hot_chain(3000), debounce=0.0, clock=clock)
+    try:
+        frame = 0
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        while dual.mode != "flat" and time.monotonic() < deadline:
+            dual.run_frame(frame / 60, frame)  # back to back: no idle time on the clock
+            frame += 1
+        assert dual.mode == "flat"
+        assert dual.granted_seconds > 0
+        # Once the build and its code are done, frames grant nothing more.
+        while dual._builder is not None and dual._builder.turns.busy:
+            assert time.monotonic() < deadline
+            dual.run_frame(frame / 60, frame)
+            frame += 1
+        granted = dual.granted_seconds
+        for _ in range(5):
+            dual.run_frame(frame / 60, frame)
+            frame += 1
+        assert dual.granted_seconds == granted
+        assert dual.program is not None and dual.program.hot_code is not None
+        assert dual.program.hot_code.ready
+    finally:
+        dual.close()
+
+
+def test_frames_with_idle_time_between_them_grant_nothing():
+    clock = StepClock()
+    dual = DualEvaluator(hot_chain(3000), debounce=0.0, clock=clock)
+    try:
+        frame = 0
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        while dual.mode != "flat" and time.monotonic() < deadline:
+            dual.run_frame(frame / 60, frame)
+            frame += 1
+            clock.skip(1 / 60)  # the rest of the period, idle
+            time.sleep(0.002)  # where the builder works
+        assert dual.mode == "flat"
+        assert dual.granted_seconds == 0.0
+    finally:
+        dual.close()
