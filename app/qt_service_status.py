@@ -94,6 +94,7 @@ class QtServiceStatus(QWidget):
             indicator = self.indicators[name] = QtServiceIndicator(name)
             indicator.clicked.connect(self.settings_requested)
             self._layout.addWidget(indicator)
+            indicator.show()  # now, not once the event loop turns
         elif indicator.status == status:
             return False
         indicator.show_status(status)

@@ -62,6 +62,8 @@ def test_a_taken_osc_port_shows_in_the_window_and_is_changed_there(
         assert "choose another OSC port in Settings" in window.messages.text()
         qtbot.waitUntil(lambda: window.docks["Messages"].windowTitle() != "Messages")
         assert window.docks["Messages"].windowTitle() == f"Messages ({window.messages.unread})"
+        indicator = window.service_status.indicators["osc"]
+        qtbot.waitUntil(lambda: indicator.width() >= indicator.sizeHint().width())  # laid out
         ARTIFACTS.mkdir(exist_ok=True)
         window.grab().save(str(ARTIFACTS / "service_status_off.png"))
 
@@ -69,6 +71,7 @@ def test_a_taken_osc_port_shows_in_the_window_and_is_changed_there(
         assert dialog.osc_port.value() == taken_port
         assert dialog.osc_host.text() == "127.0.0.1"
         assert off in dialog.osc_status.text()
+        dialog.grab().save(str(ARTIFACTS / "settings_dialog.png"))
         port = free_udp_port()
         dialog.osc_port.setValue(port)
         QTest.mouseClick(dialog.ok_button, Qt.MouseButton.LeftButton)
