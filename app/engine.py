@@ -20,6 +20,16 @@ pin goes to the editor in a `live_values` message with the next report (one in f
 what comes meanwhile is merged into the next), so its inspector follows and its file saves them.
 A `learn` message arms learn; the control caught goes back in a `learned` message.
 
+Nothing that changes what a show does is silent: with the reports (so at most `REPORT_HZ` times a
+second) the engine posts a `service` message when a service's status changes (evaluators:
+`ServiceStatus`: OSC listening, or off because its port is taken, and what to do), a
+`node_failed` message for the first failure of each node (at most `FAILURES_PER_REPORT` a
+report), and `learn_unreachable` as soon as an armed learn has no source that can reach it. An
+editor that connects gets the current ones again. Settings edits apply live: a new
+`settings.osc_port` (or a `services` message with another `osc_host`) restarts the OSC service
+alone, between two frames; the port a person sets in the window wins over `--osc-port` from then
+on.
+
 Reports carry the statuses of the level the editor's canvas shows (`level` message: the path of
 the instance it is inside, `blob1/inner2`, or "" for the document's own nodes), round robin.
 
@@ -68,7 +78,9 @@ node's output is another texture or the node is edited.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
+import ipaddress
 import json
 import os
 import queue
@@ -96,7 +108,14 @@ from app.exit_codes import EXIT_HUNG
 from app.profile_costs import ProfileAnswers, checked_request
 from app.refresh import FailedPictures, RefreshSteps
 from app.transport import TransportClock, checked_step
-from evaluators import Controls, DualEvaluator, ExecutionContext, ExpandedPatch, node_running_in
+from evaluators import (
+    Controls,
+    DualEvaluator,
+    ExecutionContext,
+    ExpandedPatch,
+    ServiceStatus,
+    node_running_in,
+)
 from nodes import (
     PackWatcher,
     Patch,
@@ -110,6 +129,7 @@ from nodes import (
     sync_instances,
     user_nodes_folder,
 )
+from nodes._errors import one_line
 
 REPORT_HZ = 30.0
 REPORT_NODES = 128
@@ -123,6 +143,9 @@ THUMBNAIL_ROUND_S = 0.25
 THUMBNAIL_SIZE = (96, 54)
 PREVIEW_SIZE = (320, 180)
 WATCHDOG_S = 2.0
+FAILURES_PER_REPORT = 16
+"""`node_failed` messages posted with one report at most: a patch whose every node fails at once
+tells the editor over a few reports, not in one burst."""
 FRAME_LOG_ENV = "PATCHBAY_FRAME_LOG"
 FRAME_LOG_FLUSH_S = 0.5
 
@@ -404,6 +427,8 @@ class Engine:
         self._pack_watcher: PackWatcher | None = None
         self._pack_problems: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._profile_answers = ProfileAnswers()  # `profile` requests
+        self._service_said: dict[str, ServiceStatus] = {}  # told to the editor, by service
+        self._failures_said: set[str] = set()  # nodes whose failure the editor was told of
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self.controls = Controls(
             patch, self.ctx, on_preset=self.presets.recall, on_crossfade=self.presets.set_crossfade
@@ -411,6 +436,8 @@ class Engine:
 
     def _on_patch_event(self, event: PatchEvent) -> None:
         self.failed_pictures.on_patch_event(event)
+        if event.op == "settings" and event.definition is None:
+            self.ctx.services.settings_changed(event.value)  # a new OSC port: OSC starts again
         if event.op != "set_value" or event.definition is not None or not event.node_id:
             return
         if event.live:
@@ -461,6 +488,9 @@ class Engine:
         learned = self.controls.take_learned()
         if learned is not None and self.editor is not None:
             self.editor.post({"type": "learned", **learned})
+        problem = self.controls.take_learn_problem()
+        if problem is not None and self.editor is not None:
+            self.editor.post({"type": "learn_unreachable", **problem})
         images: list[tuple[dict[str, Any], bytes]] = []
         if not self.paused or self._step_once:
             self._step_once = False
@@ -542,6 +572,8 @@ class Engine:
                 self.editor.close()
             self.editor = link
             self._reported_revision = -1  # its first report lists every node
+            self._service_said.clear()  # it hears of every service and failure anew
+            self._failures_said.clear()
             link.post(
                 {
                     "type": "hello",
@@ -626,6 +658,8 @@ class Engine:
             self.set_paused(bool(message.get("paused")))
         elif kind == "allow_send":
             self.allow_send(message.get("allow") is True)
+        elif kind == "services":
+            self.set_osc_host(message.get("osc_host"))
         elif kind == "step":
             self.step_paused(checked_step(message.get("seconds", 0.0)))
         elif kind == "rate":
@@ -660,6 +694,17 @@ class Engine:
         self.ctx.services.options["allow_send"] = allow
         if "osc" in self.ctx.services:
             self.ctx.service("osc").allow_send = allow
+
+    def set_osc_host(self, host: Any) -> None:
+        """Listen for OSC on `host` (an IP address) from now on: the OSC service alone starts
+        again, between two frames."""
+        if not isinstance(host, str):
+            raise ProtocolError("services: 'osc_host' must be an IP address")
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            raise ProtocolError(f"services: {host[:60]!r} is not an IP address") from None
+        self.ctx.services.set_option("osc_host", str(address))
 
     def _keep_playing(self) -> None:
         """The editor left: keep what plays for a restart (see the module note). Serialised and
@@ -730,6 +775,8 @@ class Engine:
         self._report_at = now
         if self._live_values:
             self._post_live_values(editor)
+        self._post_service_changes(editor)
+        self._post_failures(editor)
         editor.post_report(self.report([meta for meta, _ in images]), [b for _, b in images])
 
     def _post_live_values(self, editor: EditorLink) -> None:
@@ -746,6 +793,24 @@ class Engine:
         message = {"type": "live_values", "values": values, "seq": self._applied[0] or 0}
         if editor.post_live(message, blobs):
             self._live_values.clear()
+
+    def _post_service_changes(self, editor: EditorLink) -> None:
+        """A `service` message for each service whose status changed since the editor last
+        heard (evaluators.ServiceStatus)."""
+        for name, status in self.ctx.services.statuses().items():
+            if self._service_said.get(name) != status:
+                self._service_said[name] = status
+                editor.post({"type": "service", "name": name, **dataclasses.asdict(status)})
+
+    def _post_failures(self, editor: EditorLink) -> None:
+        """A `node_failed` message for each node failing for the first time (its error, or why
+        it was bypassed), a few a report."""
+        failed = {**self.evaluator.observer.errors, **self.ctx.bypassed}
+        new = [node_id for node_id in failed if node_id not in self._failures_said]
+        for node_id in new[:FAILURES_PER_REPORT]:
+            self._failures_said.add(node_id)
+            editor.post({"type": "node_failed", "node": node_id,
+                         "error": one_line(failed[node_id])[:300]})  # fmt: skip
 
     def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
         """The report message (without image blobs)."""

@@ -39,6 +39,8 @@ Editor -> engine
     nudge     {beats}: shift the beat of every `time.beat` by `beats` (within +-0.5) next frame
     resync    {}: the next frame is the downbeat (beat 0 of a bar) of every `time.beat`
     allow_send {allow}: let `osc.out` nodes send (as `--allow-send` does), or stop them
+    services  {osc_host}: OSC input listens on this IP address from now on (as `--osc-host`
+              does; the OSC service alone restarts; the port is the patch's `osc_port` setting)
     learn     {node, pin}: the next control event (OSC, MIDI) of any source is learned for that
               pin (the engine answers `learned`); {node: null} cancels
     retry     {node}: run a node bypassed for taking too long (or for hanging the engine) again
@@ -64,6 +66,12 @@ Engine -> editor
               (role: thumbnail or preview) whose RGBA pixels follow as blobs
     learned   {node, pin, source, device}: the control that `learn` caught (the editor adds the
               binding, an edit like any other: the `binding` op)
+    learn_unreachable {node, pin, reason, advice}: no source can reach the armed learn (OSC off,
+              no MIDI), said as soon as the sources know; learn stays armed
+    service   {name, state, text, advice, address}: a service's status changed
+              (evaluators.ServiceStatus: state on, off or waiting; one line; what to do; where it
+              listens), sent with a report; an editor that connects gets every service's
+    node_failed {node, error}: the first failure of a node (its path) since the editor connected
     live_values {values: [[node, pin, value], ...], seq}: values the engine's live controls (and
               preset recalls) set since the last one, the latest per pin, at most with each
               report; the editor applies them as live edits (`set_value(..., live=True)`),

@@ -81,6 +81,14 @@ Profiling (app.qt_profiler): the Profiler dock lists the costliest nodes and why
 ran, from `profile` replies (app.profile_costs) the engine sends when asked (or the editor's own
 evaluator answers); View > Heat tint colours node bodies by cost through the canvas's tints.
 
+Nothing silent: what changes what the show does reaches the window in one line, in the Messages
+panel (its tab says how many are unread): a service that could not start (app.qt_service_status:
+also an indicator per service in the status bar, "OSC: listening on 127.0.0.1:9000"), the first
+failure of each node, the engine restarting and why, learn that no source can reach, sending
+that stays off. File > Settings… (app.qt_settings; also a click on an indicator) changes the OSC
+port and host, the tempo and the MIDI options live: the engine restarts only the service
+concerned.
+
 Dialogs go through the `ask_*` / `report_error` methods so that tests can answer them.
 Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 """
@@ -167,7 +175,7 @@ from app.qt_inspector import QtInspector
 from app.qt_legend import QtLegend
 from app.qt_library import QtLibraryPanel
 from app.qt_link_values import QtLinkValues, short_value
-from app.qt_messages import QtBubble, QtMessageLog
+from app.qt_messages import QtBubble, QtMessageLog, badge_dock
 from app.qt_output import (
     QtOutputWindow,
     QtTexturePreview,
@@ -182,6 +190,8 @@ from app.qt_pin_hints import QtPinHints
 from app.qt_presets import QtPresetsPanel
 from app.qt_preview import QtPreview, fitted_pixmap, is_texture
 from app.qt_profiler import QtProfilerPanel, heat_color
+from app.qt_service_status import QtServiceStatus, service_line, status_of
+from app.qt_settings import QtSettingsDialog, SettingsChoice, SettingsCommand
 from app.refresh import FailedPictures, RefreshSteps
 from app.session import EditorSession, Recovery
 from evaluators import (
@@ -191,6 +201,7 @@ from evaluators import (
     ExecutionContext,
     NodeClass,
     NodeStatus,
+    ServiceStatus,
 )
 from evaluators.gl_service import GLService, texture_alive
 from nodes import (
@@ -286,6 +297,9 @@ class QtEditorWindow(QMainWindow):
         self.preset_deck = PresetDeck(Patch())  # recalls while the window runs the patch itself
         self.messages = QtMessageLog()
         self.bubble = QtBubble(self)
+        self.service_status = QtServiceStatus()
+        self.settings_dialog: QtSettingsDialog | None = None
+        self._local_options: dict[str, Any] = {}  # set in Settings, without an engine
         self.link_values = QtLinkValues(self.canvas, self._link_value, self._link_shape)
         self.pin_hints = QtPinHints(self.canvas)
         self.failure_marks = QtFailureMarks(self.canvas)
@@ -409,6 +423,7 @@ class QtEditorWindow(QMainWindow):
         )
         self.tabifyDockWidget(self.docks["Messages"], self.docks["Bindings"])
         self.docks["Messages"].raise_()
+        badge_dock(self.docks["Messages"], self.messages)
         self.resize(1400, 850)
         right = [self.docks[title] for title in ("Inspector", "Preview", "Output")]
         self.resizeDocks(right, [380, 220, 200], Qt.Orientation.Vertical)
@@ -424,6 +439,8 @@ class QtEditorWindow(QMainWindow):
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
+        bar.addPermanentWidget(self.service_status)
+        self.service_status.settings_requested.connect(self.open_settings)
         self.status_labels: dict[str, QLabel] = {}
         for key in ("mode", "fps", "frame", "build", "nodes", "gpu"):
             label = QLabel()
@@ -466,6 +483,8 @@ class QtEditorWindow(QMainWindow):
         )
         self._action(file_menu, "Save &As…", self.save_as, "Ctrl+Shift+S")
         self._action(file_menu, "Export &Frozen…", self.export_frozen, "Ctrl+E")
+        file_menu.addSeparator()
+        self._action(file_menu, "Se&ttings…", self.open_settings, "Ctrl+,")
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
 
@@ -812,6 +831,8 @@ class QtEditorWindow(QMainWindow):
                 self.send_patch()
         else:
             self.context = ExecutionContext(self.gl)
+            self.context.services.options.update(self._local_options)
+            self.service_status.clear()
             self._tell_send_allowed()
             self.evaluator = DualEvaluator(patch, self.context)
             self.controls = self._local_controls(patch)
@@ -867,6 +888,8 @@ class QtEditorWindow(QMainWindow):
             self.evaluator.prepare()
 
     def _on_patch_event(self, event: PatchEvent) -> None:
+        if self.engine is None and event.op == "settings" and event.definition is None:
+            self.context.services.settings_changed(event.value)  # as the engine does
         if event.kind == "structural" and not self._prepare_due:
             # Once the edit is done (all its events), its program is built before the next
             # frame, as the engine does for the edits it receives.
@@ -1036,6 +1059,8 @@ class QtEditorWindow(QMainWindow):
             bypassed = message.get("bypassed")
             why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
             self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
+            self.messages.add("engine", f"restarted ({why}); the patch was sent to it again")
+            self.service_status.clear()  # the new engine says what its services do
             self.send_patch()
             was_open, label, fullscreen = self.engine.evaluator.output_before
             if was_open:  # as it was: same screen, fullscreen or not
@@ -1048,8 +1073,62 @@ class QtEditorWindow(QMainWindow):
             self.messages.add("engine", str(message.get("message")))
         elif kind == "learned":
             self._on_learned(message)
+        elif kind == "learn_unreachable":
+            self._on_learn_unreachable(message)
+        elif kind == "service":
+            self.show_service(str(message.get("name")), status_of(message))
+        elif kind == "node_failed":
+            self.messages.add("node", f"{message.get('node')} failed: {message.get('error')}")
         elif kind == "profile":
             self.profiler_panel.show_reply(message)
+
+    def show_service(self, name: str, status: ServiceStatus) -> None:
+        """A service's status: in its status-bar indicator and the open Settings dialog; in
+        Messages when it is off, or works again after being off."""
+        before = self.service_status.status(name)
+        if not self.service_status.show_status(name, status):
+            return
+        if self.settings_dialog is not None:
+            self.settings_dialog.show_status(name, status)
+        recovered = status.state == "on" and before is not None and before.state == "off"
+        if status.state == "off" or recovered:
+            self.messages.add("service", service_line(name, status))
+
+    def open_settings(self) -> QtSettingsDialog:
+        """File > Settings…: the dialog, open beside the window (app.qt_settings)."""
+        if self.settings_dialog is not None:
+            self.settings_dialog.raise_()
+            return self.settings_dialog
+        statuses = {
+            name: status
+            for name in ("osc", "midi")
+            if (status := self.service_status.status(name)) is not None
+        }
+        dialog = QtSettingsDialog(self.patch.settings, statuses, self)
+        dialog.applied.connect(self.apply_settings)
+        dialog.finished.connect(self._settings_closed)
+        self.settings_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _settings_closed(self) -> None:
+        if self.settings_dialog is not None:
+            self.settings_dialog.deleteLater()
+        self.settings_dialog = None
+
+    def apply_settings(self, choice: SettingsChoice) -> None:
+        """The Settings dialog's changes: patch settings as one undo step (the engine hears of
+        them as edits), the OSC host as the engine's own option."""
+        if choice.settings:  # valid by the dialog's ranges: the push applies them
+            self.undo_stack.push(SettingsCommand(self.patch, choice.settings, choice.previous))
+        if choice.osc_host is not None:
+            if self.engine is not None:
+                self.send_edits()  # a port changed with it is restarted first
+                self.engine.send({"type": "services", "osc_host": choice.osc_host})
+            else:
+                self._local_options["osc_host"] = choice.osc_host
+                self.context.services.set_option("osc_host", choice.osc_host)
+        self.statusBar().showMessage("Settings applied", 4000)
 
     def _apply_live_values(self, values: Any, blobs: list[bytes], seq: int = 0) -> None:
         """What the engine's live controls set, as live edits of the document (not sent back,
@@ -1329,6 +1408,16 @@ class QtEditorWindow(QMainWindow):
             self.send_edits()  # the pin's node may be new
             self.engine.send(message)
 
+    def _on_learn_unreachable(self, message: dict[str, Any]) -> None:
+        """No source can reach the armed learn: say so now (learn stays armed; Esc cancels)."""
+        if self.learn.target != (message.get("node"), message.get("pin")):
+            return  # cancelled meanwhile
+        label = target_label(*self.learn.target)
+        advice = f" ({message.get('advice')})" if message.get("advice") else ""
+        line = f"nothing can reach {label}: {message.get('reason')}{advice}"
+        self.messages.add("learn", line)
+        self.statusBar().showMessage(f"Learn: {line}", 15000)
+
     def _on_learned(self, message: dict[str, Any]) -> None:
         """The engine's answer to learn: bind the pin to the control that moved."""
         taken = self.learn.take(message)
@@ -1436,6 +1525,12 @@ class QtEditorWindow(QMainWindow):
             return
         self.send_allowed = self.ask_allow_send(targets)
         self._tell_send_allowed()
+        if not self.send_allowed:
+            self.messages.add(
+                "send",
+                f"osc.out nodes send nothing to {', '.join(targets)} "
+                "(View > Allow OSC Sending… lets them)",
+            )
         count = len(targets)
         state = "may send" if self.send_allowed else "stays off"
         plural = "s" if count != 1 else ""
@@ -1928,6 +2023,9 @@ class QtEditorWindow(QMainWindow):
         build = ev.last_build_seconds
         labels["build"].setText(f"build {build * 1000:.1f} ms" if build else "build —")
         labels["nodes"].setText(f"{len(self.patch.nodes)} nodes")
+        if self.engine is None:  # the window's own services (with an engine: its messages)
+            for name, status in self.context.services.statuses().items():
+                self.show_service(name, status)
 
     # ------------------------------------------------------------------ output window
     def toggle_output_window(self) -> None:

@@ -5,15 +5,20 @@ and every engine message goes to `QtMessageLog`, a dock panel keeping the full t
 its time, selectable and copied whole with Copy All; a refusal also shows in `QtBubble`, a small
 transient box next to where the pointer was, for `BUBBLE_S` seconds, so the reason is seen where
 the gesture happened instead of only in the status bar. The log keeps the last `MAX_ENTRIES`.
+
+Unread: a message added while the panel is not on screen (closed, or a tab behind another dock)
+counts as unread until its dock shows; `unread_changed` carries the count, and `badge_dock` puts
+it in the dock's title, which is what its tab shows ("Messages (3)").
 """
 
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QApplication,
+    QDockWidget,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -28,10 +33,14 @@ MAX_ENTRIES = 1000
 
 
 class QtMessageLog(QWidget):
-    """The message log panel: one timestamped line per message, full text, copyable."""
+    """The message log panel: one timestamped line per message, full text, copyable; counts the
+    messages added while it was not on screen (`unread`)."""
+
+    unread_changed = Signal(int)
 
     def __init__(self) -> None:
         super().__init__()
+        self.unread = 0
         self.view = QPlainTextEdit()
         self.view.setReadOnly(True)
         self.view.setMaximumBlockCount(MAX_ENTRIES)
@@ -53,13 +62,31 @@ class QtMessageLog(QWidget):
         """Append `HH:MM:SS kind: text`; returns the line."""
         line = f"{time.strftime('%H:%M:%S')}  {kind}: {text}"
         self.view.appendPlainText(line)
+        if not self.isVisible() or self.visibleRegion().isEmpty():  # closed, or a tab behind
+            self.unread += 1
+            self.unread_changed.emit(self.unread)
         return line
+
+    def mark_read(self) -> None:
+        if self.unread:
+            self.unread = 0
+            self.unread_changed.emit(0)
 
     def text(self) -> str:
         return self.view.toPlainText()
 
     def copy_all(self) -> None:
         QApplication.clipboard().setText(self.text())
+
+
+def badge_dock(dock: QDockWidget, log: QtMessageLog) -> None:
+    """Show the log's unread count in the dock's title (and so on its tab); showing the dock
+    (its tab chosen, or the panel opened) reads them."""
+    title = dock.windowTitle()
+    log.unread_changed.connect(
+        lambda count: dock.setWindowTitle(f"{title} ({count})" if count else title)
+    )
+    dock.visibilityChanged.connect(lambda shown: log.mark_read() if shown else None)
 
 
 class QtBubble(QLabel):

@@ -26,6 +26,7 @@ from evaluators._path import NodePath
 from evaluators._profiler import Profiler
 from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 from evaluators._running import node_running_in
+from evaluators._services import ServiceStatus
 from evaluators._view import ExpandedPatch, inlined
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "PatchSnapshot",
     "Profiler",
     "Progress",
+    "ServiceStatus",
     "bind_compute",
     "freeze",
     "inlined",

@@ -31,7 +31,10 @@ not touched at all.
   PatchError these raise (a preset since deleted) skips that binding only.
 - A binding whose target node or pin is missing, or whose pin cannot be bound, is skipped.
 - Learn: `learn(node, pin)` arms it (and listens to every OSC address and opens every MIDI
-  input); the next event of any source wins, `take_learned()` returns it once.
+  input); the next event of any source wins, `take_learned()` returns it once. As soon as every
+  source has said whether it works (`ServiceStatus`) and none does (OSC off: its port is taken;
+  no MIDI here), `take_learn_problem()` says so once, with what to do; learn stays armed, so a
+  source fixed meanwhile (another port) is still learned.
 - MIDI ports: the service opens the inputs MIDI bindings name by their `device` ("": every
   port; `midi.*` nodes ask for their own), and every input while learning or following the
   MIDI clock.
@@ -59,7 +62,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators._services import FACTORIES
+from evaluators._services import FACTORIES, ON, WAITING
 from nodes import Patch, PatchError, PatchEvent, resync_beats
 from nodes._bindings import BINDABLE_TYPES, CROSSFADER_TARGET, PRESET_TARGET, Binding
 from nodes._tempo import MAX_BPM, MIN_BPM
@@ -153,6 +156,8 @@ class Controls:
         self.patch = patch
         self._learning: tuple[str, str] | None = None
         self._learned: dict[str, Any] | None = None
+        self._learn_checked = False  # whether the sources were asked if they reach this learn
+        self._learn_problem: dict[str, Any] | None = None
         self._osc_pending: dict[str, int] = {}  # address -> triggers still to fire
         self._osc_active: set[str] = set()  # addresses whose live pins may need resetting
         self._note_queues: dict[tuple[str, str], deque[float]] = {}
@@ -202,9 +207,12 @@ class Controls:
         """The next control event of any source is learned for `node`.`pin`."""
         self._learning = (node, pin)
         self._learned = None
+        self._learn_checked = False
+        self._learn_problem = None
 
     def cancel_learn(self) -> None:
         self._learning = None
+        self._learn_problem = None
 
     @property
     def learning(self) -> bool:
@@ -214,6 +222,26 @@ class Controls:
         """`{"node", "pin", "source", "device"}` of the control learned since the last call."""
         learned, self._learned = self._learned, None
         return learned
+
+    def take_learn_problem(self) -> dict[str, Any] | None:
+        """`{"node", "pin", "reason", "advice"}` once no source can reach the armed learn (see
+        the module note), once; None otherwise."""
+        problem, self._learn_problem = self._learn_problem, None
+        return problem
+
+    def _check_learn_reach(self, names: tuple[str, ...]) -> None:
+        """Once every learn source has said whether it works: note it when none does."""
+        statuses = self.ctx.services.statuses()
+        found = [(name, statuses[name]) for name in names if name in statuses]
+        if any(status.state == WAITING for _, status in found):
+            return  # asked again next frame (MIDI is still looking for ports)
+        self._learn_checked = True
+        if self._learning is None or any(status.state == ON for _, status in found):
+            return
+        node, pin = self._learning
+        reason = "; ".join(f"{name.upper()} {status.text}" for name, status in found)
+        advice = next((status.advice for _, status in found if status.advice), "")
+        self._learn_problem = {"node": node, "pin": pin, "reason": reason, "advice": advice}
 
     # ------------------------------------------------------------------ frames
     def before_frame(self) -> None:
@@ -243,6 +271,8 @@ class Controls:
         if len(events) > MAX_EVENTS_PER_FRAME:
             self.dropped += len(events) - MAX_EVENTS_PER_FRAME
             del events[MAX_EVENTS_PER_FRAME:]
+        if self._learning is not None and not self._learn_checked:
+            self._check_learn_reach(names)
         if events and self._learning is not None:
             node, pin = self._learning
             first = events[0]

@@ -12,6 +12,15 @@ drains what its I/O threads queued), and `close()`. `options` are the process's 
 services, from its command line (`osc_port`, `osc_host`, `allow_send`); they win over the patch's
 settings, which a factory reads from the context (`ctx.settings`).
 
+What a service is doing is one `ServiceStatus` (`status()`, read on the frame thread): on, off
+with why and what to do, or waiting. `statuses()` gathers those of the services made so far, so
+the process can tell its editor when one changes (a port taken is one line in the window, not
+only in a log). `restart(name)` closes one service and forgets it; the next `get` makes it
+afresh from the options and settings then in force, so a new port applies without stopping the
+frame loop or the other services: `settings_changed` does that for the patch settings a service
+reads (`osc_port`; the person's choice in the window then wins over the command line's), and
+`set_option` for an option changed while the process runs (`osc_host`).
+
 Factories import their module when first used, so a process that never plays an OSC node never
 imports python-osc, nor mido one without MIDI nodes, nor sounddevice one without audio input.
 """
@@ -19,14 +28,33 @@ imports python-osc, nor mido one without MIDI nodes, nor sounddevice one without
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+ON, OFF, WAITING = "on", "off", "waiting"
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    """What a service is doing, in words a person can act on: `state` is ON (working), OFF (it
+    could not start, or was turned off) or WAITING (made, nothing opened yet); `text` is one line
+    ("listening on 127.0.0.1:9000", "cannot listen on 127.0.0.1:9000 (Address already in use)");
+    `advice` says what to do when it is off ("" when nothing is to be done); `address` is where
+    a network service listens or would ("127.0.0.1:9000"), for a window to offer it to change."""
+
+    state: str
+    text: str
+    advice: str = ""
+    address: str = ""
 
 
 class Service(Protocol):
     def begin_frame(self) -> None: ...
 
     def close(self) -> None: ...
+
+    def status(self) -> ServiceStatus: ...
 
 
 def _osc(ctx: Any) -> Service:
@@ -49,6 +77,8 @@ def _audio(ctx: Any) -> Service:
 
 #: Name -> factory taking the execution context.
 FACTORIES: dict[str, Callable[[Any], Service]] = {"osc": _osc, "midi": _midi, "audio": _audio}
+#: Patch settings and options -> the service that reads them when it is made.
+READ_BY = {"osc_port": "osc", "osc_host": "osc"}
 
 
 class Services:
@@ -95,6 +125,34 @@ class Services:
             return
         for service in self._made.values():
             service.begin_frame()
+
+    def statuses(self) -> dict[str, ServiceStatus]:
+        """The status of every service made so far, by name (frame thread)."""
+        return {name: service.status() for name, service in self._made.items()}
+
+    def restart(self, name: str) -> None:
+        """Close the service `name` if it was made; the next `get` makes it anew with the
+        options and settings in force then (frame thread)."""
+        service = self._made.pop(name, None)
+        if service is not None:
+            service.close()
+
+    def settings_changed(self, keys: Iterable[str]) -> None:
+        """The patch settings `keys` were edited (frame thread): the services that read them
+        start again, and an option of the same name no longer overrides them."""
+        for key in keys:
+            name = READ_BY.get(key)
+            if name is not None:
+                self.options.pop(key, None)
+                self.restart(name)
+
+    def set_option(self, key: str, value: Any) -> None:
+        """Change an option while the process runs (frame thread); the service that reads it
+        starts again."""
+        self.options[key] = value
+        name = READ_BY.get(key)
+        if name is not None:
+            self.restart(name)
 
     def close(self) -> None:
         """Close every service made so far (a later `get` makes a new one)."""

@@ -22,7 +22,8 @@ with PortAudio's message.
 
 sounddevice is an optional extra (`patchbay[audio]`) and needs the system's PortAudio library
 (libportaudio2 on Debian and Ubuntu; without it, importing sounddevice raises OSError). Without
-either, the service still exists and says why in the node's one line.
+either, the service still exists and says why in the node's one line. `status()` sums it up for
+the window: the inputs capturing, those opening, or the newest failure.
 
 Assumes the frame thread is the only caller of `capture` and `close`.
 """
@@ -38,6 +39,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evaluators._services import OFF, ON, WAITING, ServiceStatus
 from nodes._audio import AUDIO_RATE
 from nodes._errors import Deferred, one_line, shown
 
@@ -287,6 +289,20 @@ class AudioService:
             raise RuntimeError(line) from None
         self._captures[key] = capture
         return capture
+
+    def status(self) -> ServiceStatus:
+        """Capturing (from which inputs), off (the newest failure, while no input captures) or
+        opening."""
+        names = sorted({capture.name for capture in self._captures.values()})
+        failures = [line for line, _ in self._failed.values()]
+        if names:
+            failed = f"; {failures[-1]}" if failures else ""
+            return ServiceStatus(ON, f"capturing from {', '.join(names)}{failed}")
+        if failures:
+            return ServiceStatus(
+                OFF, failures[-1], "connect an input device, or pick another in the node"
+            )
+        return ServiceStatus(WAITING, "opening an input")
 
     def _open(self, pattern: str, latency: float) -> Capture:
         """On the service's thread: find the device and start its stream."""

@@ -33,7 +33,8 @@ MIDI is an optional extra (`patchbay[midi]`: mido and python-rtmidi, which has n
 Pythons). Without it, and on Linux without an ALSA sequencer (`/dev/snd/seq`, e.g. in a container,
 or without the right to open it), the service still exists: it says why in one line (on its log,
 stderr by default, and in `errors`), once, and gives no events. Every other problem (ports that
-cannot be listed, a port that cannot be opened) is one line too, said once.
+cannot be listed, a port that cannot be opened) is one line too, said once. `status()` sums it up
+for the window: off and why, the input ports open, or the newest problem.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 from evaluators._control_events import ControlEvent, midi_cc_source, midi_note_source
+from evaluators._services import OFF, ON, WAITING, ServiceStatus
 from nodes._errors import one_line
 
 #: Items waiting for the next frame at most; more are dropped and counted (`dropped`).
@@ -193,6 +195,25 @@ class MidiService:
             return
         self.errors.append(line)
         print(f"patchbay: {line}", file=self._log, flush=True)
+
+    def status(self) -> ServiceStatus:
+        """Off (no MIDI here, and why), waiting for its first scan, or the ports open (with the
+        newest problem, if any)."""
+        if self._backend is None:
+            reason = self.errors[0] if self.errors else UNAVAILABLE
+            return ServiceStatus(OFF, reason, _advice(reason))
+        if self._thread is None or not self._wanted <= self._looked_for:
+            return ServiceStatus(WAITING, "looking for input ports")
+        names = self._open_names
+        problem = f"; {self.errors[-1]}" if self.errors else ""
+        if not names:
+            return ServiceStatus(
+                OFF,
+                f"no input port found{problem}",
+                "connect a MIDI controller (it opens when plugged in)",
+            )
+        plural = "s" if len(names) > 1 else ""
+        return ServiceStatus(ON, f"{len(names)} input{plural} open ({', '.join(names)}){problem}")
 
     # ------------------------------------------------------------------ ports
     # The frame thread asks (`want`, `inputs_matching`, `ports`); the scanner thread opens.
@@ -424,6 +445,17 @@ class MidiService:
             self._thread = None
         else:
             self._close_ports()
+
+
+def _advice(reason: str) -> str:
+    """What a person can do about MIDI being unavailable for `reason`."""
+    if reason == UNAVAILABLE:
+        return "install patchbay[midi] (mido and python-rtmidi)"
+    if reason == NO_SEQUENCER_ACCESS:
+        return "add your user to the audio group, then log in again"
+    if reason == NO_SEQUENCER:
+        return "load the ALSA sequencer (modprobe snd-seq) or run where MIDI devices are"
+    return "check the MIDI device and its driver"
 
 
 def _seven_bit(value: Any) -> int:

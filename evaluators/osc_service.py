@@ -23,9 +23,10 @@ fit, addresses and type tags that end, type tags python-osc knows with all their
 The server binds `127.0.0.1` unless the process was told another host (`--osc-host`), on the port of
 the process's `osc_port` option (`--osc-port`), else the patch's `settings.osc_port`, else
 `DEFAULT_PORT`; port 0 turns input off. A port that cannot be bound is one line on stderr and the
-patch plays without OSC input. The port is read when the service is made (the first frame of a
-patch with OSC nodes or bindings, or a learn), and bound when the first `listen()` or
-`listen_any()` comes (a patch that only sends listens nowhere).
+patch plays without OSC input; `status()` says the same (and what to do) for the window. The port
+is read when the service is made (the first frame of a patch with OSC nodes or bindings, or a
+learn), and bound when the first `listen()` or `listen_any()` comes (a patch that only sends
+listens nowhere). Another port or host takes a new service (`Services.restart`).
 
 Sending: `send(host, port, address, value)` from the frame thread, on one UDP socket. Nothing is
 sent unless the process allows it (`allow_send`, `--allow-send`): a patch from a file is a
@@ -47,6 +48,7 @@ from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_packet import OscPacket
 
 from evaluators._control_events import ControlEvent, osc_source
+from evaluators._services import OFF, ON, WAITING, ServiceStatus
 
 DEFAULT_PORT = 9000
 DEFAULT_HOST = "127.0.0.1"
@@ -150,6 +152,7 @@ class OscService:
         self._listened: set[str] = set()
         self._any = False  # keep messages to every address (learning a control)
         self._opened = False  # the server was started (or refused) by a first listen
+        self.problem: str | None = None  # why the server could not listen, once refused
         self._controls: list[ControlEvent] = []  # drained for the current frame
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -174,9 +177,9 @@ class OscService:
         except OSError as error:
             sock.close()
             reason = error.strerror or str(error)
+            self.problem = f"cannot listen on {host}:{port} ({reason})"
             print(
-                f"patchbay: OSC input off: cannot listen on {host}:{port} ({reason}); "
-                "the patch plays without it",
+                f"patchbay: OSC input off: {self.problem}; the patch plays without it",
                 file=self._log,
             )
             return
@@ -263,11 +266,25 @@ class OscService:
             self._start(*self._address)
         self._opened = True
 
+    def status(self) -> ServiceStatus:
+        """Listening (where), off (why, and what to do), or not asked to listen yet."""
+        host, port = self._address
+        where = f"{host}:{port}"
+        if self.listening is not None:
+            return ServiceStatus(ON, f"listening on {where}", address=where)
+        if self.problem is not None:
+            advice = "another program may use the port: choose another OSC port in Settings"
+            return ServiceStatus(OFF, self.problem, advice, where)
+        if not port:
+            return ServiceStatus(OFF, "input off (port 0)", "choose an OSC port in Settings", where)
+        return ServiceStatus(WAITING, f"will listen on {where} once a node needs it", address=where)
+
     def send(self, host: str, port: int, address: str, value: Any) -> None:
         """Send one message; PermissionError unless sending is allowed."""
         if not self.allow_send:
             raise PermissionError(
-                f"sending OSC to {host}:{port} is not allowed (start with --allow-send)"
+                f"sending OSC to {host}:{port} is not allowed (start with --allow-send, or in "
+                "the editor: View > Allow OSC Sending)"
             )
         target = _checked_target(host, port, address)
         builder = OscMessageBuilder(address)
@@ -282,6 +299,7 @@ class OscService:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
+            self._wake_receiver()
             self._thread.join()
         for sock in (self._socket, self._sender):
             if sock is not None:
@@ -289,6 +307,18 @@ class OscService:
                     sock.close()
         self._socket = self._sender = None
         self.listening = None
+
+    def _wake_receiver(self) -> None:
+        """An empty datagram to the server's own port, so its thread sees `_stop` now rather
+        than after its poll interval (closing runs on the frame thread: a port changed live)."""
+        if self.listening is None:
+            return
+        host, port = self.listening
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        if host in ("0.0.0.0", "::"):
+            host = "::1" if family == socket.AF_INET6 else "127.0.0.1"
+        with contextlib.suppress(OSError), socket.socket(family, socket.SOCK_DGRAM) as waker:
+            waker.sendto(b"", (host, port))
 
 
 def _checked_target(host: str, port: int, address: str) -> tuple[str, int, socket.AddressFamily]:

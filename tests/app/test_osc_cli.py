@@ -101,7 +101,7 @@ def test_a_patch_from_a_file_sends_only_with_allow_send(
     path = sending_patch(tmp_path, port)
     refused = run_cli("run", str(path), "--headless", "--frames", "2", "--print", "send")
     assert refused.returncode == 4
-    assert "not allowed (start with --allow-send)" in refused.stdout
+    assert "not allowed (start with --allow-send" in refused.stdout
     allowed = run_cli(
         "run", str(path), "--headless", "--frames", "2", "--print", "send", "--allow-send"
     )

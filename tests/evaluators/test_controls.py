@@ -16,7 +16,7 @@ import pytest
 import evaluators._controls as controls_module
 from evaluators import Controls, ExecutionContext
 from evaluators._control_events import ControlEvent
-from evaluators._services import FACTORIES
+from evaluators._services import FACTORIES, ON, ServiceStatus
 from nodes import LIBRARY, Patch
 from nodes._bindings import Binding
 from nodes._spec import Determinism, node
@@ -42,6 +42,9 @@ class FakeService:
 
     def begin_frame(self) -> None:
         self.frame, self.waiting = self.waiting, []
+
+    def status(self) -> ServiceStatus:
+        return ServiceStatus(ON, "a test source")
 
     def take_controls(self) -> list[ControlEvent]:
         return self.frame
