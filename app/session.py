@@ -90,6 +90,12 @@ class Recovery:
         return f"{name}, autosaved {stamp}"
 
 
+def describe_patch(patch: Patch, path: Path | None) -> str:
+    """A patch in a few words, for a question: its file name (or untitled) and size."""
+    count = len(patch.nodes)
+    return f"{path.name if path else 'untitled'} ({count} node{'s' if count != 1 else ''})"
+
+
 class _RecoveryFolder:
     """Recovery files and their locks in one folder (see the module note)."""
 
