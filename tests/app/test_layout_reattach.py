@@ -59,8 +59,9 @@ def killed_editor(state_dir: Path) -> dict[str, Any]:
         probe.wait()
 
 
+@pytest.mark.parametrize("restore", [False, True], ids=["keep what plays", "restore"])
 def test_an_editor_attaching_after_a_kill_shows_the_layout_and_offers_the_autosave(
-    qtbot: Any, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+    qtbot: Any, state_dir: Path, monkeypatch: pytest.MonkeyPatch, restore: bool
 ) -> None:
     built = killed_editor(state_dir)
     engine = EngineProcess(state_dir / "engine")
@@ -81,7 +82,7 @@ def test_an_editor_attaching_after_a_kill_shows_the_layout_and_offers_the_autosa
             "untouched": crashed.read_bytes() == autosaved,
             "own": window.session.recovery_file,
         })  # fmt: skip
-        return None  # keep what the engine plays
+        return recoveries[0] if restore else None
 
     monkeypatch.setattr(QtEditorWindow, "ask_restore", ask_restore)
     assert layout(load_patch(crashed)) == built["layout"]  # the autosave has the layout too
@@ -106,4 +107,12 @@ def test_an_editor_attaching_after_a_kill_shows_the_layout_and_offers_the_autosa
     assert window.canvas.enter(built["instance"])
     assert shown(window.canvas) == pair["shown"] == pair["layout"]["positions"]
     window.canvas.leave()
+    if restore:  # the work is this editor's now: the killed editor's file goes once it holds it
+        qtbot.waitUntil(lambda: not crashed.exists(), timeout=int(TIMEOUT_S * 1000))
+        assert layout(load_patch(window.session.recovery_file)) == built["layout"]
+        remote = window.evaluator  # and the engine plays it
+        qtbot.waitUntil(lambda: remote.nodes() == set(window.patch.nodes))
+    else:  # declined: what was offered is gone, what plays stays
+        assert not crashed.exists()
+    assert window.modified and window.windowTitle().startswith("untitled *")
     window.close()
