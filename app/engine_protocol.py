@@ -326,7 +326,7 @@ class EditBatch:
         if op is None:
             return
         if event.kind == "ui":
-            key = (event.op, str(event.definition), str(event.node_id or event.value))
+            key = (event.op, event.definition or "", str(event.node_id or event.value))
             index = self._layout.get(key)
             if index is not None:  # the same node or backdrop again: only where it ends counts
                 self._ops[index] = op
