@@ -6,10 +6,10 @@ takes its patch as the document; a FILE named without `--attach` is opened inste
 that engine (never a second engine beside it). Only when none is running does it start one.
 Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared, no vsync
 wait in the editor's own windows). It offers to restore a recovery file left by a session
-that did not close cleanly (not when attaching: the engine's patch is newer), and runs the event
-loop. SIGINT and SIGTERM (Ctrl+C in its terminal) close the window without asking: unsaved work
-is kept in its recovery file for the next start, and the engine goes as on any close
-(app.qt_signals).
+that did not close cleanly, also when it attaches (the question then names what the engine plays,
+which a restore replaces), and runs the event loop. SIGINT and SIGTERM (Ctrl+C in its terminal)
+close the window without asking: unsaved work is kept in its recovery file for the next start,
+and the engine goes as on any close (app.qt_signals).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from app.qt_editor import QtEditorWindow
 from app.qt_gc import collect_on_gui_thread
 from app.qt_output import configure_qt_gl
 from app.qt_signals import on_signals
+from app.session import describe_patch
 from nodes import load_patch, remove_stale_temporary_files
 
 DEMO_PATCH = "demo.patchbay"
@@ -109,6 +110,8 @@ def launch_editor(
         window.show()
         if not window.attach():
             window.report_error("The running engine did not send its patch.")
+        else:  # an editor that ended without saving: its work, beside what the engine plays
+            window.offer_recovery(playing=describe_patch(window.patch, window.path))
     else:
         window = open_editor(path, state_dir, engine=client, allow_send=allow_send)
     if output:

@@ -33,6 +33,11 @@ on.
 Reports carry the statuses of the level the editor's canvas shows (`level` message: the path of
 the instance it is inside, `blob1/inner2`, or "" for the document's own nodes), round robin.
 
+Layout: the editor's moves and backdrops reach the engine as edits like any other, and its copy
+keeps them (they touch no evaluator: nothing is rebuilt), so the patch an attaching editor gets
+(`get_patch`), and the one kept for a restart, hold exactly what the last editor showed, even
+one that was killed.
+
 Revisions: after applying an edit the engine compares its patch's counters with those the editor
 sent; when they disagree it asks for the whole patch (`resync`) and ignores edits until it comes.
 A new patch keeps the ExecutionContext, so what is playing (LFO phases, feedback) goes on.
@@ -435,6 +440,8 @@ class Engine:
         )
 
     def _on_patch_event(self, event: PatchEvent) -> None:
+        if event.kind == "ui":
+            return  # layout (positions, backdrops): kept in the copy, nothing runs differently
         self.failed_pictures.on_patch_event(event)
         if event.op == "settings" and event.definition is None:
             self.ctx.services.settings_changed(event.value)  # a new OSC port: OSC starts again

@@ -15,7 +15,10 @@ Editor -> engine
     edits     {seq, rev, vrev, ops}: the change events of the editor's Patch since the last
               message (one op each, see `event_op`), sent once per turn of the editor's loop,
               numbered, and tagged with the document's revisions after them (a binding
-              added, changed or removed: `{op: binding, id, binding: dict or None}`)
+              added, changed or removed: `{op: binding, id, binding: dict or None}`). Layout
+              edits travel too, so an editor that attaches later gets what was on screen:
+              `{op: move, node, pos}`, `{op: backdrop, id, backdrop: {title, color, rect} or
+              None}` (in a definition's body with `def`), and `add_node` carries `pos`
     path      {path}: the editor saved the patch under this file name
     get_patch {}: send the running patch (an editor attaching to a running engine)
     watch     {nodes, report}: nodes evaluated every frame whose output values come back in
@@ -92,11 +95,17 @@ the engine's own copy; their echoes in the batch are no-ops, and at the end of t
 counters agree again. (Checking after each single op could not work: a consequence is counted
 before the op that caused it has reached the engine.) Live values (`PatchEvent.live`) are counted
 by neither side and never sent as edits: they come from the engine.
+
+Layout ops (positions, backdrops) are UI-only events: no revision counts them and no evaluator
+reads them, so the engine only stores them in its copy (nothing is rebuilt). A batch keeps only
+the latest layout op of each node or backdrop among consecutive layout ops (a drag of many nodes,
+a burst of undo steps), so moves cost the channel and the engine little.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -106,6 +115,8 @@ import numpy as np
 
 from nodes import Link, Patch, PatchEvent, PresetDeck, Recall, patch_from_dict, patch_to_dict
 from nodes._bindings import Binding
+from nodes._limits import MAX_POSITION
+from nodes._patch import Backdrop
 
 SCHEMA_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -113,6 +124,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_BLOB_BYTES = 1 << 31
 MAX_BLOBS = 4096
 _ARRAY_DTYPE_KINDS = "biuf"
+_NUMBERS = (int, float)  # JSON numbers as decoded (bool excluded: its type is bool)
 
 
 class ProtocolError(Exception):
@@ -244,9 +256,9 @@ def _revision(message: Mapping[str, Any], key: str) -> int:
 
 def event_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, Any] | None:
     """One change event of `patch` (just applied) as an op of an `edits` message (array values
-    appended to `blobs`), or None for edits the engine does not need (positions) or made itself
-    (live values: they came from the engine's controls)."""
-    if event.kind == "ui" or event.live:
+    appended to `blobs`), or None for edits the engine made itself (live values: they came from
+    the engine's controls)."""
+    if event.live:
         return None
     op: dict[str, Any] = {"op": event.op}
     if event.definition is not None:
@@ -264,6 +276,14 @@ def event_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, A
         op["node"] = instance.id
         op["node_type"] = instance.type_id
         op["values"] = {k: encode_value(v, blobs) for k, v in instance.values.items()}
+        op["pos"] = list(instance.pos)
+    elif event.op == "move":
+        op["node"] = event.node_id
+        op["pos"] = list(patch.nodes[event.node_id or ""].pos)
+    elif event.op == "backdrop":
+        op["id"] = event.value
+        backdrop = patch.backdrops.get(event.value)
+        op["backdrop"] = None if backdrop is None else _backdrop_message(backdrop)
     elif event.op in ("remove_node", "pins"):
         op["node"] = event.node_id
     elif event.op in ("connect", "disconnect"):
@@ -302,16 +322,29 @@ class EditBatch:
         self.patch = patch
         self._ops: list[dict[str, Any]] = []
         self._blobs: list[bytes] = []
+        # (op, definition, node or backdrop id) -> index in _ops of the latest layout op among
+        # the consecutive ones at the end of the batch (see the module note)
+        self._layout: dict[tuple[str, str, str], int] = {}
         self.sent = 0  # batches taken so far: the `seq` of the last one
         # (node, pin) -> the `seq` of the batch that last set its value
         self.value_seq: dict[tuple[str, str], int] = {}
 
     def add(self, event: PatchEvent) -> None:
         op = event_op(self.patch, event, self._blobs)
-        if op is not None:
-            self._ops.append(op)
-            if event.op == "set_value" and event.definition is None:
-                self.value_seq[str(event.node_id), str(event.pin)] = self.sent + 1
+        if op is None:
+            return
+        if event.kind == "ui":
+            key = (event.op, event.definition or "", str(event.node_id or event.value))
+            index = self._layout.get(key)
+            if index is not None:  # the same node or backdrop again: only where it ends counts
+                self._ops[index] = op
+                return
+            self._layout[key] = len(self._ops)
+        else:  # an op that layout ops must not move across (a node removed, then made again)
+            self._layout.clear()
+        self._ops.append(op)
+        if event.op == "set_value" and event.definition is None:
+            self.value_seq[str(event.node_id), str(event.pin)] = self.sent + 1
 
     def edited_after(self, node_id: str, pin: str, seq: int) -> bool:
         """Whether this document set the pin in a batch after `seq` (or not sent yet): a live
@@ -331,10 +364,12 @@ class EditBatch:
             "ops": self._ops,
         }
         blobs, self._ops, self._blobs = self._blobs, [], []
+        self._layout.clear()
         return message, blobs
 
     def clear(self) -> None:
         self._ops, self._blobs = [], []
+        self._layout.clear()
 
 
 def apply_edits(patch: Patch, message: Mapping[str, Any], blobs: list[bytes]) -> bool:
@@ -363,7 +398,16 @@ def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
             patch.rename_definition(str(op["name"]), str(op["new"]))
         elif kind == "add_node":
             values = {k: decode_value(v, blobs) for k, v in dict(op["values"]).items()}
-            patch.add_node(str(op["node_type"]), values, node_id=str(op["node"]))
+            pos = _position(op["pos"]) if "pos" in op else None
+            patch.add_node(str(op["node_type"]), values, pos, node_id=str(op["node"]))
+        elif kind == "move":
+            patch.set_position(str(op["node"]), _position(op["pos"]))
+        elif kind == "backdrop":
+            backdrop_id = str(op["id"])
+            found = op["backdrop"]
+            patch.set_backdrop(
+                backdrop_id, None if found is None else _backdrop_from_message(backdrop_id, found)
+            )
         elif kind == "remove_node":
             patch.remove_node(str(op["node"]))
         elif kind == "connect":
@@ -413,7 +457,8 @@ def _body_message(body: Patch, blobs: list[bytes]) -> dict[str, Any]:
         }
         for node in body.nodes.values()
     ]
-    return {"nodes": nodes, "links": [list(link) for link in body.links]}
+    backdrops = {key: _backdrop_message(backdrop) for key, backdrop in body.backdrops.items()}
+    return {"nodes": nodes, "links": [list(link) for link in body.links], "backdrops": backdrops}
 
 
 def _body_from_message(message: Any, blobs: list[bytes], document: Patch) -> Patch:
@@ -421,11 +466,56 @@ def _body_from_message(message: Any, blobs: list[bytes], document: Patch) -> Pat
     body.owner = document  # while it is built: its instances find their definitions
     for node in message["nodes"]:
         values = {k: decode_value(v, blobs) for k, v in dict(node["values"]).items()}
-        body.add_node(str(node["type"]), values, tuple(node["pos"]), node_id=str(node["id"]))
+        body.add_node(str(node["type"]), values, _position(node["pos"]), node_id=str(node["id"]))
     for link in message["links"]:
         body.connect(*_link({"op": "add_definition", "link": link}))
+    for backdrop_id, backdrop in dict(message.get("backdrops") or {}).items():
+        body.set_backdrop(str(backdrop_id), _backdrop_from_message(str(backdrop_id), backdrop))
     body.owner = None
     return body
+
+
+def _position(value: Any) -> tuple[float, float]:
+    """A node position of an op: two finite numbers within MAX_POSITION (as a file's). Checked
+    with comparisons only (NaN and infinities fail them): a drag of many nodes sends many."""
+    if type(value) is list and len(value) == 2:
+        x, y = value
+        if (
+            type(x) in _NUMBERS
+            and type(y) in _NUMBERS
+            and -MAX_POSITION <= x <= MAX_POSITION
+            and -MAX_POSITION <= y <= MAX_POSITION
+        ):
+            return float(x), float(y)
+    raise ProtocolError(f"a position is two finite numbers within ±{MAX_POSITION:g}: {value!r:.80}")
+
+
+def _backdrop_message(backdrop: Backdrop) -> dict[str, Any]:
+    return {"title": backdrop.title, "color": list(backdrop.color), "rect": list(backdrop.rect)}
+
+
+def _backdrop_from_message(backdrop_id: str, message: Any) -> Backdrop:
+    """The backdrop of a `backdrop` op, checked as a file's backdrops are."""
+    try:
+        title, color, rect = message["title"], message["color"], message["rect"]
+        ok = (
+            isinstance(title, str)
+            and isinstance(color, list)
+            and len(color) == 3
+            and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in color)
+            and isinstance(rect, list)
+            and len(rect) == 4
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in rect)
+            and all(math.isfinite(v) and abs(v) <= MAX_POSITION for v in rect)
+            and rect[2] >= 0
+            and rect[3] >= 0
+        )
+    except (KeyError, TypeError):
+        ok = False
+    if not ok or not backdrop_id:
+        raise ProtocolError(f"backdrop {backdrop_id!r}: malformed ({message!r:.80})")
+    x, y, width, height = (float(v) for v in rect)
+    return Backdrop(backdrop_id, title, (color[0], color[1], color[2]), (x, y, width, height))
 
 
 def _link(op: dict[str, Any]) -> Link:

@@ -36,7 +36,7 @@ document, its file, recent files, autosave and recovery, the clipboard's fragmen
 clock live in a Qt-free `EditorSession` (app.session); the window keeps widgets, actions and
 dialogs, and calls it. Autosave runs a few seconds after the last edit, on the session's worker
 thread; at start the editor offers back only the autosaved work of editors that are no longer
-running.
+running, also when it attaches to a running engine (beside what the engine plays).
 
 The engine process: `patchbay edit` runs the patch in a separate engine process (app.engine,
 app.qt_engine) that owns the evaluator, the GL service and the output window, so nothing the
@@ -1295,14 +1295,17 @@ class QtEditorWindow(QMainWindow):
         for message in self.session.poll():
             self.statusBar().showMessage(message, 8000)
 
-    def offer_recovery(self) -> bool:
+    def offer_recovery(self, playing: str | None = None) -> bool:
         """If editors that are no longer running left autosaved work, offer to restore it
-        (one of it); True if restored. Declining removes what was offered; work that fails to
-        load is never removed."""
+        (one of it); True if restored. `playing` describes what the engine plays when this
+        editor attached to it: the offer shows it beside the autosaved work, and a restore
+        replaces it. Declining removes what was offered; work that fails to load is never
+        removed. This editor's own autosave has a file of its own: it never replaces what is
+        offered."""
         offered = self.session.orphaned_recoveries()
         if not offered:
             return False
-        chosen = self.ask_restore(offered)
+        chosen = self.ask_restore(offered, playing)
         if chosen is None:
             self.session.discard(offered)
             return False
@@ -1340,19 +1343,32 @@ class QtEditorWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Save patch", "", FILE_FILTER)
         return path or None
 
-    def ask_restore(self, recoveries: list[Recovery]) -> Recovery | None:
-        """Which autosaved work to restore (newest first), or None."""
+    def ask_restore(
+        self, recoveries: list[Recovery], playing: str | None = None
+    ) -> Recovery | None:
+        """Which autosaved work to restore (newest first), or None; `playing`: what the engine
+        plays, shown beside it (see `offer_recovery`)."""
+        plays = (
+            f"\n\nThe engine plays {playing}. Restoring replaces it; declining keeps it."
+            if playing is not None
+            else ""
+        )
         if len(recoveries) == 1:
             answer = QMessageBox.question(
                 self,
                 "Recover unsaved work",
                 "An editor ended without saving. Restore its autosaved patch "
-                f"({recoveries[0].describe()})?",
+                f"({recoveries[0].describe()})?{plays}",
             )
             return recoveries[0] if answer == QMessageBox.StandardButton.Yes else None
         labels = [recovery.describe() for recovery in recoveries]
         label, accepted = QInputDialog.getItem(
-            self, "Recover unsaved work", "Editors ended without saving. Restore:", labels, 0, False
+            self,
+            "Recover unsaved work",
+            f"Editors ended without saving.{plays}\n\nRestore:",
+            labels,
+            0,
+            False,
         )
         return recoveries[labels.index(label)] if accepted and label in labels else None
 

@@ -90,6 +90,12 @@ class Recovery:
         return f"{name}, autosaved {stamp}"
 
 
+def describe_patch(patch: Patch, path: Path | None) -> str:
+    """A patch in a few words, for a question: its file name (or untitled) and size."""
+    count = len(patch.nodes)
+    return f"{path.name if path else 'untitled'} ({count} node{'s' if count != 1 else ''})"
+
+
 class _RecoveryFolder:
     """Recovery files and their locks in one folder (see the module note)."""
 
@@ -212,6 +218,7 @@ class EditorSession:
         self._writing: Future[None] | None = None
         self._writing_edit = 0  # the edit count the write in progress holds
         self._adopted: str | None = None  # the orphan restored: removed once ours is written
+        self._writing_adopted: str | None = None  # the orphan restored when that write began
         self._clean = True
         self._edits = 0  # counts every edit; autosaves remember the count they hold
         self._autosaved_edits = 0
@@ -330,6 +337,7 @@ class EditorSession:
         if self._writing is not None:
             return None
         self._writing_edit = self._edits
+        self._writing_adopted = self._adopted
         self._first_unsaved_at = None
         self._writing = self._writer.submit(self._recovery.write, self.patch.copy(), self.path)
         return self._writing
@@ -362,7 +370,8 @@ class EditorSession:
         self._autosaved_edits = max(self._autosaved_edits, self._writing_edit)
         if not self.modified:  # saved while it was being written: nothing to recover
             self._recovery.remove(self._recovery.key)
-        elif self._adopted is not None:
+        elif self._adopted is not None and self._writing_adopted == self._adopted:
+            # (a write begun before the restore holds the document it replaced: not this work)
             self._recovery.remove(self._adopted)
             self._adopted = None
         return []

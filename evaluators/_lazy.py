@@ -618,6 +618,8 @@ class LazyEvaluator:
 
     # ----------------------------------------------------------------- internals
     def _on_event(self, event: PatchEvent) -> None:
+        if event.kind == "ui":
+            return  # a node moved, a backdrop drawn: nothing that runs changes
         self.analysis.on_event(event)
         self.ctx.on_patch_event(event)
         self.observer.profiler.on_event(event)

@@ -37,7 +37,7 @@ class ScriptedDialogs:
         window.ask_unsaved = self._ask_unsaved
         window.ask_open_path = lambda: self.open_path
         window.ask_save_path = lambda: self.save_path
-        window.ask_restore = lambda offered: offered[0] if self.restore else None
+        window.ask_restore = lambda offered, playing: offered[0] if self.restore else None
         window.report_error = self.errors.append
         window.ask_allow_send = self._ask_allow_send
         window.ask_osc_address = lambda target, suggested: self.osc_address

@@ -192,7 +192,7 @@ def test_restore_offers_the_work_of_a_crashed_editor_only(qtbot, ui, dialogs, tm
     assert run_editor(state, 0.8, CRASH, str(original)).wait(TIMEOUT_S) == 1
     offered = []
     second = ui.make_editor(qtbot, state, dialogs)
-    second.ask_restore = lambda recoveries: offered.extend(recoveries) or recoveries[0]
+    second.ask_restore = lambda recoveries, playing: offered.extend(recoveries) or recoveries[0]
     assert second.offer_recovery()
     assert [recovery.original for recovery in offered] == [original]  # not the live editor's
     assert second.patch.value("speed", "value") == 0.4 and second.path == original
@@ -228,7 +228,7 @@ def test_autosaved_work_that_fails_to_load_is_kept(qtbot, ui, dialogs, tmp_path)
     assert "\n" not in dialogs.errors[0] and recovery.exists()
     offered = []
     again = ui.make_editor(qtbot, state, dialogs)
-    again.ask_restore = lambda recoveries: offered.extend(recoveries)  # declines: None
+    again.ask_restore = lambda recoveries, playing: offered.extend(recoveries)  # declines
     editor.close()  # let go of it
     again.offer_recovery()
     assert [r.patch_file for r in offered] == [recovery]  # offered again, not lost

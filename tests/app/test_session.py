@@ -353,3 +353,25 @@ def test_the_autosave_benchmark_runs_both_ways() -> None:
     assert report["array_mb"] == 1 and report["repeats"] == 1
     assert report["gui_thread_save_gap_ms"] > 0 and report["worker_autosave_written_ms"] > 0
     assert isinstance(report["under_one_frame"], bool)
+
+
+def test_a_write_begun_before_a_restore_does_not_remove_the_restored_work(
+    tmp_path: Path, clock
+) -> None:
+    """An editor that attached to an engine autosaves what plays at once; the person then
+    restores a killed editor's work: that first write, collected later, holds the document the
+    restore replaced, so the killed editor's file stays until a write of the restored work."""
+    state = tmp_path / "state"
+    assert run_editor(state, 0.8, CRASH).wait(TIMEOUT_S) == 1
+    session = EditorSession(state, now=clock)
+    session.set_document(small_patch(), None, unsaved=True)  # what the engine plays
+    assert session.autosave() is not None
+    [offered] = session.orphaned_recoveries()
+    session.set_document(session.restore(offered), None, unsaved=True)
+    assert session.wait_for_autosave(TIMEOUT_S) == []  # the write of what played
+    assert offered.patch_file.exists()
+    session.poll()
+    assert session.wait_for_autosave(TIMEOUT_S) == []  # the write of the restored work
+    assert not offered.patch_file.exists()
+    assert load_patch(session.recovery_file).value("speed", "value") == 0.4
+    session.close()
