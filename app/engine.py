@@ -923,8 +923,9 @@ def _note_running(
     """Keep `running_file` naming the node a frame that has run for a watchdog tick is inside
     (`started`: that frame's start; None: no such frame), and remove it once that frame is
     over. `noted`: what the file says now (the frame's start, the node); returns what it says
-    afterwards. A process killed from outside (the kernel's
-    out-of-memory killer) cannot say what it was doing; this file says it for it."""
+    afterwards. A process killed from outside (the kernel's out-of-memory killer) cannot say
+    what it was doing; this file says it for it. It may name a node of a long frame that ended
+    less than a tick before the death: the supervisor needs two deaths with the same node."""
     if started is None or (noted is not None and noted[0] != started):
         if noted is not None:
             with contextlib.suppress(OSError):

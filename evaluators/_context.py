@@ -331,7 +331,7 @@ class ExecutionContext:
     def keep_only(self, live: Container[str]) -> None:
         """Release everything kept for nodes not in `live` (e.g. states a background build made
         for nodes removed meanwhile)."""
-        gone = {key for key in (*self.cache, *self.outputs) if key not in live}
+        gone = {key for key in (*self.cache, *self.outputs, *self.memory.held) if key not in live}
         gone.update(path.node_id for path in self.states if path.node_id not in live)
         gone.update(node_id for node_id, _ in self.feedback if node_id not in live)
         for node_id in gone:

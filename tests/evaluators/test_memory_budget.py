@@ -140,3 +140,11 @@ def test_the_default_budget_is_half_the_machine_s_memory() -> None:
     ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     assert DEFAULT_LIMITS.memory_bytes == ram // 2
     assert ExecutionContext().memory.budget == BUDGET  # the limits in force
+
+
+def test_a_context_keeping_only_the_live_nodes_gives_back_what_the_others_held() -> None:
+    ctx = ExecutionContext()
+    ctx.memory.charge("gone", (np.zeros(4),))  # e.g. a HOT node whose outputs a program held
+    ctx.memory.charge("kept", (np.zeros(2),))
+    ctx.keep_only({"kept"})  # a new patch without it
+    assert ctx.memory.held == {"kept": 16} and ctx.memory.use == 16
