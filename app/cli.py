@@ -230,7 +230,7 @@ def _check(path: str) -> int:
         instances = sum(len(patch.instances(name)) for name in patch.definitions)
         counts += f", {len(patch.definitions)} definitions, {instances} instances"
     print(f"{path}: ok: {kind}, {counts}")
-    for warning in _refused_file_names(patch) + _missing_types(patch):
+    for warning in _refused_file_names(patch) + _missing_types(patch) + _too_many_uniforms(patch):
         print(f"{path}: warning: {warning}")
     return 0
 
@@ -243,6 +243,21 @@ def _missing_types(patch: Patch) -> list[str]:
         for node in container.nodes.values()
         if node.spec.missing
     ]
+
+
+def _too_many_uniforms(patch: Patch) -> list[str]:
+    """One line per shader node whose shader declares more uniforms than the limit
+    `pins_per_node` (it loads, and fails when it runs)."""
+    from nodes.library.gpu import too_many_uniforms
+
+    found = []
+    for container in (patch, *patch.definitions.values()):
+        for node in container.nodes.values():
+            if node.type_id == "gpu.shader":
+                problem = too_many_uniforms(node.values, patch.folder)
+                if problem is not None:
+                    found.append(f"{node.id}: {problem}")
+    return found
 
 
 def _refused_file_names(patch: Patch) -> list[str]:

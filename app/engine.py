@@ -65,7 +65,11 @@ the frame thread is inside (`evaluators.node_running_in`), writes it to `hang_fi
 process with EXIT_HUNG, so the supervisor restarts the engine with that node bypassed. It also
 touches a heartbeat file while the frame loop turns: a process stuck where this thread cannot see
 or cannot run (native code holding the interpreter, a stuck drain or paint) stops beating, and
-the supervisor outside (`app.engine_client`) kills and restarts it.
+the supervisor outside (`app.engine_client`) kills and restarts it. While a frame has run for
+longer than one of its ticks, it keeps the node the frame is inside in `running_file`, removed
+when the frame ends: an engine the kernel kills for want of memory (SIGKILL) cannot say what it
+was doing, and the supervisor bypasses that node after two such deaths in a row. Short frames
+write nothing.
 
 Node packs: `watch_packs()` follows the user's nodes folder; a pack file changed is imported on
 the watcher's thread and only staged there, and `step()` swaps it into the library at the start
@@ -926,17 +930,25 @@ class Engine:
                  pixels.tobytes())]  # fmt: skip
 
     # ----------------------------------------------------------------- watchdog
-    def start_watchdog(self, limit_s: float, hang_file: Path, heartbeat_file: Path) -> None:
+    def start_watchdog(
+        self,
+        limit_s: float,
+        hang_file: Path,
+        heartbeat_file: Path,
+        running_file: Path | None = None,
+    ) -> None:
         """Stop the process (EXIT_HUNG) when a frame runs longer than `limit_s`, after writing
-        the node it was inside to `hang_file`; touch `heartbeat_file` while steps go on (see the
-        module note)."""
+        the node it was inside to `hang_file`; touch `heartbeat_file` while steps go on; keep the
+        node a long frame is inside in `running_file` (see the module note)."""
         frame_thread = threading.get_ident()
         heartbeat_file.touch()
+        tick = min(0.1, limit_s / 4)
 
         def watch() -> None:
             steps = self.steps
+            noted: tuple[float, str | None] | None = None  # (frame start, node) in running_file
             while True:
-                time.sleep(min(0.1, limit_s / 4))
+                time.sleep(tick)
                 if self.steps != steps:
                     steps = self.steps
                     with contextlib.suppress(OSError):
@@ -944,6 +956,11 @@ class Engine:
                 if self.frame_log is not None:
                     self.frame_log.flush_if_due()
                 started = self.frame_started
+                if running_file is not None:
+                    long = started is not None and time.monotonic() - started >= tick
+                    noted = _note_running(
+                        running_file, noted, started if long else None, frame_thread
+                    )
                 if started is None or time.monotonic() - started < limit_s:
                     continue
                 node_id = node_running_in(frame_thread)
@@ -967,3 +984,29 @@ class Engine:
         self.ctx.release_all()
         if self.frame_log is not None:
             self.frame_log.close()
+
+
+def _note_running(
+    running_file: Path,
+    noted: tuple[float, str | None] | None,
+    started: float | None,
+    frame_thread: int,
+) -> tuple[float, str | None] | None:
+    """Keep `running_file` naming the node a frame that has run for a watchdog tick is inside
+    (`started`: that frame's start; None: no such frame), and remove it once that frame is
+    over. `noted`: what the file says now (the frame's start, the node); returns what it says
+    afterwards. A process killed from outside (the kernel's out-of-memory killer) cannot say
+    what it was doing; this file says it for it. It may name a node of a long frame that ended
+    less than a tick before the death: the supervisor needs two deaths with the same node."""
+    if started is None or (noted is not None and noted[0] != started):
+        if noted is not None:
+            with contextlib.suppress(OSError):
+                running_file.unlink()
+        if started is None:
+            return None
+    node_id = node_running_in(frame_thread)
+    if noted is not None and noted == (started, node_id):
+        return noted
+    with contextlib.suppress(OSError):
+        running_file.write_text(json.dumps({"node": node_id}), "utf-8")
+    return (started, node_id)

@@ -124,6 +124,10 @@ class EngineProcess:
         return self.run_dir / "hang.json"
 
     @property
+    def running_file(self) -> Path:
+        return self.run_dir / "running.json"
+
+    @property
     def heartbeat_file(self) -> Path:
         return self.run_dir / "heartbeat"
 
@@ -150,6 +154,7 @@ class EngineProcess:
     def start(self) -> None:
         """Start a new engine (bypassing the nodes in `bypass`) and wait until it listens."""
         self.heartbeat_file.unlink(missing_ok=True)
+        self.running_file.unlink(missing_ok=True)
         self._started_at = time.time()
         process = self._spawn(
             [sys.executable, "-m", "app.qt_engine", "--run-dir", str(self.run_dir),
@@ -235,6 +240,17 @@ class EngineProcess:
         self.bypass[info["node"]] = f"stopped: took longer than {limit:g} s"
         return str(info["node"])
 
+    def take_running(self) -> str | None:
+        """After the engine died: the node its last long frame was inside when it died (its
+        watchdog keeps it in `running_file` while such a frame runs), or None."""
+        try:
+            info = json.loads(self.running_file.read_text("utf-8"))
+            self.running_file.unlink()
+        except (OSError, ValueError):
+            return None
+        node = info.get("node") if isinstance(info, dict) else None
+        return node if isinstance(node, str) else None
+
     def kill(self) -> None:
         pid = self.running_pid() or (self.process.pid if self.process is not None else None)
         if pid is not None:
@@ -250,6 +266,8 @@ class EngineProcess:
 
 MAX_RESTARTS = 5
 RESTART_WINDOW_S = 10.0
+#: Out-of-memory deaths in a row while the same node ran after which that node is bypassed.
+MEMORY_DEATHS = 2
 
 
 def supervise(
@@ -259,7 +277,10 @@ def supervise(
     node bypassed) or its heartbeat stops for `watchdog_s` + a grace period (stuck where its own
     watchdog cannot act: it is killed), until it quits by itself; a restarted engine resumes what
     the one before played (`--resume`). Returns its exit code; a bad start (exit 2: bad input) is
-    not retried, nor an engine that stops `MAX_RESTARTS` times within `RESTART_WINDOW_S`. Editors
+    not retried, nor an engine that stops `MAX_RESTARTS` times within `RESTART_WINDOW_S`. An
+    engine killed from outside (SIGKILL, not by this loop: the kernel's out-of-memory killer)
+    `MEMORY_DEATHS` times in a row while the same node ran is restarted with that node bypassed
+    (`OutOfMemoryDeaths`), and says so. Editors
     attached to it leave restarts to this loop (the engine says `supervised` in its hello).
     `patchbay run FILE` runs this loop itself; an editor starts it in a process of its own
     (`python -m app.engine_client`), so that a show survives its engine even with no editor.
@@ -299,8 +320,44 @@ def _stop_engine(engine: EngineProcess) -> int:
     return 0 if code in (0, -signal.SIGTERM) else code
 
 
+class OutOfMemoryDeaths:
+    """The engine's deaths by SIGKILL from outside, in a row, and the node each time: the kernel
+    kills a process that takes the machine's memory with SIGKILL, so the process cannot say why;
+    its watchdog named the node it was inside (`EngineProcess.take_running`). Restarting into
+    the same death again and again is a restart loop, so after `MEMORY_DEATHS` in a row with the
+    same node, that node is bypassed."""
+
+    def __init__(self) -> None:
+        self.node: str | None = None
+        self.count = 0
+
+    def died(self, code: int, engine: EngineProcess) -> str | None:
+        """Record how the engine ended; after such a death, why (one line), else None. Bypasses
+        the node (in `engine.bypass`) on the death that makes `MEMORY_DEATHS` in a row."""
+        if code != -signal.SIGKILL or engine.stalled:  # not killed, or killed by its supervisor
+            self.node, self.count = None, 0
+            return None
+        node = engine.take_running()
+        self.count = self.count + 1 if node is not None and node == self.node else 1
+        self.node = node
+        if node is None:
+            return "killed (SIGKILL: out of memory?)"
+        if self.count < MEMORY_DEATHS:
+            return f"killed (SIGKILL: out of memory?) while {node} ran"
+        self.node, self.count = None, 0
+        engine.bypass[node] = (
+            f"bypassed: the engine was killed {MEMORY_DEATHS} times in a row while it ran "
+            "(out of memory?); edit or retry it to run it again"
+        )
+        return (
+            f"killed {MEMORY_DEATHS} times in a row while {node} ran (out of memory?); "
+            f"{node} bypassed"
+        )
+
+
 def _supervise(engine: EngineProcess, watchdog_s: float, name: str) -> int:
     restarts: list[float] = []
+    memory_deaths = OutOfMemoryDeaths()
     arguments = [*engine.extra_args, "--supervised"]
     engine.extra_args = arguments
     while True:
@@ -318,6 +375,7 @@ def _supervise(engine: EngineProcess, watchdog_s: float, name: str) -> int:
         if code in (0, EXIT_BAD_INPUT, -signal.SIGTERM, -signal.SIGINT):
             return code if code >= 0 else 128 - code
         node = engine.take_hang()
+        killed = memory_deaths.died(code, engine)
         now = time.monotonic()
         restarts = [t for t in restarts if now - t < RESTART_WINDOW_S] + [now]
         if len(restarts) > MAX_RESTARTS:
@@ -326,6 +384,8 @@ def _supervise(engine: EngineProcess, watchdog_s: float, name: str) -> int:
         why = f"{node} hung, bypassed" if node else f"exit {code}"
         if code == -signal.SIGKILL and engine.stalled:
             why = f"no frame for {engine.stalled:.1f} s, killed"
+        elif killed is not None:
+            why = killed
         print(f"{name}: restarting the engine ({why})", file=sys.stderr, flush=True)
 
 

@@ -306,7 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         info["supervisor"] = os.getppid()
     info_path.write_text(json.dumps(info), "utf-8")
     restore_signals = on_signals(lambda n: host.quit(f"signal {signal.Signals(n).name}"))
-    engine.start_watchdog(options.watchdog, run_dir / "hang.json", run_dir / "heartbeat")
+    engine.start_watchdog(
+        options.watchdog, run_dir / "hang.json", run_dir / "heartbeat", run_dir / "running.json"
+    )
     if resumed is not None and resumed.get("output"):  # where the show was
         screen = resumed.get("screen")
         host.open_window(screen if isinstance(screen, int) else None, bool(resumed["fullscreen"]))

@@ -25,6 +25,9 @@ same context to its lazy and its flat half), which is what makes swaps invisible
   of the whole process is no node's fault). Every evaluator skips them (their outputs keep the
   last good value) until `retry(node_id)`; `bypass_epoch` changes with the set, so flat programs
   notice cheaply.
+- `memory` (evaluators/_memory_budget.py): the bytes node results and textures hold against
+  `limits.memory_bytes`; a node whose result would pass it is bypassed like a slow one, with the
+  budget's message (`refuse`). Removing a node gives back what it held.
 - `submit(fn, *args)`: a worker pool for blocking work (file reads, image decoding) that nodes
   start and then report `Deferred` until it is done; `release_all()` shuts it down.
 - `services` (evaluators._services): long-lived I/O (the OSC server), made on the frame thread the
@@ -58,6 +61,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from evaluators._memory_budget import MemoryBudgetError, MemoryMeter
 from evaluators._path import NodePath
 from evaluators._protocol import NodeClass
 from evaluators._services import Services
@@ -143,6 +147,9 @@ class ExecutionContext:
         self.time_budget = NODE_TIME_BUDGET_SECONDS
         self.bypassed: dict[str, str] = {}
         self.bypass_epoch = 0
+        self.memory = MemoryMeter(gpu)
+        if gpu is not None and hasattr(gpu, "memory"):
+            gpu.memory = self.memory  # asked before each texture it allocates
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self.services = Services()
         self.render_wait = 0.0  # seconds `ready` waits for background work (renders only)
@@ -228,6 +235,14 @@ class ExecutionContext:
         self.bypass_epoch += 1
         return message
 
+    def refuse(self, node_id: str, reason: str) -> str:
+        """Skip `node_id` on later frames: its result would pass the memory budget (`reason`, from
+        `memory.charge`). Returns the message the node reports."""
+        message = f"{reason}; bypassed, retry to run it again"
+        self.bypassed[node_id] = message
+        self.bypass_epoch += 1
+        return message
+
     def unbypass(self, node_id: str) -> bool:
         """Let a bypassed node run again, with its cached result dropped; False if it was not
         bypassed."""
@@ -294,6 +309,7 @@ class ExecutionContext:
         """Drop what is kept for a node and close its state."""
         self._forget_shared(self.cache.pop(node_id, None))
         self.outputs.pop(node_id, None)
+        self.memory.release(node_id)
         for key in [key for key in self.feedback if key[0] == node_id]:
             del self.feedback[key]
         self._state_makers.pop(NodePath.of(node_id), None)
@@ -315,7 +331,7 @@ class ExecutionContext:
     def keep_only(self, live: Container[str]) -> None:
         """Release everything kept for nodes not in `live` (e.g. states a background build made
         for nodes removed meanwhile)."""
-        gone = {key for key in (*self.cache, *self.outputs) if key not in live}
+        gone = {key for key in (*self.cache, *self.outputs, *self.memory.held) if key not in live}
         gone.update(path.node_id for path in self.states if path.node_id not in live)
         gone.update(node_id for node_id, _ in self.feedback if node_id not in live)
         for node_id in gone:
@@ -410,5 +426,7 @@ def error_text(error: BaseException) -> str:
     except Exception:  # an exception whose message cannot even be made
         lines = []
     message = lines[0] if lines else ""
+    if isinstance(error, MemoryBudgetError):
+        return one_line(message)  # it names the budget itself
     text = f"{type(error).__name__}: {message}" if message else type(error).__name__
     return one_line(text)

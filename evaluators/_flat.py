@@ -35,6 +35,11 @@ run rarely). The HOT loop stays untimed: the whole list is timed, and only after
 budget does the next frame run a timed copy of the loop, which finds the node and bypasses it; so a
 slow HOT node costs two slow frames, and the loop itself costs two clock reads a frame.
 
+Memory budget (evaluators/_memory_budget.py): a CONST/USER or pulled node's outputs are charged
+each time it runs; the HOT list's once, after the program's first frame, so the HOT loop charges
+nothing. A node whose outputs would pass the budget gets its last good outputs back and is
+bypassed, as a slow one is.
+
 Generated code (evaluators/_codegen.py): the HOT list is also turned into straight-line Python (no
 loop, no argument gathering), which runs it once complete, with the same outcome, failures
 included. A synchronous build generates it before returning; a background build (the dual
@@ -82,6 +87,7 @@ from evaluators._context import (
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
 from evaluators._incremental import change_since, derive
+from evaluators._memory_budget import MemoryBudgetError
 from evaluators._memory_plan import (
     hot_dependencies,
     hot_order,
@@ -619,6 +625,7 @@ class FlatProgram:
             self._run_main(self.hot_steps, self.hot_info, self.hot_code)
             self.observer.nodes_run += self.hot_count
             if self.serial == 1:
+                self._charge_hot()
                 self._measure_sizes()
         if self.feedback:
             self._capture_feedback()
@@ -765,8 +772,9 @@ class FlatProgram:
         returns its failure, if any."""
         profiler = self.observer.profiler
         mark = profiler.since()
+        before = self._outputs_of(i)
         started = busy_clock()
-        failed = None
+        failed: Exception | None = None
         for call, get, out in self.node_steps[i]:
             try:
                 self.slots[out] = call(*get(self.slots))
@@ -774,12 +782,38 @@ class FlatProgram:
                 self._record_failure(i, problem)
                 failed = problem
                 break
+        else:
+            failed = self._charge(i, before)
         took = busy_clock() - started
         if took > self.ctx.time_budget:
             self._bypass(i, took)
         own = took - profiler.nested_seconds(mark)  # lazy inputs it pulled are recorded apart
         profiler.ran(self.ir.ids[i], started, own, reason, detail, phase)
         return failed
+
+    def _charge(self, i: int, before: tuple[Any, ...]) -> MemoryBudgetError | None:
+        """Count node `i`'s new outputs against the memory budget; when they would pass it, put
+        `before` (its last good outputs) back and bypass the node. Returns that failure."""
+        if self.ir.nodes[i].spec.passthrough is not None:
+            return None  # its output is its input, which its source holds
+        node_id = self.ir.ids[i]
+        refused = self.ctx.memory.charge(node_id, self._outputs_of(i))
+        if refused is None:
+            return None
+        self._store(i, before)
+        self.observer.status[node_id] = FAILED
+        self.observer.errors[node_id] = self.ctx.refuse(node_id, refused)
+        return MemoryBudgetError(refused)
+
+    def _charge_hot(self) -> None:
+        """Count the outputs of the HOT nodes the first frame ran against the memory budget,
+        once per program (the HOT loop itself counts nothing): a node whose output passes it
+        gets its last good outputs back and is bypassed from the next frame on."""
+        classes, ids, bypassed = self.classes, self.ir.ids, self.ctx.bypassed
+        for i in self.in_order:
+            if classes[i] == HOT and i not in self.aliases and ids[i] not in bypassed:
+                kept = self.ctx.output_of(ids[i]) or default_outputs(self.ir.nodes[i].spec)
+                self._charge(i, kept)
 
     def retry(self, node_id: str) -> None:
         """Run a bypassed node again from the next frame (the context forgets the bypass)."""

@@ -12,6 +12,8 @@ After the roots, feedback inputs of nodes that ran capture their source's value 
 
 Every compute call the walk makes is timed: a node over `ctx.time_budget` in one frame is bypassed
 (failed, its outputs kept, its inputs not evaluated for it) on later frames until `retry(node_id)`.
+Every result the walk makes is charged to the memory budget (`ctx.memory`): one that would pass it
+is not kept, and its node is bypassed the same way (evaluators/_memory_budget.py).
 The same timing goes to the profiler (evaluators/_profiler.py) with the reason the node ran, and
 every cached node the walk stops at is recorded as a cache hit.
 
@@ -108,8 +110,8 @@ class _Plan:
     Made when the node is first run and dropped when a structural edit touches the node."""
 
     __slots__ = (
-        "args", "defaults", "eager", "fn", "instance", "linked", "node_id", "pulls", "reason",
-        "single",
+        "args", "charge", "defaults", "eager", "fn", "instance", "linked", "node_id", "pulls",
+        "reason", "single",
     )  # fmt: skip
 
     def __init__(self, evaluator: LazyEvaluator, node_id: str) -> None:
@@ -146,6 +148,10 @@ class _Plan:
         self.reason = NONDETERMINISTIC if own_hot else HOT_RUN  # why it runs when it is HOT
         names = tuple(pin.name for pin in instance.inputs)
         self.fn = bind_compute(instance.spec, evaluator.ctx, node_id, names)
+        # What counts its results against the memory budget; a pass-through node's output is
+        # its input, which its source holds.
+        passes = instance.spec.passthrough is not None
+        self.charge = None if passes else evaluator.ctx.memory.charge
 
 
 _Step = _Plan | tuple[str, int | None]
@@ -752,8 +758,15 @@ class LazyEvaluator:
             self._status[node_id] = FAILED
             self._errors[node_id] = error
         else:
-            outputs[node_id] = (result,) if plan.single else tuple(result)
-            self._status[node_id] = OK
+            made = (result,) if plan.single else tuple(result)
+            refused = plan.charge(node_id, made) if plan.charge is not None else None
+            if refused is None:
+                outputs[node_id] = made
+                self._status[node_id] = OK
+            else:  # over the memory budget: its last good outputs stay
+                error = self.ctx.refuse(node_id, refused)
+                self._status[node_id] = FAILED
+                self._errors[node_id] = error
         took = _clock() - collector.spent - started
         if took > self.ctx.time_budget:
             self._status[node_id] = FAILED

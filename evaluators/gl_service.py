@@ -2,7 +2,10 @@
 
 What it does:
     * owns (or wraps) a moderngl context and makes it current only around its own work;
-    * pools render targets (texture + framebuffer) keyed by (size, components, dtype);
+    * pools render targets (texture + framebuffer) keyed by (size, components, dtype), counting
+      the bytes of the textures it holds (`texture_bytes`); before allocating one it asks the
+      memory budget of the patch it serves (`memory`, set by its ExecutionContext;
+      evaluators/_memory_budget.py), freeing its idle targets first when they are in the way;
     * compiles fullscreen-quad fragment shaders once per source text and caches the result,
       including failures, which are raised as `ShaderError` with the driver's line and column
       (a new exception on every call: only the error's data is cached);
@@ -51,6 +54,7 @@ import moderngl
 import numpy as np
 
 from evaluators._gpu_timer import GPUTimer
+from evaluators._memory_budget import MemoryBudgetError, MemoryMeter
 from nodes._glsl import builtin_shader
 
 __all__ = [
@@ -360,6 +364,8 @@ class GLService:
         self._doomed: list[GLTarget] = []
         self._allocated = 0
         self._in_use = 0
+        self.texture_bytes = 0  # of every target allocated and not destroyed, in use or pooled
+        self.memory: MemoryMeter | None = None
         self._programs: OrderedDict[str, _Compiled | _Failure] = OrderedDict()
         self._readback_buffers: dict[Size, np.ndarray] = {}
         self.frame_index = 0
@@ -541,6 +547,8 @@ class GLService:
             target = free.pop()
             target.owner = None
         else:
+            nbytes = size[0] * size[1] * components * _DTYPES[dtype].itemsize
+            self._make_room(nbytes, f"a {size[0]}x{size[1]} texture")
             with self.current():
                 texture = self.ctx.texture(size, components, dtype=dtype)
                 texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
@@ -548,9 +556,21 @@ class GLService:
                 texture.repeat_y = False
                 target = GLTarget(texture, self.ctx.framebuffer(color_attachments=[texture]))
             self._allocated += 1
+            self.texture_bytes += nbytes
         target.in_use = True
         self._in_use += 1
         return target
+
+    def _make_room(self, nbytes: int, what: str) -> None:
+        """MemoryBudgetError when `nbytes` more would pass the memory budget even after freeing
+        the pooled targets nobody uses."""
+        if self.memory is None:
+            return
+        try:
+            self.memory.check(nbytes, what)
+        except MemoryBudgetError:
+            self.trim()
+            self.memory.check(nbytes, what)
 
     def release(self, target: GLTarget) -> None:
         """Give `target` back to the pool. Releasing a target twice raises ValueError; use
@@ -880,6 +900,7 @@ class GLService:
     # -- teardown --------------------------------------------------------------------------
 
     def _destroy(self, target: GLTarget) -> None:
+        self.texture_bytes -= _target_bytes(target)
         target.framebuffer.release()
         target.texture.release()
         self._allocated -= 1
@@ -937,6 +958,11 @@ class GLService:
     def closed(self) -> bool:
         """True after `close()`."""
         return self._closed
+
+
+def _target_bytes(target: GLTarget) -> int:
+    (width, height), components, dtype = target.key
+    return width * height * components * _DTYPES[dtype].itemsize
 
 
 def texture_alive(source: TextureLike) -> bool:

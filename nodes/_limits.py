@@ -10,16 +10,33 @@ to load (nodes._fileformat), so a file written is a file that loads.
 
 The limits in force are process-wide (`active_limits()`): the command line replaces them for files
 the person trusts (`--trust`, `--limit NAME=VALUE`, see app/cli.py). Every default leaves room for
-the bundled examples and the benchmark patches many times over.
+the bundled examples and the benchmark patches many times over, except `memory_bytes`: the
+bytes a running patch's node results and textures may hold together (evaluators/_memory_budget.py),
+by default half the machine's RAM.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from dataclasses import dataclass
 
 MIB = 1024 * 1024
+
+
+def physical_memory_bytes() -> int | None:
+    """The machine's RAM in bytes, or None where the system does not say."""
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page_size if pages > 0 and page_size > 0 else None
+
+
+#: The default `memory_bytes`: half the RAM (the rest is the system's, the editor's and the GPU
+#: driver's), or 4 GiB where the system does not say how much there is.
+DEFAULT_MEMORY_BYTES = (physical_memory_bytes() or 8 * 1024 * MIB) // 2
 
 
 @dataclass(frozen=True)
@@ -59,6 +76,9 @@ class Limits:
     #: Shapes one instanced draw (gpu.instances) may draw: each is a row of GPU buffer and a
     #: quad to fill, on every frame it runs.
     instances: int = 1024 * 1024
+    #: Bytes a running patch may hold at once in node results (numpy arrays) and textures, all
+    #: nodes together: a node whose result would pass it is bypassed with a message.
+    memory_bytes: int = DEFAULT_MEMORY_BYTES
 
     def exceeded(self, name: str, amount: int) -> str:
         """The one-line reason for `amount` being above the limit `name`."""

@@ -525,6 +525,19 @@ def shader_pins(values: Mapping[str, Any], folder: Path | None = None) -> tuple[
         return tuple(PinSpec(name, "any") for name in values if name not in _SHADER_STATIC_PINS)
 
 
+def too_many_uniforms(values: Mapping[str, Any], folder: Path | None = None) -> str | None:
+    """Why a gpu.shader node with these values has no pins for its uniforms: its shader declares
+    more than the limit `pins_per_node` (one line; the node fails when it runs), or None."""
+    try:
+        text = shader_text(str(values.get("source") or ""), str(values.get("file") or ""), folder)
+        _uniform_pins(text)
+    except TooManyPinsError as error:
+        return str(error)
+    except (OSError, ValueError):
+        return None  # unreadable: `patchbay check` names refused files apart
+    return None
+
+
 class ShaderState(GPUTargets):
     """The node's target, the last source that compiled (rendered while an edit is broken) and
     the read of a new version of its shader file, while one runs on the worker pool."""

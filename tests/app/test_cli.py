@@ -281,6 +281,24 @@ def test_check_warns_of_file_names_the_patch_may_not_use(tmp_path: Path, capsys)
     assert "missing_but_fine.path" in lines[2] and "\x1b" not in lines[2]
 
 
+def test_check_warns_of_a_shader_with_more_uniforms_than_a_node_may_have_pins(
+    tmp_path: Path, capsys
+) -> None:
+    source = "uniform float a;\nuniform float b;\nuniform vec4 c;\nvoid main() {}\n"
+    patch = Patch()
+    patch.add_node("gpu.shader", {"source": source, "file": ""}, node_id="busy")
+    path = tmp_path / "p.patchbay"
+    save_patch(patch, path)
+    assert main(["check", str(path)]) == 0
+    assert "warning" not in capsys.readouterr().out  # three pins are within the default limit
+    assert main(["check", str(path), "--limit", "pins_per_node=2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        f"{path}: warning: busy: the shader declares 3 uniforms: 3 is above the limit "
+        "pins_per_node = 2"
+    ]
+
+
 def test_edit_passes_its_output_and_attach_flags_to_the_editor(monkeypatch) -> None:
     import app.editor
 
