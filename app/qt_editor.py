@@ -170,6 +170,7 @@ from app.qt_commands import (
 from app.qt_export import export_frozen_dialog
 from app.qt_failure_marks import QtFailureMarks
 from app.qt_focus import FieldUndoRouter, canvas_only
+from app.qt_fonts import register_bundled_fonts
 from app.qt_help import QtNodeHelp
 from app.qt_inspector import QtInspector
 from app.qt_legend import QtLegend
@@ -264,6 +265,7 @@ class QtEditorWindow(QMainWindow):
         engine: EngineClient | None = None,
     ) -> None:
         super().__init__()
+        register_bundled_fonts()  # text shows even on a machine with no fonts of its own
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.session = EditorSession(self.state_dir)
