@@ -51,10 +51,12 @@ def test_osc_says_where_it_listens_or_why_it_cannot(taken_port: int) -> None:
 
 def test_closing_osc_wakes_its_thread_and_frees_the_port_at_once() -> None:
     port = free_udp_port()
+    others = set(threading.enumerate())  # services other tests left running
     service = OscService("127.0.0.1", port, False, log=io.StringIO())
     service.listen("/a")
     service.close()
-    assert not [t for t in threading.enumerate() if t.name == "patchbay-osc" and t.is_alive()]
+    alive = [t for t in threading.enumerate() if t.name == "patchbay-osc" and t not in others]
+    assert not [t for t in alive if t.is_alive()]
     again = OscService("127.0.0.1", port, False, log=io.StringIO())
     again.listen("/a")
     assert again.status().state == ON
