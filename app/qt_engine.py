@@ -52,6 +52,7 @@ from app.engine_protocol import ProtocolError
 from app.exit_codes import EXIT_BAD_INPUT
 from app.limit_options import add_limit_arguments, apply_limits
 from app.patch_info import output_node, parse_size
+from app.qt_fonts import register_bundled_fonts
 from app.qt_output import (
     QtOutputWindow,
     close_output_window,
@@ -275,6 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     configure_qt_gl()
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    register_bundled_fonts()  # the output window's screen menu shows text, on any machine
     QApplication.setQuitOnLastWindowClosed(False)  # the show plays on with its window closed
     screens = QGuiApplication.screens()
     if options.screen is not None and not 0 <= options.screen < len(screens):

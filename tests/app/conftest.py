@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.qt_editor import QtEditorWindow
 from nodes import Patch
-from tests.waiting import TIMEOUT_S
+from tests.waiting import TIMEOUT_S, wait_for
 
 
 class ScriptedDialogs:
@@ -61,9 +61,20 @@ def make_editor(qtbot: Any, state_dir: Path, dialogs: ScriptedDialogs) -> QtEdit
     return window
 
 
+def wait_built(editor: QtEditorWindow) -> None:
+    """Run the event loop until the canvas has built all of the level it shows. Showing a patch
+    or a level (opening, entering, leaving, an edit that takes the canvas up a level) builds for
+    one slice (`QtPatchCanvas.LOAD_SLICE_S`) and the rest from the event loop; how much one slice
+    builds depends on the machine (its load, the fonts it lays text out with)."""
+    canvas = editor.canvas
+    wait_for(QCoreApplication.instance(), lambda: not canvas.loading, "the canvas to build")
+
+
 def show_patch(editor: QtEditorWindow, patch: Patch) -> None:
+    """Show `patch`, framed, once the canvas has built it."""
     editor.set_patch(patch, None)
     editor.canvas.frame(None)
+    wait_built(editor)
     QCoreApplication.processEvents()
 
 
@@ -92,7 +103,8 @@ def drag_link(editor: QtEditorWindow, src: str, src_pin: str, dst: str, dst_pin:
 
 
 def view_links(editor: QtEditorWindow) -> set[tuple[str, str, str, str]]:
-    """The links the canvas shows, as (src, src_pin, dst, dst_pin)."""
+    """The links the canvas shows once it has built its level, as (src, src_pin, dst, dst_pin)."""
+    wait_built(editor)
     canvas = editor.canvas
     shown = set()
     for view in canvas.graph.all_nodes():
@@ -161,6 +173,7 @@ def ui() -> SimpleNamespace:
         model_links=model_links,
         press=press,
         show_patch=show_patch,
+        wait_built=wait_built,
         view_links=view_links,
         make_editor=make_editor,
     )

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QPointF, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QPoint, QPointF, Qt, QTimer
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from app.qt_canvas import (
     CLASS_COLORS,
@@ -272,6 +274,30 @@ def test_a_press_on_the_canvas_while_loading_finishes_the_load_first(editor, ui)
     assert editor.undo_stack.count() == 0
 
 
+def test_a_drop_on_the_canvas_while_loading_lands_where_it_is_dropped(editor, ui):
+    """A drop maps its point with the view as it is once loaded and framed: the node lands under
+    the pointer, not where the pointer was before the frame asked for while loading moved it."""
+    start_progressive_load(editor)
+    editor.canvas.frame(None, readable=True)  # as opening a file asks, done when loaded
+    viewport = editor.canvas.viewer().viewport()
+    library = editor.library
+    (item,) = library.tree.findItems("math.sin", Qt.MatchFlag.MatchRecursive)
+    data = library.tree.mimeData([item])
+    point = QPoint(200, 150)
+    buttons, keys = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    QApplication.sendEvent(
+        viewport, QDragEnterEvent(point, Qt.DropAction.CopyAction, data, buttons, keys)
+    )
+    assert not editor.canvas.loading
+    QApplication.sendEvent(
+        viewport, QDropEvent(QPointF(point), Qt.DropAction.CopyAction, data, buttons, keys)
+    )
+    (new,) = [n for n in editor.patch.nodes.values() if n.type_id == "math.sin"]
+    at = editor.canvas.viewer().mapFromScene(QPointF(*new.pos))
+    assert (at - point).manhattanLength() <= 2  # the viewer rounds to whole scene units
+    assert_in_sync(editor, ui)
+
+
 def test_selecting_while_loading_finishes_the_load_first(editor):
     patch = start_progressive_load(editor)
     editor.canvas.select(patch.nodes)
@@ -282,7 +308,7 @@ def test_selecting_while_loading_finishes_the_load_first(editor):
 def test_opening_another_patch_while_loading_drops_the_rest(editor, ui, qtbot):
     start_progressive_load(editor)
     editor.canvas.LOAD_SLICE_S = 1.0
-    ui.show_patch(editor, small_patch())
+    editor.set_patch(small_patch(), None)
     assert not editor.canvas.loading
     assert_in_sync(editor, ui)
 

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication
 from app.engine import Engine
 from app.qt_editor import DECORATE_EVERY
 from nodes import Patch
+from tests.app.conftest import wait_built
 from tests.app.test_engine import EditorEnd
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -70,6 +71,9 @@ def double_click(editor, node_id: str) -> None:
 
 
 def shown_ids(editor) -> set[str]:
+    """The nodes the canvas shows once it has built its level (entering or leaving a level
+    builds part of it from the event loop)."""
+    wait_built(editor)
     canvas = editor.canvas
     return {canvas.node_id_of(view) for view in canvas.graph.all_nodes()}
 
