@@ -406,7 +406,7 @@ class QtEditorWindow(QMainWindow):
             output.setWordWrap(True)
         self.docks["Output"] = self._dock("Output", output, Qt.DockWidgetArea.RightDockWidgetArea)
         for title in ("Preview", "Output"):  # pictures are asked for only while they show
-            self.docks[title].visibilityChanged.connect(lambda _shown: self._request_images())
+            self.docks[title].visibilityChanged.connect(self._on_panel_shown)
         self.docks["Messages"] = self._dock(
             "Messages", self.messages, Qt.DockWidgetArea.BottomDockWidgetArea
         )
@@ -986,6 +986,9 @@ class QtEditorWindow(QMainWindow):
         elif watched != self._watched:
             self.evaluator.watch(watched)
         self._watched = watched
+
+    def _on_panel_shown(self, _shown: bool) -> None:
+        self._request_images()
 
     def _request_images(self, thumbnails: list[str] | None = None) -> None:
         """Ask the engine for pictures: the selected node's textures while the Preview panel

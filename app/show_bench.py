@@ -241,7 +241,7 @@ def wheel_step(viewer: Any, delta: int) -> None:
 
 
 def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
-    from PySide6.QtCore import QEventLoop, Qt, QTimer
+    from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
     from app.editor import launch_editor
@@ -256,7 +256,7 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     def run_for(seconds: float) -> None:
         """Qt's event loop for `seconds`, as the editor's own (`app.exec`) runs it."""
         loop = QEventLoop()
-        QTimer.singleShot(round(seconds * 1000), Qt.TimerType.PreciseTimer, loop.quit)
+        QTimer.singleShot(round(seconds * 1000), loop.quit)
         loop.exec()
 
     if mode == "attach":  # then the engine is killed: the editor brings it back
