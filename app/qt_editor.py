@@ -1780,7 +1780,7 @@ class QtEditorWindow(QMainWindow):
                 step("frame", self.evaluator.run_frame, t, self._frame)
                 step("thumbnails", self.refresh_thumbnails)
             if self.output_window is not None:
-                step("output window", self.output_window.update)
+                step("output window", self.output_window.present)
         self._frame += 1
         self._fps_frames += 1
         if show_all or self._frame % DECORATE_EVERY == 0:
