@@ -7,13 +7,16 @@ that engine (never a second engine beside it). Only when none is running does it
 Before the QApplication exists it sets Qt's OpenGL defaults (3.3 core, contexts shared, no vsync
 wait in the editor's own windows). It offers to restore a recovery file left by a session
 that did not close cleanly, also when it attaches (the question then names what the engine plays,
-which a restore replaces), and runs the event loop. SIGINT and SIGTERM (Ctrl+C in its terminal)
-close the window without asking: unsaved work is kept in its recovery file for the next start,
-and the engine goes as on any close (app.qt_signals).
+which a restore replaces), and runs the event loop. Once its engine runs, the editor lowers its
+own scheduling priority below the engine's (`give_way_to_engine`), so that where cores are few
+the show's frames get them first. SIGINT and SIGTERM (Ctrl+C in its terminal) close the window
+without asking: unsaved work is kept in its recovery file for the next start, and the engine
+goes as on any close (app.qt_signals).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import os
 import signal
@@ -34,6 +37,24 @@ from app.session import describe_patch
 from nodes import load_patch, remove_stale_temporary_files
 
 DEMO_PATCH = "demo.patchbay"
+EDITOR_NICENESS = 5
+"""How much lower than its engine's the editor's scheduling priority is (`nice` steps)."""
+_NICENESS_AT_START = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
+
+
+def give_way_to_engine() -> None:
+    """Lower every thread of this process `EDITOR_NICENESS` steps below the priority it started
+    with (the engine's: a process started from here inherits the priority of the thread that
+    starts it, so call this once the engine and its supervisor run). The engine's frames then go
+    first when both processes want the CPU; an idle editor loses nothing by it."""
+    if not hasattr(os, "setpriority"):
+        return
+    niceness = min(19, _NICENESS_AT_START + EDITOR_NICENESS)
+    tasks = Path("/proc/self/task")
+    threads = [int(task.name) for task in tasks.iterdir()] if tasks.is_dir() else [0]
+    for thread in threads:  # Linux: a priority per thread, and the threads run already
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, thread, niceness)
 
 
 def demo_patch_path() -> Path:
@@ -104,6 +125,7 @@ def launch_editor(
         attached = client.start()
     except (OSError, EOFError, ProtocolError) as error:
         raise RuntimeError(str(error)) from None
+    give_way_to_engine()
     if attached and (attach or path is None):
         window = QtEditorWindow(state_dir, engine=client)
         window.always_allow_send = allow_send

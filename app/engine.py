@@ -80,7 +80,10 @@ of a frame and gives the patch's instances the new specs (`nodes.sync_instances`
 editor does the same on its own copy; when their revisions then disagree, the usual resync
 follows.
 
-Pictures for the editor are made in isolated steps (app.refresh): a picture that fails never stops
+Pictures for the editor (the textures its panels and canvas show, nothing else) are made at most
+`PICTURES_HZ` times a second, with a report, and one whose pixels the editor already has is not
+sent again (`SentPictures`), so a still patch costs no pictures at all. They are made in isolated
+steps (app.refresh): a picture that fails never stops
 the frame, the report or the other pictures, and is written to stderr once per distinct failure.
 A node output whose picture failed (a texture the GPU released) is not pictured again until the
 node's output is another texture or the node is edited.
@@ -117,7 +120,7 @@ from app.engine_protocol import (
 )
 from app.exit_codes import EXIT_HUNG
 from app.profile_costs import ProfileAnswers, checked_request
-from app.refresh import FailedPictures, RefreshSteps
+from app.refresh import FailedPictures, RefreshSteps, SentPictures
 from app.transport import TransportClock, checked_step
 from evaluators import (
     Controls,
@@ -149,6 +152,10 @@ a report costs the frame thread about a millisecond however big the patch."""
 REPORT_VALUES_CAP = 16
 """Nodes whose values a report carries besides the watched ones (`watch` message, `report`):
 each costs converting its outputs in every report, about 30 a second."""
+PICTURES_HZ = 10.0
+"""Turns a second at most that picture textures for the editor (previews and thumbnails): each
+picture costs a GPU downscale, a readback that waits for the frame's GPU work, and its pixels on
+the channel, and an editor's panel needs no more to follow a show."""
 THUMBNAILS_PER_FRAME = 2
 THUMBNAIL_ROUND_S = 0.25
 THUMBNAIL_SIZE = (96, 54)
@@ -422,6 +429,8 @@ class Engine:
         self._thumbnail_queue: list[str] = []
         self._thumbnail_round_at = 0.0
         self._previews: list[tuple[str, str]] = []
+        self._pictures_at = 0.0  # perf_counter() time of the last turn that pictured textures
+        self._sent_pictures = SentPictures()
         self._report_at = 0.0
         self._applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
         self._reported_revision = -1  # of the last report that listed every node id
@@ -526,7 +535,7 @@ class Engine:
             self._fps_frames += 1
             if self.frame_log is not None and not self.presents_frames:
                 self.frame_log.presented(self.frame - 1)
-        elif self.editor is not None and self.gpu is not None and self._preview_due():
+        elif self.editor is not None and self.gpu is not None and self._pictures_due():
             with self.gpu.frame():
                 images = self.refresh_steps.run("pictures", self._images) or []
         self._maybe_report(images)
@@ -588,6 +597,7 @@ class Engine:
             self._reported_revision = -1  # its first report lists every node
             self._service_said.clear()  # it hears of every service and failure anew
             self._failures_said.clear()
+            self._sent_pictures.clear()
             link.post(
                 {
                     "type": "hello",
@@ -652,6 +662,7 @@ class Engine:
         elif kind == "images":
             self._thumbnail_nodes = [str(n) for n in message.get("thumbnails", [])]
             self._previews = [(str(node), str(pin)) for node, pin in message.get("previews", [])]
+            self._sent_pictures.clear()  # what the editor shows changed: each picture once more
         elif kind == "output":
             self.output_open = bool(message.get("open"))
             if self.on_output_request is not None:
@@ -886,14 +897,19 @@ class Engine:
         return [n for n in self.graph.nodes
                 if n.startswith(prefix) and "/" not in n[len(prefix):]]  # fmt: skip
 
-    def _preview_due(self) -> bool:
-        return time.perf_counter() - self._report_at >= 1.0 / REPORT_HZ
+    def _pictures_due(self) -> bool:
+        """Pictures go with a report: one is due, and so is the next turn of pictures."""
+        now = time.perf_counter()
+        return (now - self._report_at >= 1.0 / REPORT_HZ
+                and now - self._pictures_at >= 1.0 / PICTURES_HZ)  # fmt: skip
 
     def _images(self) -> list[tuple[dict[str, Any], bytes]]:
-        """Small pictures of textures for the editor: the preview (with every report) and a few
-        node thumbnails per frame, each a GPU downscale and one small readback."""
-        if not self._preview_due():
+        """Small pictures of textures for the editor, at most `PICTURES_HZ` times a second: the
+        previews and a few node thumbnails, each a GPU downscale and one small readback. A
+        picture whose pixels are those the editor got last time is not sent again."""
+        if not self._pictures_due():
             return []
+        self._pictures_at = time.perf_counter()
         found: list[tuple[dict[str, Any], bytes]] = []
         picture = self.refresh_steps.run
         for node_id, pin in self._previews:
@@ -910,7 +926,8 @@ class Engine:
                 found += picture("thumbnail", self._picture, node_id, texture_pin,
                                  THUMBNAIL_SIZE, "thumbnail") or []  # fmt: skip
         del self._thumbnail_queue[:THUMBNAILS_PER_FRAME]
-        return found
+        changed = self._sent_pictures.changed
+        return [(meta, pixels) for meta, pixels in found if changed(meta, pixels)]
 
     def _picture(
         self, node_id: str, pin: str, box: tuple[int, int], role: str

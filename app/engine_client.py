@@ -594,6 +594,7 @@ class RemoteEvaluator:
         self.fps = 0.0
         self.frame = 0
         self.reports = 0
+        self.states = 0  # counts the reports that changed a node's class, status or error
         self.paused = False
         self.output_open = False
         self.output_screen: str | None = None
@@ -620,9 +621,16 @@ class RemoteEvaluator:
             self.output_screen = report.get("output_screen")
             self.output_fullscreen = bool(report.get("output_fullscreen"))
             ids = report.get("ids")
+            known = self._nodes
             if isinstance(ids, list):  # what the engine plays now: forget the others
-                self._nodes = {str(n): self._nodes.get(str(n), []) for n in ids}
-            self._nodes.update(report.get("nodes") or {})
+                self._nodes = {str(n): known.get(str(n), []) for n in ids}
+            changed = self._nodes.keys() != known.keys()
+            for node_id, entry in (report.get("nodes") or {}).items():
+                if self._nodes.get(node_id) != entry:
+                    self._nodes[node_id] = entry
+                    changed = True
+            if changed:
+                self.states += 1
             self._values = report.get("values") or {}
             self.bypassed = dict(report.get("bypassed") or {})
             self.applied = report.get("applied") or [None, None]

@@ -44,7 +44,10 @@ editor does (a zoom on a big canvas, a save, a crash) can hold an output frame b
 is then a client (`engine=EngineClient`): every change event of the Patch goes to the engine as it
 happens, the selection and the visible thumbnails become `watch` / `images` requests, and node
 colours, the inspector's state, the preview, thumbnails and the status bar come from the engine's
-reports (`RemoteEvaluator`), pictures included. When the engine restarts (it died, or its
+reports (`RemoteEvaluator`), pictures included. An idle window costs its engine little: it
+asks for the pictures of the Preview and Output panels only while they show, repaints pictures
+only when a report brought new ones, and redraws node colours only when a report changed a
+status (`RemoteEvaluator.states`) or the canvas changed. When the engine restarts (it died, or its
 watchdog stopped a hung node) the window resends the patch. Closing the window stops the engine
 unless its output window is open (perform mode: the show goes on; `patchbay edit --attach`
 attaches again). Without an engine the window runs a DualEvaluator itself, as tests and tools do.
@@ -317,6 +320,10 @@ class QtEditorWindow(QMainWindow):
         self._prepare_due = False  # a structural edit's program is to be built between frames
         self._frame = 0
         self._ticks = 0
+        self._textured: tuple[Any, list[str]] = ((), [])  # (shown patch, revisions), its nodes
+        self._reports_shown = -1  # the engine's report whose pictures were last shown
+        self._reports_decorated = -1  # the engine's report node colours were last made from
+        self._decorated: tuple[Any, ...] = ()  # what the node colours last showed
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self._fps = 0.0
@@ -414,6 +421,8 @@ class QtEditorWindow(QMainWindow):
             output = QLabel(f"No OpenGL: GPU nodes do not run ({self.gl_problem}).")
             output.setWordWrap(True)
         self.docks["Output"] = self._dock("Output", output, Qt.DockWidgetArea.RightDockWidgetArea)
+        for title in ("Preview", "Output"):  # pictures are asked for only while they show
+            self.docks[title].visibilityChanged.connect(self._on_panel_shown)
         self.docks["Messages"] = self._dock(
             "Messages", self.messages, Qt.DockWidgetArea.BottomDockWidgetArea
         )
@@ -1003,16 +1012,25 @@ class QtEditorWindow(QMainWindow):
             self.evaluator.watch(watched)
         self._watched = watched
 
+    def _on_panel_shown(self, _shown: bool) -> None:
+        self._request_images()
+
     def _request_images(self, thumbnails: list[str] | None = None) -> None:
-        """Ask the engine for pictures: the selected node's textures, the `gpu.output` texture
-        for the Output panel, and thumbnails of the textured nodes in view."""
+        """Ask the engine for pictures: the selected node's textures while the Preview panel
+        shows, the `gpu.output` texture while the Output panel shows, and thumbnails of the
+        textured nodes in view."""
         if self.engine is None:
             return
         self._output_node = output_node(self.patch)
-        previews = [[self._output_node, "out"]] if self._output_node else []
+        output = self.output_picture
+        previews = (
+            [[self._output_node, "out"]]
+            if self._output_node and output is not None and output.isVisibleTo(self)
+            else []
+        )
         node_id = self.preview.node_id  # an evaluator path inside an instance
         node = self.canvas.node_at(node_id) if node_id is not None else None
-        if node is not None:
+        if node is not None and self.preview.isVisibleTo(self):
             previews += [[node_id, out.name] for out in node.spec.outputs
                          if out.type == "texture"]  # fmt: skip
         if thumbnails is None:
@@ -1033,18 +1051,25 @@ class QtEditorWindow(QMainWindow):
         remote = self.engine.evaluator
         self._frame = remote.frame
         self._ticks += 1
-        if self._ticks % DECORATE_EVERY == 0:
-            step("node colours", self.decorate_nodes)
-            step("node state", self._show_node_state)
-            step("link values", self.link_values.refresh)
-            self.output_action.setChecked(remote.output_open)
-            self.output_screen_menu.setEnabled(remote.output_open)
         now = time.perf_counter()
         if now >= self._thumbnail_round_at:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
             step("image request", self._request_visible_thumbnails)
-        step("thumbnails", self._show_engine_thumbnails)
-        step("output panel", self._show_engine_output)
+        if self._ticks % DECORATE_EVERY == 0 and remote.reports != self._reports_decorated:
+            self._reports_decorated = remote.reports
+            shown = self.canvas.patch
+            decorated = (remote.states, shown, shown.revision, tuple(self.canvas.trail))
+            if decorated != self._decorated:  # a status, the engine's nodes or the canvas
+                self._decorated = decorated
+                step("node colours", self.decorate_nodes)
+            step("node state", self._show_node_state)
+            step("link values", self.link_values.refresh)
+            self.output_action.setChecked(remote.output_open)
+            self.output_screen_menu.setEnabled(remote.output_open)
+        if remote.reports != self._reports_shown:  # pictures come with reports
+            self._reports_shown = remote.reports
+            step("thumbnails", self._show_engine_thumbnails)
+            step("output panel", self._show_engine_output)
         if now - self._fps_since >= STATUS_EVERY_S:
             self._fps, self._fps_since = remote.fps, now
             step("status bar", self._update_status)
@@ -1151,8 +1176,7 @@ class QtEditorWindow(QMainWindow):
                     self.patch.set_value(node_id, pin, value, live=True)
 
     def _request_visible_thumbnails(self) -> None:
-        textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
-        shown = self.canvas.thumbnail_candidates(textured)
+        shown = self.canvas.thumbnail_candidates(self._textured_nodes())
         self._request_images([self.canvas.eval_id(node_id) for node_id in shown])
 
     def _show_engine_thumbnails(self) -> None:
@@ -1869,7 +1893,7 @@ class QtEditorWindow(QMainWindow):
                 step("frame", self.evaluator.run_frame, t, self._frame)
                 step("thumbnails", self.refresh_thumbnails)
             if self.output_window is not None:
-                step("output window", self.output_window.update)
+                step("output window", self.output_window.present)
         self._frame += 1
         self._fps_frames += 1
         if show_all or self._frame % DECORATE_EVERY == 0:
@@ -1907,6 +1931,14 @@ class QtEditorWindow(QMainWindow):
         outputs = self.canvas.patch.nodes[node_id].spec.outputs
         return next((out.name for out in outputs if out.type == "texture"), None)
 
+    def _textured_nodes(self) -> list[str]:
+        """The shown nodes with a texture output (worked out again after structural edits)."""
+        shown = self.canvas.patch
+        key = (shown, shown.revision, library_revision())
+        if self._textured[0] != key:
+            self._textured = (key, [n for n in shown.nodes if self._thumbnail_pin(n) is not None])
+        return self._textured[1]
+
     def _thumbnails_due(self) -> bool:
         return bool(self._thumbnail_queue) or time.perf_counter() >= self._thumbnail_round_at
 
@@ -1917,8 +1949,7 @@ class QtEditorWindow(QMainWindow):
         now = time.perf_counter()
         if not self._thumbnail_queue and now >= self._thumbnail_round_at:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
-            textured = [n for n in self.canvas.patch.nodes if self._thumbnail_pin(n) is not None]
-            self._thumbnail_queue.extend(self.canvas.thumbnail_candidates(textured))
+            self._thumbnail_queue.extend(self.canvas.thumbnail_candidates(self._textured_nodes()))
         for _ in range(min(THUMBNAILS_PER_FRAME, len(self._thumbnail_queue))):
             node_id = self._thumbnail_queue.popleft()
             if node_id in self.canvas.patch.nodes:

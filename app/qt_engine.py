@@ -2,11 +2,11 @@
 
 It owns the GL service, the output window and the frame clock around an `app.engine.Engine`: a
 precise Qt timer calls `engine.step()` at frame deadlines (60 a second by default), and the output
-window (when open) repaints after each frame. Nothing here waits for an editor: editors talk to
-the engine through its socket (`EngineServer`), and their messages are applied between frames: as
-soon as they arrive (a reader thread writes a byte to a socket pair the event loop watches, and the
-loop calls `engine.between_frames()`, where a small structural edit's program is rebuilt too), and
-in any case at the next frame.
+window (when open) is painted and swapped right after each frame (`QtOutputWindow.present`).
+Nothing here waits for an editor: editors talk to the engine through its socket (`EngineServer`),
+and their messages are applied between frames: as soon as they arrive (a reader thread writes a
+byte to a socket pair the event loop watches, and the loop calls `engine.between_frames()`, where
+a small structural edit's program is rebuilt too), and in any case at the next frame.
 
 GL: with a display, the GL service lives on a Qt context shared with the output window, so the
 window can be opened at any time; without one (Qt's offscreen platform) a standalone EGL context
@@ -156,7 +156,7 @@ class QtEngineHost:
             return
         self.engine.step()
         if self.window is not None:
-            self.window.update()
+            self.window.present()
             if self.engine.frame % 15 == 0:  # Esc or F in the window change these
                 self._describe_window(self.window)
         now = time.perf_counter()

@@ -13,7 +13,7 @@ Pieces:
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
   With `on_quit` set (the player's window) q, Ctrl+Q, and Esc when not fullscreen, call it.
 - `open_output_window()` opens one on a running patch; the process that runs the frames (the
-  engine, or an editor running its patch itself) repaints it after each frame.
+  engine, or an editor running its patch itself) presents it after each frame (`present()`).
 
 Running frames and playing a patch (`patchbay run`) are not here: the engine process
 (app.qt_engine) and the player (app.player) use these windows.
@@ -34,7 +34,7 @@ from typing import Any
 
 import moderngl
 import numpy as np
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
 from PySide6.QtGui import (
     QAction,
     QCursor,
@@ -43,6 +43,7 @@ from PySide6.QtGui import (
     QMouseEvent,
     QOffscreenSurface,
     QOpenGLContext,
+    QPaintEvent,
     QScreen,
     QSurfaceFormat,
     QWindow,
@@ -257,6 +258,16 @@ class QtOutputWindow(QOpenGLWindow):
         for hook in list(self.paint_hooks):
             hook(self)
 
+    def present(self) -> None:
+        """Paint and swap now, right after the frame that was run: `update()` alone paints when
+        Qt's update timer fires, and when a frame loop keeps the event loop busy that timer
+        comes due during the next frame, so a window would show every other frame once frames
+        take most of their period."""
+        if self.isExposed():  # a paint event paints at once, and schedules nothing more
+            QCoreApplication.sendEvent(self, QPaintEvent(QRect(QPoint(0, 0), self.size())))
+        else:
+            self.update()
+
     def _release_gl(self) -> None:
         _release_view(self)
 
@@ -402,7 +413,7 @@ def open_output_window(
     """Show an output window for a running patch (its `gpu.output` texture) and return it.
 
     The patch's textures must come from the GL service of `create_gl_service()`. Whoever runs the
-    frames calls `window.update()` after each one (repainting after every swap would spin
+    frames calls `window.present()` after each one (repainting after every swap would spin
     without vsync).
     """
     window = QtOutputWindow(output_source(evaluator, node_id))

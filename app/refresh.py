@@ -9,11 +9,16 @@ written to stderr once per distinct (step, error) with its traceback, not once p
 failed, for instance a texture the GPU released. No picture of that same texture is tried again
 until the node's output is another object or the node is edited (`on_patch_event`).
 
-Qt-free: the engine process uses both too.
+`SentPictures` remembers a digest of the last picture sent per (node, output, role), so a
+picture whose pixels did not change (a still node, a paused show) is not sent, decoded and
+repainted again.
+
+Qt-free: the engine process uses them too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import traceback
 from collections.abc import Callable
@@ -106,3 +111,25 @@ class FailedPictures:
         except Exception:
             self.failed(node_id, pin, texture)
             raise
+
+
+class SentPictures:
+    """The pixels last sent per picture, as digests: `changed` tells whether a picture is worth
+    sending; `clear` when the receiver may no longer hold what it got (a new editor, a new
+    request)."""
+
+    def __init__(self) -> None:
+        self._digests: dict[tuple[str, str, str], tuple[Any, bytes]] = {}
+
+    def changed(self, meta: dict[str, Any], pixels: bytes) -> bool:
+        """Whether `pixels` differ from the last picture with this `meta`'s node, pin and role
+        (and size); if so they are remembered as sent."""
+        key = (str(meta["node"]), str(meta["pin"]), str(meta["role"]))
+        sent = (list(meta["size"]), hashlib.blake2b(pixels, digest_size=16).digest())
+        if self._digests.get(key) == sent:
+            return False
+        self._digests[key] = sent
+        return True
+
+    def clear(self) -> None:
+        self._digests.clear()

@@ -14,6 +14,10 @@ the show played for a few seconds by `patchbay run` with no editor at all (`no e
 - `in_editor`: the output window in the editor's own process, driven by the editor's frame loop
   (how patchbay ran before the engine process, and what tests still use).
 
+The editor waits in Qt's event loop, as `patchbay edit` does, and its stresses start once its
+canvas has drawn the show patch (a large patch is drawn in slices): `idle` is an editor with
+nothing to do.
+
 Edit-to-output latency: a value edit's time against the presentation time of the first frame that
 shows it (the engine reports which frame applied each batch of edits; in the editor's process it
 is the next frame the editor runs). In `engine` mode the bench also kills the editor (SIGKILL)
@@ -43,6 +47,7 @@ from typing import Any
 
 FRAME_PERIOD_S = 1 / 60
 PHASE_IDLE_S = 2.0
+LOAD_TIMEOUT_S = 120.0
 
 
 # ----------------------------------------------------------------------------- the orchestrator
@@ -236,6 +241,7 @@ def wheel_step(viewer: Any, delta: int) -> None:
 
 
 def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
+    from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
     from app.editor import launch_editor
@@ -248,10 +254,10 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     app.setApplicationName("patchbay")
 
     def run_for(seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            app.processEvents()
-            time.sleep(0.002)
+        """Qt's event loop for `seconds`, as the editor's own (`app.exec`) runs it."""
+        loop = QEventLoop()
+        QTimer.singleShot(round(seconds * 1000), loop.quit)
+        loop.exec()
 
     if mode == "attach":  # then the engine is killed: the editor brings it back
         window = launch_editor(None, attach=True, state_dir=state)
@@ -287,6 +293,10 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     window.resize(1400, 850)
     window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
     run_for(3.0)  # started, built, output shown
+    loaded_by = time.monotonic() + LOAD_TIMEOUT_S  # the canvas draws a large patch in slices
+    while window.canvas.loading and time.monotonic() < loaded_by:
+        run_for(0.1)
+    run_for(1.0)
     phases: list[list[Any]] = []
 
     def phase(name: str, action: Any) -> None:

@@ -20,7 +20,8 @@ What it does:
       by the node's `GPUTargets`), and each `render` / `draw_instances` into an owned target is
       one GL timer query, read a few frames later without waiting.
 
-A frame is `with gl.frame(): ...` (`begin_frame()`, then `end_frame()` even when the frame fails).
+A frame is `with gl.frame(): ...` (`begin_frame()`, then `end_frame()` even when the frame fails),
+with the context current throughout.
 `release(target)` gives one target back to the pool; `close()` frees the whole service.
 
 What it assumes:
@@ -441,12 +442,15 @@ class GLService:
     @contextlib.contextmanager
     def frame(self, *, finish: bool = True) -> Iterator[None]:
         """One frame: `begin_frame()`, the block, then `end_frame(finish=finish)` even when the
-        block raises."""
-        self.begin_frame()
-        try:
-            yield
-        finally:
-            self.end_frame(finish=finish)
+        block raises. The context stays current for the whole frame: one switch in and one back,
+        not two per pass (a switch away from a window's context and back costs round trips to
+        the display server, slow when another process keeps it busy)."""
+        with self.current():
+            self.begin_frame()
+            try:
+                yield
+            finally:
+                self.end_frame(finish=finish)
 
     def begin_frame(self) -> None:
         """Start a frame: resets the per-frame readback counter."""

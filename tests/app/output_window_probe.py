@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from PySide6.QtCore import QTimer
@@ -62,11 +63,12 @@ def painted(image) -> bool:
 
 
 class FrameLoop:
-    """Frames of `evaluator` at about 60 fps on a Qt timer, each followed by a repaint of
-    `window`, as the engine runs them."""
+    """Frames of `evaluator` at about 60 fps on a Qt timer, each followed by presenting
+    `window`, as the engine runs them; each frame is `busy_s` longer than its GL work."""
 
     def __init__(self, evaluator: FlatEvaluator, gl: Any, window: Any) -> None:
         self.count = 0
+        self.busy_s = 0.0
         self.timer = QTimer()
         self.timer.setInterval(16)
         self.timer.timeout.connect(lambda: self.step(evaluator, gl, window))
@@ -75,8 +77,9 @@ class FrameLoop:
     def step(self, evaluator: FlatEvaluator, gl: Any, window: Any) -> None:
         with gl.frame():
             evaluator.run_frame(self.count / 60.0, self.count)
+        time.sleep(self.busy_s)
         self.count += 1
-        window.update()
+        window.present()
 
 
 def main() -> int:
@@ -97,6 +100,15 @@ def main() -> int:
     frames = FrameLoop(evaluator, gl, window)
     wait_for(app, lambda: frames.count >= 5, "5 frames")
     report["frames"] = frames.count
+    # frames that take most of their period: each is still presented, once
+    swaps: list[int] = []
+    window.frameSwapped.connect(lambda: swaps.append(frames.count))
+    frames.busy_s = 0.012
+    first = frames.count
+    wait_for(app, lambda: frames.count >= first + 30, "30 long frames")
+    frames.busy_s = 0.0
+    report["long_frames"] = [first + 1, first + 30]
+    report["long_frames_presented"] = [n for n in swaps if first < n <= first + 30]
     report["fullscreen"] = window.visibility() == QWindow.Visibility.FullScreen
     report["on_target"] = window.screen() is target
     report["geometry_is_screen"] = window.geometry() == target.geometry()

@@ -1,6 +1,7 @@
-"""The output window under Xvfb with two screens: it opens, shows the patch's colours, goes
-fullscreen on the chosen screen, leaves fullscreen on Esc and moves between screens; the texture
-preview widget shows the same texture; `patchbay run FILE` opens only the window.
+"""The output window under Xvfb with two screens: it opens, shows the patch's colours, presents
+every frame once even when frames take most of their period, goes fullscreen on the chosen
+screen, leaves fullscreen on Esc and moves between screens; the texture preview widget shows the
+same texture; `patchbay run FILE` opens only the window.
 
 Qt picks its platform once per process and the other app tests run offscreen, so the window runs
 in a subprocess (output_window_probe.py) on a private Xvfb display with two screens. Without Xvfb
@@ -58,6 +59,15 @@ def test_window_opens_and_shows_the_output_texture(report: dict) -> None:
     assert report["frames"] >= 5  # frame swaps drive the patch
     top, bottom = report["pixels"]
     assert close(top, ORANGE) and close(bottom, AZURE)  # and the image is upright
+
+
+def test_every_frame_is_presented_once_even_when_frames_take_most_of_their_period(
+    report: dict,
+) -> None:
+    """`present()` paints and swaps right after the frame, not when Qt's update timer fires
+    (which then comes due during the next frame, and every other frame would not show)."""
+    first, last = report["long_frames"]
+    assert report["long_frames_presented"] == list(range(first, last + 1))  # each, once
 
 
 def test_window_goes_fullscreen_on_the_chosen_screen(report: dict) -> None:

@@ -30,3 +30,20 @@ def test_unknown_text_from_the_engine_falls_back() -> None:
     remote.update(report(mode="warp", nodes={"a": ["TEPID", "exploded", None]}), [])
     assert remote.mode is EvaluatorMode.LAZY
     assert remote.status("a") is NodeStatus.IDLE and remote.node_class("a") is NodeClass.CONST
+
+
+def test_states_count_only_the_reports_that_change_a_node() -> None:
+    """An idle show's reports repeat the same statuses: the editor redraws node colours only
+    when `states` moves."""
+    remote = RemoteEvaluator()
+    remote.update(report(ids=["a", "b"], nodes={"a": ["HOT", "ok", None]}), [])
+    first = remote.states
+    assert first >= 1
+    for _ in range(5):  # the same statuses again, and the same ids
+        remote.update(report(ids=["a", "b"], nodes={"a": ["HOT", "ok", None]}), [])
+        remote.update(report(nodes={"b": []}), [])
+    assert remote.states == first and remote.reports == 11
+    remote.update(report(nodes={"b": ["CONST", "failed", "boom"]}), [])
+    assert remote.states == first + 1
+    remote.update(report(ids=["a"]), [])  # b is gone
+    assert remote.states == first + 2 and remote.nodes() == {"a"}

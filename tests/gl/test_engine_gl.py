@@ -1,6 +1,7 @@
 """The engine with GPU nodes: the output path reads nothing back; pictures for an editor cost one
-small readback each, at most at the report rate; a texture that cannot be pictured is tried once
-until its node changes, and the other pictures go on."""
+small readback each, at most `PICTURES_HZ` times a second, and one whose pixels did not change is
+not sent again; a texture that cannot be pictured is tried once until its node changes, and the
+other pictures go on."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.engine import PREVIEW_SIZE, REPORT_HZ, EditorLink, Engine
+from app.engine import PICTURES_HZ, PREVIEW_SIZE, EditorLink, Engine
 from app.engine_protocol import Channel, patch_message
 from evaluators.gl_service import GLService
 from nodes import Patch
@@ -59,9 +60,9 @@ def test_the_output_path_reads_nothing_back_and_pictures_are_small(gl: GLService
     assert size[0] <= PREVIEW_SIZE[0] and size[1] <= PREVIEW_SIZE[1]
     assert len(pixels) == size[0] * size[1] * 4 and len(set(pixels)) > 10  # a picture, not a fill
     assert "thumbnail" in pictures
-    # one readback per picture, pictures only with reports (at most REPORT_HZ a second)
+    # one readback per picture, at most PICTURES_HZ turns of pictures a second
     seconds = time.monotonic() - started
-    assert readbacks <= 2 * (REPORT_HZ * seconds + 1)
+    assert readbacks <= 2 * (PICTURES_HZ * seconds + 1)
     editor.close()
     engine.close()
 
@@ -120,5 +121,43 @@ def test_a_released_texture_is_pictured_once_and_the_other_pictures_go_on(
     pictures = run(40)
     assert ("still", "thumbnail") in pictures and attempts.get("still", 0) >= 1
     assert engine.refresh_steps.failures == 1
+    editor.close()
+    engine.close()
+
+
+def test_a_picture_whose_pixels_did_not_change_is_sent_once(gl: GLService) -> None:
+    """A still node's thumbnail goes to the editor once, a moving one's again and again; a new
+    `images` request (what the editor shows changed) sends each once more."""
+    patch = noise_patch()
+    patch.add_node("gpu.shader", None, node_id="still")  # constant: the same pixels every frame
+    patch.add_node("gpu.output", None, node_id="still_output")
+    patch.connect("still", "out", "still_output", "in")
+    engine = Engine(patch, gpu=gl)
+    editor_end, engine_end = Pipe()
+    editor = Channel(editor_end)
+    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), {"type": "_connected"}, []))
+    editor.send(*patch_message(engine.patch))
+    request = {"type": "images", "thumbnails": ["still", "noise"], "previews": [["still", "out"]]}
+    editor.send(request)
+
+    def run(seconds: float) -> dict[tuple[str, str], int]:
+        sent: dict[tuple[str, str], int] = {}
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            engine.step()
+            while editor.connection.poll():
+                message, _ = editor.receive()
+                for meta in message.get("images", []):
+                    key = (meta["node"], meta["role"])
+                    sent[key] = sent.get(key, 0) + 1
+            time.sleep(1 / 60)
+        return sent
+
+    sent = run(2.0)
+    assert sent.get(("still", "thumbnail")) == 1 and sent.get(("still", "preview")) == 1
+    assert sent.get(("noise", "thumbnail"), 0) >= 3  # it moves: each round sends it
+    editor.send(request)  # asked again: the editor may have dropped what it had
+    sent = run(1.0)
+    assert sent.get(("still", "thumbnail")) == 1 and sent.get(("still", "preview")) == 1
     editor.close()
     engine.close()

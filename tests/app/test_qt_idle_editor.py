@@ -1,0 +1,100 @@
+"""An idle editor with an engine costs the engine little: it asks for the pictures of the Output
+and Preview panels only while they show, and redraws node colours only when a report changed a
+status (reports of an idle show repeat the same ones)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.engine_client import RemoteEvaluator
+from app.qt_editor import QtEditorWindow
+from nodes import Patch
+from tests.app.conftest import ScriptedDialogs, show_patch
+
+
+class QuietEngine:
+    """Stands in for `EngineClient`: records what the editor sends; reports are fed to its
+    evaluator by the test."""
+
+    def __init__(self) -> None:
+        self.hello: dict[str, Any] = {"gl": True, "pid": 0}
+        self.evaluator = RemoteEvaluator()
+        self.sent: list[dict[str, Any]] = []
+
+    def send(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> bool:
+        self.sent.append(message)
+        return True
+
+    def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
+        return []
+
+    def close(self, **_options: Any) -> None:
+        """Nothing to stop."""
+
+
+def textured_patch() -> Patch:
+    patch = Patch()
+    patch.add_node("gpu.noise", None, (0.0, 0.0), node_id="noise")
+    patch.add_node("gpu.output", None, (250.0, 0.0), node_id="output")
+    patch.connect("noise", "out", "output", "in")
+    return patch
+
+
+@pytest.fixture
+def engine() -> QuietEngine:
+    return QuietEngine()
+
+
+@pytest.fixture
+def editor(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: QuietEngine) -> Iterator:
+    window = QtEditorWindow(tmp_path / "state", engine=engine)  # type: ignore[arg-type]
+    dialogs.install(window)
+    qtbot.addWidget(window)
+    window.resize(1400, 850)
+    window.show()
+    qtbot.waitExposed(window)
+    show_patch(window, textured_patch())
+    yield window
+    dialogs.unsaved_answer = "discard"
+    window.close()
+
+
+def last_previews(engine: QuietEngine) -> list[list[str]] | None:
+    """The previews of the last `images` request the editor sent (None before the first)."""
+    requests = [m for m in engine.sent if m["type"] == "images"]
+    return requests[-1]["previews"] if requests else None
+
+
+def test_the_output_panel_picture_is_asked_for_only_while_it_shows(editor, engine, qtbot):
+    qtbot.waitUntil(lambda: last_previews(engine) == [["output", "out"]])
+    editor.docks["Output"].hide()
+    qtbot.waitUntil(lambda: last_previews(engine) == [])
+    editor.docks["Output"].show()
+    qtbot.waitUntil(lambda: last_previews(engine) == [["output", "out"]])
+
+
+def test_node_colours_are_redrawn_only_when_a_status_changes(editor, engine, qtbot, monkeypatch):
+    decorated: list[str] = []
+    decorate = editor.canvas.decorate
+
+    def counted(node_id: str, *state: Any) -> None:
+        decorated.append(node_id)
+        decorate(node_id, *state)
+
+    monkeypatch.setattr(editor.canvas, "decorate", counted)
+    remote = engine.evaluator
+    statuses = {"noise": ["HOT", "ok", None], "output": ["HOT", "ok", None]}
+    remote.update({"type": "report", "ids": ["noise", "output"], "nodes": statuses}, [])
+    qtbot.waitUntil(lambda: len(decorated) == 2)
+    for _ in range(20):  # an idle show: the same statuses, report after report
+        reports = remote.reports
+        remote.update({"type": "report", "nodes": statuses}, [])
+        qtbot.waitUntil(lambda reports=reports: editor._reports_decorated > reports)
+    assert len(decorated) == 2
+    remote.update({"type": "report", "nodes": {"noise": ["HOT", "failed", "boom"]}}, [])
+    qtbot.waitUntil(lambda: len(decorated) == 4)
+    assert editor.canvas.body_color("noise") != editor.canvas.body_color("output")
