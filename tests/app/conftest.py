@@ -51,8 +51,11 @@ class ScriptedDialogs:
         return self.unsaved_answer
 
 
-def make_editor(qtbot: Any, state_dir: Path, dialogs: ScriptedDialogs) -> QtEditorWindow:
-    window = QtEditorWindow(state_dir)
+def make_editor(
+    qtbot: Any, state_dir: Path, dialogs: ScriptedDialogs, engine: Any = None
+) -> QtEditorWindow:
+    """A shown editor window (driving `engine`, a test's fake engine, when given)."""
+    window = QtEditorWindow(state_dir, engine=engine)
     dialogs.install(window)
     qtbot.addWidget(window)
     window.resize(1400, 850)

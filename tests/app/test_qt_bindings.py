@@ -42,7 +42,7 @@ from app.qt_editor import QtEditorWindow
 from app.qt_inspector import QtInspector
 from nodes import LIBRARY, Patch, node, save_patch
 from nodes._bindings import Binding
-from tests.app.conftest import ScriptedDialogs, press, show_patch
+from tests.app.conftest import ScriptedDialogs, make_editor, press, show_patch
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -85,12 +85,7 @@ def engine() -> FakeEngine:
 @pytest.fixture
 def remote(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: FakeEngine) -> Iterator:
     """An editor window whose patch runs in the fake engine."""
-    window = QtEditorWindow(tmp_path / "state", engine=engine)  # type: ignore[arg-type]
-    dialogs.install(window)
-    qtbot.addWidget(window)
-    window.resize(1400, 850)
-    window.show()
-    qtbot.waitExposed(window)
+    window = make_editor(qtbot, tmp_path / "state", dialogs, engine)
     yield window
     dialogs.unsaved_answer = "discard"
     window.close()

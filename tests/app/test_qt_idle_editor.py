@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from app.engine_client import RemoteEvaluator
-from app.qt_editor import QtEditorWindow
 from nodes import Patch
-from tests.app.conftest import ScriptedDialogs, show_patch
+from tests.app.conftest import ScriptedDialogs, make_editor, show_patch
 
 
 class QuietEngine:
@@ -51,12 +50,7 @@ def engine() -> QuietEngine:
 
 @pytest.fixture
 def editor(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: QuietEngine) -> Iterator:
-    window = QtEditorWindow(tmp_path / "state", engine=engine)  # type: ignore[arg-type]
-    dialogs.install(window)
-    qtbot.addWidget(window)
-    window.resize(1400, 850)
-    window.show()
-    qtbot.waitExposed(window)
+    window = make_editor(qtbot, tmp_path / "state", dialogs, engine)
     show_patch(window, textured_patch())
     yield window
     dialogs.unsaved_answer = "discard"

@@ -23,7 +23,7 @@ from app.engine_client import EngineProcess
 from app.qt_bindings import LEARN_TEXT
 from app.qt_editor import QtEditorWindow
 from nodes import Patch, save_patch
-from tests.app.conftest import ScriptedDialogs, show_patch
+from tests.app.conftest import ScriptedDialogs, make_editor, show_patch
 from tests.app.test_qt_bindings import FakeEngine, choose, inspect
 from tests.evaluators.test_osc import free_udp_port
 
@@ -108,12 +108,7 @@ def engine() -> FakeEngine:
 
 @pytest.fixture
 def remote(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: FakeEngine) -> Iterator:
-    window = QtEditorWindow(tmp_path / "state", engine=engine)  # type: ignore[arg-type]
-    dialogs.install(window)
-    qtbot.addWidget(window)
-    window.resize(1400, 850)
-    window.show()
-    qtbot.waitExposed(window)
+    window = make_editor(qtbot, tmp_path / "state", dialogs, engine)
     yield window
     dialogs.unsaved_answer = "discard"
     window.close()

@@ -75,18 +75,29 @@ def test_a_grant_returns_at_once_when_the_builder_has_no_work():
     assert turns.grant(1.0, real_limit=BUILD_TIMEOUT_S) == 0.0
 
 
+def frames_until_flat(dual: DualEvaluator, clock: StepClock, idle_s: float = 0.0) -> int:
+    """Run frames until `dual` runs flat (by a generous deadline), each followed by `idle_s` of
+    idle time on the clock; returns the number of frames run."""
+    frame = 0
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+    while dual.mode != "flat" and time.monotonic() < deadline:
+        dual.run_frame(frame / 60, frame)
+        frame += 1
+        if idle_s:
+            clock.skip(idle_s)
+            time.sleep(0.002)  # where the builder works
+    assert dual.mode == "flat"
+    return frame
+
+
 def test_frames_back_to_back_reach_flat_through_the_slices_they_grant():
     clock = StepClock()
     dual = DualEvaluator(hot_chain(3000), debounce=0.0, clock=clock)
     try:
-        frame = 0
-        deadline = time.monotonic() + BUILD_TIMEOUT_S
-        while dual.mode != "flat" and time.monotonic() < deadline:
-            dual.run_frame(frame / 60, frame)  # back to back: no idle time on the clock
-            frame += 1
-        assert dual.mode == "flat"
+        frame = frames_until_flat(dual, clock)  # back to back: no idle time on the clock
         assert dual.granted_seconds > 0
         # Once the build and its code are done, frames grant nothing more.
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
         while dual._builder is not None and dual._builder.turns.busy:
             assert time.monotonic() < deadline
             dual.run_frame(frame / 60, frame)
@@ -106,14 +117,7 @@ def test_frames_with_idle_time_between_them_grant_nothing():
     clock = StepClock()
     dual = DualEvaluator(hot_chain(3000), debounce=0.0, clock=clock)
     try:
-        frame = 0
-        deadline = time.monotonic() + BUILD_TIMEOUT_S
-        while dual.mode != "flat" and time.monotonic() < deadline:
-            dual.run_frame(frame / 60, frame)
-            frame += 1
-            clock.skip(1 / 60)  # the rest of the period, idle
-            time.sleep(0.002)  # where the builder works
-        assert dual.mode == "flat"
+        frames_until_flat(dual, clock, idle_s=1 / 60)  # the rest of each period, idle
         assert dual.granted_seconds == 0.0
     finally:
         dual.close()
