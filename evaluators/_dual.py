@@ -303,7 +303,7 @@ class DualEvaluator:
     #: had already), at most `MAX_BUILD_GRANT` seconds.
     BUILD_SHARE = 2.0
     MAX_BUILD_GRANT = 0.05
-    MIN_BUILD_GRANT = 0.0002  # less is not worth waking the builder for
+    MIN_BUILD_GRANT = 0.0002  # the least a slice is worth waking the builder for (tiny frames)
 
     def __init__(
         self,
@@ -449,7 +449,8 @@ class DualEvaluator:
             return
         had = self._clock() - self._frame_ended_at
         wanted = min(self.BUILD_SHARE * self._frame_work_seconds, self.MAX_BUILD_GRANT) - had
-        if wanted >= self.MIN_BUILD_GRANT:
+        if wanted > 0:
+            wanted = max(wanted, self.MIN_BUILD_GRANT)
             self.granted_seconds += turns.grant(wanted, real_limit=wanted + 0.01)
 
     def _maybe_swap(self) -> None:
