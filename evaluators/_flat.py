@@ -625,7 +625,7 @@ class FlatProgram:
             self._run_main(self.hot_steps, self.hot_info, self.hot_code)
             self.observer.nodes_run += self.hot_count
             if self.serial == 1:
-                self._charge_hot()
+                self._charge_hot(self.unmeasured)
                 self._measure_sizes()
         if self.feedback:
             self._capture_feedback()
@@ -805,13 +805,29 @@ class FlatProgram:
         self.observer.errors[node_id] = self.ctx.refuse(node_id, refused)
         return MemoryBudgetError(refused)
 
-    def _charge_hot(self) -> None:
-        """Count the outputs of the HOT nodes the first frame ran against the memory budget,
-        once per program (the HOT loop itself counts nothing): a node whose output passes it
-        gets its last good outputs back and is bypassed from the next frame on."""
-        classes, ids, bypassed = self.classes, self.ir.ids, self.ctx.bypassed
-        for i in self.in_order:
-            if classes[i] == HOT and i not in self.aliases and ids[i] not in bypassed:
+    def _charge_hot(self, nodes: Iterable[int]) -> None:
+        """Count the outputs of HOT `nodes` the first frame ran against the memory budget, once
+        per program (the HOT loop itself counts nothing): all of them after a full build, the
+        ones with new output slots in a program built from the previous one (the others are
+        counted already). Only outputs holding an array, or nodes that held one, are counted,
+        so this stays a fraction of a frame. A node whose output passes the budget gets its last
+        good outputs back and is bypassed from the next frame on."""
+        classes, ids, bypassed, held = (
+            self.classes,
+            self.ir.ids,
+            self.ctx.bypassed,
+            self.ctx.memory.held,
+        )
+        slots, node_slots, aliases = self.slots, self.node_slots, self.aliases
+        counted = [
+            i
+            for i in nodes
+            if classes[i] == HOT
+            and i not in aliases
+            and (ids[i] in held or any(isinstance(slots[s], np.ndarray) for s in node_slots[i]))
+        ]
+        for i in sorted(counted, key=self.position.__getitem__):
+            if ids[i] not in bypassed:
                 kept = self.ctx.output_of(ids[i]) or default_outputs(self.ir.nodes[i].spec)
                 self._charge(i, kept)
 
