@@ -15,9 +15,9 @@ in one run on a 10,000-node HOT chain (evaluators/bench_patches.py), show that i
   granted the builder. Target: each within 0.5 s.
 - paced: the same engine at 60 fps with idle time. A small edit (as bench `live_edit`, rebuilt
   between frames): the longest frame from the edit on against a normal flat frame (target at
-  most 1.5x). A big edit: the longest frame while its background build runs against its lazy
-  frames before the build (the build must not stretch them). And the slices frames granted the
-  builder (none expected: idle time is enough).
+  most 1.5x). A big edit: its frames until the flat program swaps in (how many, median,
+  longest). And the slices frames granted the builder (none where lazy frames leave idle time of
+  twice their length; on a slow machine they do not).
 
 Timings are for reading by people, never asserted in tests.
 """
@@ -170,8 +170,7 @@ def _engine_back_to_back(size: int) -> Report:
 def _engine_paced(size: int, fps: float = 60.0) -> Report:
     """At `fps` with idle time: a small edit (a node inserted before the sink), rebuilt between
     frames, its longest frame from the edit on against normal flat frames; then a big edit
-    (`_big_edit`), whose frames while the background build runs are compared with its lazy frames
-    before the build started (the debounce)."""
+    (`_big_edit`) and its frames until the flat program swaps in."""
     patch = hot_chain(size)
     engine = Engine(patch)
     period = 1.0 / fps
@@ -200,23 +199,20 @@ def _engine_paced(size: int, fps: float = 60.0) -> Report:
 
         _big_edit(engine.patch, size)
         engine.between_frames()
-        builds_before = engine.evaluator.builds
-        lazy, during_build = [], []
-        tick()  # the first frame after it walks the patch
+        first_lazy = tick()  # the first frame after it walks the patch
+        during_build = []
         while engine.evaluator.mode != "flat" and time.monotonic() < deadline:
-            spent = tick()
-            (during_build if engine.evaluator.builds > builds_before else lazy).append(spent)
-        normal, normal_lazy = statistics.median(flat), statistics.median(lazy or [0.0])
+            during_build.append(tick())
+        normal = statistics.median(flat)
         return {
             "normal_flat_frame_ms": normal * 1e3,
             "small_edit_longest_frame_ms": max(after) * 1e3,
             "small_edit_longest_vs_flat": max(after) / max(normal, 1e-9),
             "small_edit_flat": flat_after_edit,
-            "big_edit_lazy_frame_ms": normal_lazy * 1e3,
-            "big_edit_frames_during_build": len(during_build),
-            "big_edit_longest_frame_during_build_ms": max(during_build, default=0.0) * 1e3,
-            "big_edit_longest_during_build_vs_lazy": max(during_build, default=0.0)
-            / max(normal_lazy, 1e-9),
+            "big_edit_first_frame_ms": first_lazy * 1e3,
+            "big_edit_frames_until_flat": len(during_build),
+            "big_edit_median_frame_until_flat_ms": statistics.median(during_build or [0.0]) * 1e3,
+            "big_edit_longest_frame_until_flat_ms": max(during_build, default=0.0) * 1e3,
             "granted_ms": (engine.evaluator.granted_seconds - granted_before) * 1e3,
         }
     finally:
