@@ -16,7 +16,8 @@ frames it runs freely. When frames run back to back (a render, or an engine whos
 longer than its period) there is no "between": each frame then first grants the builder a slice
 in proportion to the previous frame (`BUILD_SHARE`, capped), less the time it already had since
 that frame, so the build always progresses and the slow lazy frames end soon; a paced loop with
-idle time grants nothing. A render need not wait at all: `build_now()` compiles the program on
+idle time (`BACK_TO_BACK_GAP` or more between frames) grants nothing and keeps its frames as
+they were. A render need not wait at all: `build_now()` compiles the program on
 the frame thread before its first frame. The builder never touches GL. Old programs are released
 on the builder thread, in its turns. After handing a program over,
 the builder generates its HOT code (evaluators/_codegen.py) the same way; the program runs its
@@ -298,10 +299,13 @@ class _Builder:
 class DualEvaluator:
     """What the editor runs: see the module note."""
 
-    #: When frames run back to back while the builder has work, each frame first grants it this
-    #: many times the previous frame's duration (less the time since that frame ended, which it
-    #: had already), at most `MAX_BUILD_GRANT` seconds.
+    #: When frames run back to back (less than `BACK_TO_BACK_GAP` seconds between them) while the
+    #: builder has work, each frame first grants it this many times the previous frame's
+    #: duration (less the time since that frame ended, which it had already), at most
+    #: `MAX_BUILD_GRANT` seconds. A loop with more idle time than that keeps its frames as they
+    #: are: the builder works in the idle time.
     BUILD_SHARE = 2.0
+    BACK_TO_BACK_GAP = 0.002
     MAX_BUILD_GRANT = 0.05
     MIN_BUILD_GRANT = 0.0002  # the least a slice is worth waking the builder for (tiny frames)
 
@@ -442,12 +446,14 @@ class DualEvaluator:
     def _grant_builder(self) -> None:
         """Frames back to back starve a build (or code generation) that only runs between
         frames: grant it a slice first, in proportion to the last frame (see `BUILD_SHARE`).
-        With enough time between frames (a paced 60 fps loop) it grants nothing."""
+        With idle time between frames (a paced 60 fps loop) it grants nothing."""
         assert self._builder is not None
         turns = self._builder.turns
         if not turns.busy or self._frame_ended_at is None:
             return
         had = self._clock() - self._frame_ended_at
+        if had >= self.BACK_TO_BACK_GAP:
+            return
         wanted = min(self.BUILD_SHARE * self._frame_work_seconds, self.MAX_BUILD_GRANT) - had
         if wanted > 0:
             wanted = max(wanted, self.MIN_BUILD_GRANT)
