@@ -28,6 +28,24 @@ def noise_patch() -> Patch:
     return patch
 
 
+def noise_and_still_patch() -> Patch:
+    """`noise_patch` and a constant texture, `still` (the same pixels every frame)."""
+    patch = noise_patch()
+    patch.add_node("gpu.shader", None, node_id="still")
+    patch.add_node("gpu.output", None, node_id="still_output")
+    patch.connect("still", "out", "still_output", "in")
+    return patch
+
+
+def attach_editor(engine: Engine) -> Channel:
+    """The editor's end of a channel to `engine`, which gets the patch it plays from it."""
+    editor_end, engine_end = Pipe()
+    editor = Channel(editor_end)
+    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), {"type": "_connected"}, []))
+    editor.send(*patch_message(engine.patch))
+    return editor
+
+
 def test_the_output_path_reads_nothing_back_and_pictures_are_small(gl: GLService) -> None:
     engine = Engine(noise_patch(), gpu=gl)
     readbacks = 0
@@ -36,10 +54,7 @@ def test_the_output_path_reads_nothing_back_and_pictures_are_small(gl: GLService
         readbacks += gl.last_frame_readbacks
     assert readbacks == 0 and engine.evaluator.status("output") == "ok"
 
-    editor_end, engine_end = Pipe()
-    editor = Channel(editor_end)
-    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), {"type": "_connected"}, []))
-    editor.send(*patch_message(engine.patch))
+    editor = attach_editor(engine)
     editor.send({"type": "images", "thumbnails": ["noise"], "previews": [["output", "out"]]})
     pictures: dict[str, tuple[list[int], bytes]] = {}
     frames = readbacks = 0
@@ -70,15 +85,9 @@ def test_the_output_path_reads_nothing_back_and_pictures_are_small(gl: GLService
 def test_a_released_texture_is_pictured_once_and_the_other_pictures_go_on(
     gl: GLService, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    patch = noise_patch()
-    patch.add_node("gpu.shader", None, node_id="still")  # constant: computed once
-    patch.add_node("gpu.output", None, node_id="still_output")
-    patch.connect("still", "out", "still_output", "in")
+    patch = noise_and_still_patch()
     engine = Engine(patch, gpu=gl)
-    editor_end, engine_end = Pipe()
-    editor = Channel(editor_end)
-    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), {"type": "_connected"}, []))
-    editor.send(*patch_message(engine.patch))
+    editor = attach_editor(engine)
     editor.send({"type": "images", "thumbnails": ["still", "noise"],
                  "previews": [["output", "out"]]})  # fmt: skip
     attempts: dict[str, int] = {}  # pictures tried, by node
@@ -128,15 +137,9 @@ def test_a_released_texture_is_pictured_once_and_the_other_pictures_go_on(
 def test_a_picture_whose_pixels_did_not_change_is_sent_once(gl: GLService) -> None:
     """A still node's thumbnail goes to the editor once, a moving one's again and again; a new
     `images` request (what the editor shows changed) sends each once more."""
-    patch = noise_patch()
-    patch.add_node("gpu.shader", None, node_id="still")  # constant: the same pixels every frame
-    patch.add_node("gpu.output", None, node_id="still_output")
-    patch.connect("still", "out", "still_output", "in")
+    patch = noise_and_still_patch()
     engine = Engine(patch, gpu=gl)
-    editor_end, engine_end = Pipe()
-    editor = Channel(editor_end)
-    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), {"type": "_connected"}, []))
-    editor.send(*patch_message(engine.patch))
+    editor = attach_editor(engine)
     request = {"type": "images", "thumbnails": ["still", "noise"], "previews": [["still", "out"]]}
     editor.send(request)
 
