@@ -1,6 +1,6 @@
-"""Root test setup: Qt renders offscreen unless a test asks for a real display, and GL contexts are
-shared, which must be set before the QApplication exists; `make_evaluator`, the fixture that runs
-a test once per evaluator kind."""
+"""Root test setup: Qt renders offscreen unless a test asks for a real display (the Qt set-up
+itself is in tests/qt_setup.py, imported by the folders that make widgets, so this one runs
+without Qt); `make_evaluator`, the fixture that runs a test once per evaluator kind."""
 
 import atexit
 import os
@@ -16,11 +16,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # point PATCHBAY_NODES_DIR at theirs); child processes inherit it.
 os.environ["PATCHBAY_NODES_DIR"] = tempfile.mkdtemp(prefix="patchbay-test-nodes-")
 
-from PySide6.QtCore import QCoreApplication, Qt
-
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
-QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
 atexit.register(shutil.rmtree, os.environ["PATCHBAY_NODES_DIR"], ignore_errors=True)
 
 

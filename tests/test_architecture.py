@@ -64,3 +64,21 @@ def test_core_imports_and_runs_without_qt() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].startswith("OK ")
+
+
+def test_the_core_suites_need_no_qt() -> None:
+    """Every test module of tests/nodes and tests/evaluators (and their conftests) imports with
+    Qt blocked, and one suite of each runs."""
+    blocked = [sys.executable, str(ROOT / "tests" / "without_qt.py"), "-q", "-p", "no:xvfb"]
+    collected = subprocess.run(
+        [*blocked, "--collect-only", "tests/nodes", "tests/evaluators"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    assert " tests collected" in collected.stdout.splitlines()[-1], collected.stdout[-500:]
+    ran = subprocess.run(
+        [*blocked, "tests/nodes/test_patch.py", "tests/evaluators/test_dual.py"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert " passed" in ran.stdout.splitlines()[-1], ran.stdout[-500:]
