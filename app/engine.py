@@ -3,7 +3,9 @@
 `Engine` is the part of the engine process that knows nothing of Qt: it owns a Patch (its own
 copy), the DualEvaluator and its ExecutionContext, and runs one frame per `step()`. The process
 around it (`app.qt_engine`) owns the GL service, the output window and the timer that calls
-`step()`; tests drive an Engine directly.
+`step()`; tests drive an Engine directly. A load (a new engine, or `replace_patch`) builds the flat
+program before the first frame (`DualEvaluator.build_now`): there is no edit to show at once, and
+the first frame computes every node either way.
 
 An editor talks to the engine through `EngineServer` (a local socket, see app.engine_protocol):
 reader threads only put messages in the engine's inbox, and `step()` drains the inbox at the start
@@ -436,6 +438,7 @@ class Engine:
         self._reported_revision = -1  # of the last report that listed every node id
         self._report_cursor = 0  # where the next report's slice of nodes starts
         self._freeze_due = True  # freeze the collector's objects once this patch runs flat
+        self._build_first()
         gc.freeze()  # and now: the build's collections need not look at the patch
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
@@ -787,7 +790,16 @@ class Engine:
         self._watch()
         self.in_sync = True
         self._freeze_due = True
+        self._build_first()
         gc.freeze()
+
+    def _build_first(self) -> None:
+        """A load has no edit to show at once, and its first frame computes every node either
+        way: the flat program is built now, outside any frame (the watchdog counts frames), so
+        frames run flat from the first one instead of lazily until a background build swaps in
+        (slowest when frames run back to back). Its HOT code is generated on the builder thread
+        while it runs its step loop."""
+        self.evaluator.build_now(code_now=False)
 
     # ----------------------------------------------------------------- reports
     def _maybe_report(self, images: list[tuple[dict[str, Any], bytes]]) -> None:

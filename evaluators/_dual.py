@@ -30,9 +30,13 @@ between frames, when a host calls it as edits arrive (the engine does); otherwis
 does it first. It takes a small fraction of a full build, less than the lazy walk the frame
 would run instead (about 16 to 20 ms against 28 ms at 10,000 nodes), so the next frame shows the
 edit and runs flat, and so do the frames after it; chunks of HOT code the edit changed are
-generated on the builder thread meanwhile. When the edit is too big for that (or deriving
-fails), the frame runs lazily as above, and the background build starts from the stopped program
-too. With `incremental=False` every build starts from scratch.
+generated on the builder thread meanwhile. "Small" is up to a quarter of the nodes touched with
+idle time between frames (`MAX_CHANGED`, evaluators/_incremental.py), and up to half when frames
+run back to back (`MAX_CHANGED_BACKGROUND`): then the lazy walk the next frame would run costs
+about as much as deriving, and every frame after it would be slow until a background build
+swapped in. When the edit is too big for that (or deriving fails), the frame runs lazily as
+above, and the background build starts from the stopped program too (deriving up to half the
+nodes). With `incremental=False` every build starts from scratch.
 
 Released programs break their own reference cycles (lazy-input pulls refer to their program), and
 `close()` releases the running one, so a closed evaluator is freed with everything it held.
@@ -53,6 +57,7 @@ from typing import Any
 from evaluators._context import ExecutionContext
 from evaluators._flat import FlatProgram, NotDerived, program_output
 from evaluators._graph import PatchSnapshot
+from evaluators._incremental import MAX_CHANGED, MAX_CHANGED_BACKGROUND
 from evaluators._lazy import LazyEvaluator
 from evaluators._observer import FrameObserver
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
@@ -96,12 +101,17 @@ def compile_program(
     watched: tuple[str, ...],
     pause: Any = None,
     previous: FlatProgram | None = None,
+    code_later: bool = False,
 ) -> BuildResult:
-    """Compile a flat program (from `previous` when given); a failure to compile is reported,
-    never raised."""
+    """Compile a flat program (from `previous` when given, for edits of up to
+    `MAX_CHANGED_BACKGROUND` of the nodes: no frame waits for it); a failure to compile is
+    reported, never raised. `code_later`: see FlatProgram."""
     started = time.perf_counter()
     try:
-        built = FlatProgram(snapshot, ctx, watched, pause, previous=previous)
+        built = FlatProgram(
+            snapshot, ctx, watched, pause, previous=previous, code_later=code_later,
+            max_changed=MAX_CHANGED_BACKGROUND,
+        )  # fmt: skip
         # The program runs on the frame thread from now on, where waiting for the builder's
         # turn would stall frames (value edits walk the program's graph: many at once, e.g. live
         # controls, took a wait of WAIT_SECONDS every few nodes).
@@ -304,7 +314,7 @@ class DualEvaluator:
     #: duration (less the time since that frame ended, which it had already), at most
     #: `MAX_BUILD_GRANT` seconds. A loop with more idle time than that keeps its frames as they
     #: are: the builder works in the idle time.
-    BUILD_SHARE = 2.0
+    BUILD_SHARE = 4.0
     BACK_TO_BACK_GAP = 0.002
     MAX_BUILD_GRANT = 0.05
     MIN_BUILD_GRANT = 0.0002  # the least a slice is worth waking the builder for (tiny frames)
@@ -350,6 +360,8 @@ class DualEvaluator:
         self._clock = clock
         self._frame_ended_at: float | None = None  # on `clock`
         self._frame_work_seconds = 0.0  # the last frame without the slice it granted
+        self.frames_back_to_back = False  # the last frame started less than BACK_TO_BACK_GAP
+        # after the one before ended
         self.granted_seconds = 0.0  # slices granted to the builder so far (for benchmarks)
         self._builder = _Builder(clock) if background else None
         self._unsubscribe = patch.subscribe(self._on_event)
@@ -416,6 +428,9 @@ class DualEvaluator:
         """Evaluate one frame at clock `t`; never raises because of a node."""
         started = time.perf_counter()
         self.patch.flush()  # edits inside definitions reach the halves as one burst
+        if self._frame_ended_at is not None:
+            gap = self._clock() - self._frame_ended_at
+            self.frames_back_to_back = gap < self.BACK_TO_BACK_GAP
         if self._builder is not None:
             self._grant_builder()
             self._builder.turns.frame_started()
@@ -449,11 +464,9 @@ class DualEvaluator:
         With idle time between frames (a paced 60 fps loop) it grants nothing."""
         assert self._builder is not None
         turns = self._builder.turns
-        if not turns.busy or self._frame_ended_at is None:
+        if not turns.busy or self._frame_ended_at is None or not self.frames_back_to_back:
             return
         had = self._clock() - self._frame_ended_at
-        if had >= self.BACK_TO_BACK_GAP:
-            return
         wanted = min(self.BUILD_SHARE * self._frame_work_seconds, self.MAX_BUILD_GRANT) - had
         if wanted > 0:
             wanted = max(wanted, self.MIN_BUILD_GRANT)
@@ -514,6 +527,7 @@ class DualEvaluator:
             program = FlatProgram(
                 self.patch, self.ctx, self._watched, previous=stopped,
                 only_derived=True, code_later=self._builder is not None,
+                max_changed=self._derive_limit(),
             )  # fmt: skip
         except NotDerived:
             self._underived = self._token  # too big an edit: lazy, then a background build
@@ -541,6 +555,14 @@ class DualEvaluator:
             else:
                 program.hot_code.background = False
 
+    def _derive_limit(self) -> float:
+        """How much of the patch an edit may touch and still be derived on this thread: with idle
+        time between frames, little enough that the next frame stays short; when frames run
+        back to back, as much as a background build derives (the lazy walk the next frame would
+        run instead costs about as much, and every frame after it would be slow until a
+        background build swapped in)."""
+        return MAX_CHANGED_BACKGROUND if self.frames_back_to_back else MAX_CHANGED
+
     def _maybe_build(self) -> None:
         if self.program is not None or self._building is not None:
             return
@@ -560,11 +582,13 @@ class DualEvaluator:
         else:
             self._builder.request(self._token, snapshot, self.ctx, self._watched, previous)
 
-    def build_now(self) -> bool:
-        """Compile the flat program on this thread, HOT code included, so that frames run flat
-        from the next one: for a render, which has no edit to show lazily (and whose frames,
-        back to back, would share their time with a background build). False when the patch
-        does not compile; frames then run lazily, as they would have."""
+    def build_now(self, code_now: bool = True) -> bool:
+        """Compile the flat program on this thread, so that frames run flat from the next one:
+        for a render, which has no edit to show lazily (and whose frames, back to back, would
+        share their time with a background build), or a host loading a patch. `code_now`: HOT
+        code included (a render); otherwise the builder thread generates it while the program
+        runs its step loop. False when the patch does not compile; frames then run lazily, as
+        they would have."""
         self.patch.flush()
         if self._building is not None:
             return self.wait_for_flat()
@@ -573,10 +597,15 @@ class DualEvaluator:
             self.builds += 1
             self._building = self._token
             snapshot = PatchSnapshot.of(self.patch)
+            code_later = not code_now and self._builder is not None
             self._swap_in(
                 compile_program(self._token, snapshot, self.ctx, self._watched,
-                                previous=self._stopped)
+                                previous=self._stopped, code_later=code_later)
             )  # fmt: skip
+            program = self.program
+            if code_later and program is not None and program.hot_code is not None:
+                assert self._builder is not None
+                self._builder.generate(program)
         return self.program is not None
 
     def wait_for_flat(self, timeout: float = 10.0) -> bool:

@@ -86,7 +86,7 @@ from evaluators._context import (
     slot_getter,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
-from evaluators._incremental import change_since, derive
+from evaluators._incremental import MAX_CHANGED, change_since, derive
 from evaluators._memory_budget import MemoryBudgetError
 from evaluators._memory_plan import (
     hot_dependencies,
@@ -168,12 +168,14 @@ class FlatProgram:
         previous: FlatProgram | None = None,
         only_derived: bool = False,
         code_later: bool = False,
+        max_changed: float = MAX_CHANGED,
     ) -> None:
         """`snapshot`: the patch to build, or on the thread that edits, the live patch (then
         only what changed since `previous` is copied out of it). `previous`: build from it
         (evaluators/_incremental.py) when worth it; with `only_derived`, raise `NotDerived`
-        instead of building from scratch. `code_later`: leave generating the HOT code to whoever
-        runs the program (a background build does too)."""
+        instead of building from scratch; `max_changed`: the share of nodes an edit may touch
+        and still be derived. `code_later`: leave generating the HOT code to whoever runs the
+        program (a background build does too)."""
         pause = yield_point or (lambda: None)
         self.codegen = codegen  # run the HOT list as generated code (evaluators/_codegen.py)
         # Statuses, errors and run counts go to the observer (`report_to` hands them over).
@@ -184,7 +186,7 @@ class FlatProgram:
         self.holes = 0  # slots nothing uses, left by builds from a previous program
         self.link_set: frozenset[Link] | None = None  # the snapshot's links, once compared
         # From the previous program when it is worth it (evaluators/_incremental.py).
-        change = change_since(previous, snapshot) if previous is not None else None
+        change = change_since(previous, snapshot, max_changed) if previous is not None else None
         self.derived = False
         self.derive_error: str | None = None  # why deriving failed (a full build followed)
         if previous is not None and change is not None:
@@ -812,20 +814,16 @@ class FlatProgram:
         counted already). Only outputs holding an array, or nodes that held one, are counted,
         so this stays a fraction of a frame. A node whose output passes the budget gets its last
         good outputs back and is bypassed from the next frame on."""
-        classes, ids, bypassed, held = (
-            self.classes,
-            self.ir.ids,
-            self.ctx.bypassed,
-            self.ctx.memory.held,
-        )
-        slots, node_slots, aliases = self.slots, self.node_slots, self.aliases
-        counted = [
-            i
-            for i in nodes
-            if classes[i] == HOT
-            and i not in aliases
-            and (ids[i] in held or any(isinstance(slots[s], np.ndarray) for s in node_slots[i]))
-        ]
+        classes, ids, index, bypassed = self.classes, self.ir.ids, self.ir.index, self.ctx.bypassed
+        owner, aliases, wanted = self.owner, self.aliases, set(nodes)
+        # One pass over the slots (not one per node): the nodes whose outputs hold an array.
+        holding = {
+            owner[slot]
+            for slot, value in enumerate(self.slots)
+            if isinstance(value, np.ndarray) and slot in owner
+        }
+        holding.update(index[node_id] for node_id in self.ctx.memory.held if node_id in index)
+        counted = [i for i in holding if i in wanted and classes[i] == HOT and i not in aliases]
         for i in sorted(counted, key=self.position.__getitem__):
             if ids[i] not in bypassed:
                 kept = self.ctx.output_of(ids[i]) or default_outputs(self.ir.nodes[i].spec)

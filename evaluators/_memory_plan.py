@@ -37,11 +37,14 @@ _DEPENDS = frozenset({EAGER, LAZY})
 # Outputs smaller than this many bytes do not make a memory order worth its cost (memory_order
 # takes about 30 ms on a thousand nodes, on the build thread, holding the interpreter).
 WORTH_ORDERING = 64 * 1024
+_SCALARS = frozenset({float, int, bool, str, type(None)})
 _CHANNEL_BYTES = {"f1": 1, "f2": 2, "f4": 4, "u1": 1, "u2": 2, "u4": 4, "i1": 1, "i2": 2, "i4": 4}
 
 
 def value_bytes(value: Any) -> float:
     """The memory an output holds: a texture's pixels, an array's bytes, else 1."""
+    if type(value) in _SCALARS:  # most outputs: no attribute lookups
+        return 1.0
     nbytes = getattr(value, "nbytes", None)
     if isinstance(nbytes, int):
         return float(max(nbytes, 1))

@@ -169,6 +169,26 @@ def test_an_edit_is_rebuilt_between_frames_as_it_arrives() -> None:
     engine.close()
 
 
+def test_a_load_runs_flat_from_the_first_frame() -> None:
+    """A new engine, and one given a whole patch (`replace_patch`), build the flat program before
+    the first frame: no lazy frames after a load."""
+    engine = Engine(chain_patch())
+    assert engine.evaluator.mode == "flat"
+    engine.step()
+    assert engine.evaluator.mode == "flat" and engine.evaluator.swaps == 1
+    assert engine.evaluator.output("out") == engine.evaluator.output("add") >= 10.0
+    replaced = chain_patch()
+    replaced.add_node("math.mul", {"b": 3.0}, node_id="triple")
+    replaced.disconnect("add", "out", "out", "in")
+    replaced.connect("add", "out", "triple", "a")
+    replaced.connect("triple", "out", "out", "in")
+    engine.replace_patch(replaced)
+    assert engine.evaluator.mode == "flat"
+    engine.step()
+    assert engine.evaluator.output("out") == 3.0 * engine.evaluator.output("add") >= 30.0
+    engine.close()
+
+
 def test_edits_inside_a_definition_reach_every_instance_the_engine_plays() -> None:
     patch = chain_patch()
     body = Patch()

@@ -9,9 +9,11 @@ from __future__ import annotations
 import threading
 import time
 
-from evaluators import DualEvaluator
+from evaluators import DualEvaluator, FlatEvaluator
 from evaluators._dual import _Turns
+from evaluators._incremental import MAX_CHANGED, MAX_CHANGED_BACKGROUND
 from evaluators.bench_patches import hot_chain
+from nodes import Patch
 from tests.waiting import BUILD_TIMEOUT_S
 
 
@@ -113,3 +115,58 @@ def test_frames_with_idle_time_between_them_grant_nothing():
         assert dual.granted_seconds == 0.0
     finally:
         dual.close()
+
+
+def add_branch(patch: Patch, count: int) -> None:
+    """A structural edit of `count` new nodes: a chain from the clock to a second sink."""
+    previous = "time"
+    for index in range(count):
+        node_id = patch.add_node("math.add", {"b": 0.5}, node_id=f"branch{index}")
+        patch.connect(previous, "out", node_id, "a")
+        previous = node_id
+    patch.add_node("output.value", node_id="branch_sink")
+    patch.connect(previous, "out", "branch_sink", "in")
+
+
+def test_back_to_back_a_big_edit_is_derived_before_the_next_frame_with_idle_time_it_is_not():
+    """An edit touching more than MAX_CHANGED (but at most MAX_CHANGED_BACKGROUND) of the patch:
+    frames back to back derive it between frames (the next frame runs flat); frames with idle
+    time run lazily meanwhile, and the background build derives it."""
+    touched = {}
+    for rhythm, idle in (("back to back", 0.0), ("paced", 0.01)):
+        clock = StepClock(step=1e-6)  # frames ~1e-5 apart on it unless idle time is added
+        patch = hot_chain(400)
+        dual = DualEvaluator(patch, debounce=0.0, clock=clock)
+        try:
+            frame = 0
+            while dual.mode != "flat" or frame < 3:
+                assert frame < 10_000
+                dual.run_frame(frame / 60, frame)
+                clock.now += idle
+                frame += 1
+            assert dual.frames_back_to_back is (rhythm == "back to back")
+            derived = dual.derived_swaps
+            add_branch(patch, 180)  # 181 of 581 nodes: 31%
+            touched[rhythm] = 181 / len(patch.nodes)
+            dual.prepare()
+            if rhythm == "back to back":
+                assert dual.mode == "flat" and dual.derived_swaps == derived + 1
+            else:
+                assert dual.mode == "lazy" and dual.derived_swaps == derived
+                deadline = time.monotonic() + BUILD_TIMEOUT_S
+                while dual.mode != "flat":
+                    assert time.monotonic() < deadline
+                    dual.run_frame(frame / 60, frame)
+                    clock.now += idle
+                    frame += 1
+                    time.sleep(0.001)  # idle time in real time too, for the builder
+                assert dual.program is not None and dual.program.derived
+            dual.run_frame(frame / 60, frame)
+            expected = FlatEvaluator(patch)
+            expected.run_frame(frame / 60, frame)
+            assert dual.output("branch_sink") == expected.output("branch_sink")
+            assert dual.output("sink") == expected.output("sink")
+            expected.close()
+        finally:
+            dual.close()
+    assert all(MAX_CHANGED < share <= MAX_CHANGED_BACKGROUND for share in touched.values())
