@@ -80,8 +80,9 @@ def test_per_node_times_from_the_sampled_frames_are_the_steps_times() -> None:
 def test_busy_nodes_rank_by_their_time_in_a_flat_program() -> None:
     patch = Patch()
     patch.add_node("time.seconds", node_id="t")
-    patch.add_node("debug.sleep", {"seconds": 0.0005}, node_id="small")
-    patch.add_node("debug.sleep", {"seconds": 0.005}, node_id="big")
+    # A hundredfold apart: a busy machine's late wake-ups (milliseconds) never swap them.
+    patch.add_node("debug.sleep", {"seconds": 0.0002}, node_id="small")
+    patch.add_node("debug.sleep", {"seconds": 0.02}, node_id="big")
     patch.connect("t", "out", "small", "x")
     patch.connect("small", "out", "big", "x")
     patch.add_node("output.value", node_id="sink")
