@@ -352,16 +352,17 @@ class _GestureGraph(NodeGraph):
 
 
 class _InputFilter(QObject):
-    """Finishes a progressive load before any press or drag-and-drop on the canvas reaches it (a
-    frame asked for while loading moves the view when the load ends: a drop mapped before that
-    would land away from the pointer), opens the tab search when Tab is pressed over the canvas,
-    enters the selected instance on Enter and leaves one level on Backspace or U (keys that reach
-    the canvas only while it has the focus)."""
+    """Finishes a progressive load before any press, wheel turn or drag-and-drop on the canvas
+    reaches it (a frame asked for while loading moves the view when the load ends: a drop mapped
+    before that would land away from the pointer, a zoom would be undone), opens the tab search
+    when Tab is pressed over the canvas, enters the selected instance on Enter and leaves one
+    level on Backspace or U (keys that reach the canvas only while it has the focus)."""
 
     PRESSES = (
         QEvent.Type.MouseButtonPress,
         QEvent.Type.MouseButtonDblClick,
         QEvent.Type.KeyPress,
+        QEvent.Type.Wheel,
         QEvent.Type.DragEnter,
         QEvent.Type.DragMove,
         QEvent.Type.Drop,

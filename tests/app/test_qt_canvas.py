@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QPoint, QPointF, Qt, QTimer
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QWheelEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
@@ -296,6 +296,27 @@ def test_a_drop_on_the_canvas_while_loading_lands_where_it_is_dropped(editor, ui
     at = editor.canvas.viewer().mapFromScene(QPointF(*new.pos))
     assert (at - point).manhattanLength() <= 2  # the viewer rounds to whole scene units
     assert_in_sync(editor, ui)
+
+
+def test_a_wheel_zoom_while_loading_is_kept_when_the_load_ends(editor, qtbot):
+    """The frame asked for while loading is done before the wheel zooms, not after it: the zoom
+    a person made while a big patch was drawn stays."""
+    start_progressive_load(editor)
+    editor.canvas.frame(None, readable=True)  # as opening a file asks, done when loaded
+    viewer = editor.canvas.viewer()
+    point = QPointF(200, 150)
+    wheel = QWheelEvent(
+        point, viewer.viewport().mapToGlobal(point), QPoint(0, 0), QPoint(0, 240),
+        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )  # fmt: skip
+    framed = editor.canvas.readable_zoom()
+    QApplication.sendEvent(viewer.viewport(), wheel)
+    assert not editor.canvas.loading
+    zoomed = viewer.transform().m11()
+    assert zoomed > framed * 1.05  # zoomed in from the framed view
+    qtbot.wait(50)  # nothing left to move the view afterwards
+    assert viewer.transform().m11() == pytest.approx(zoomed)
 
 
 def test_selecting_while_loading_finishes_the_load_first(editor):
