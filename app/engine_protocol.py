@@ -412,12 +412,14 @@ def _apply_op(patch: Patch, op: Any, blobs: list[bytes]) -> None:
             patch.remove_node(str(op["node"]))
         elif kind == "connect":
             link = _link(op)
-            if link not in patch.links:  # else made already, as a consequence of another edit
-                patch.connect(*link)
+            # (An input pin has one link at most: looked up there, not in the list of links,
+            # which made a paste of a thousand nodes quadratic.)
+            if patch.link_into(link.dst, link.dst_pin) != link:  # else made already, as a
+                patch.connect(*link)  # consequence of another edit
         elif kind == "disconnect":
             link = _link(op)
-            if link in patch.links:  # else removed already, as a consequence of another edit
-                patch.disconnect(*link)
+            if patch.link_into(link.dst, link.dst_pin) == link:  # else removed already, as a
+                patch.disconnect(*link)  # consequence of another edit
         elif kind == "set_value":
             value = decode_value(op["value"], blobs)
             patch.set_value(str(op["node"]), str(op["pin"]), value)
