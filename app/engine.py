@@ -397,7 +397,10 @@ class Engine:
         playing_file: Path | None = None,
         services: dict[str, Any] | None = None,
         now: Callable[[], float] = time.perf_counter,
+        build_first: bool = True,
     ) -> None:
+        """`build_first`: build the flat program before the first frame (see the module note);
+        a host that builds it itself, once it has set what the evaluator watches, says False."""
         self.gpu = gpu
         self.supervised = supervised  # a supervisor process restarts it, not its editors
         self.playing_file = playing_file  # where what plays is kept when the editor leaves
@@ -438,7 +441,8 @@ class Engine:
         self._reported_revision = -1  # of the last report that listed every node id
         self._report_cursor = 0  # where the next report's slice of nodes starts
         self._freeze_due = True  # freeze the collector's objects once this patch runs flat
-        self._build_first()
+        if build_first:
+            self._build_first()
         gc.freeze()  # and now: the build's collections need not look at the patch
         self._fps_frames = 0
         self._fps_since = time.perf_counter()

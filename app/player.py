@@ -118,7 +118,10 @@ def play_headless(
     sink = output_node(patch)
     if out_dir is not None and sink is None:
         raise PatchError("--out needs a gpu.output node in the patch")
-    engine = Engine(patch, gpu=gpu, frame_log=FrameLog.from_environment(), services=services)
+    engine = Engine(
+        patch, gpu=gpu, frame_log=FrameLog.from_environment(), services=services,
+        build_first=realtime,  # a render builds below, once it watches what it prints
+    )  # fmt: skip
     if not realtime:  # a render: each frame shows what its time asks for
         engine.ctx.render_wait = RENDER_WAIT_S
         engine.ctx.time_budget = max(engine.ctx.time_budget, RENDER_NODE_BUDGET_S)
