@@ -11,8 +11,14 @@ from typing import Any
 
 import pytest
 
+from app.engine_messages import TO_ENGINE, decode, encode
 from app.engine_protocol import EditBatch, apply_edits, patch_from_message, patch_message
 from nodes import Patch, patch_to_dict
+
+
+def through_json(message: Any) -> Any:
+    """`message` as the engine receives it: encoded, through JSON text, decoded."""
+    return decode(json.loads(json.dumps(encode(message))), TO_ENGINE)
 
 
 def without_positions(patch: Patch) -> dict[str, Any]:
@@ -142,7 +148,7 @@ STEPS: list[Callable[[Patch], None]] = [
 def test_replayed_edits_keep_the_engine_copy_equal(batched: bool) -> None:
     document = starting_patch()
     message, blobs = patch_message(document)
-    copy = patch_from_message(json.loads(json.dumps(message)), blobs)
+    copy = patch_from_message(through_json(message), blobs)
     edits = EditBatch(document)
     document.subscribe(edits.add)
 
@@ -150,7 +156,7 @@ def test_replayed_edits_keep_the_engine_copy_equal(batched: bool) -> None:
         batch = edits.take()
         assert batch is not None, step
         sent, sent_blobs = batch
-        assert apply_edits(copy, json.loads(json.dumps(sent)), sent_blobs), step
+        assert apply_edits(copy, through_json(sent), sent_blobs), step
         assert (copy.revision, copy.value_revision) == (document.revision, document.value_revision)
         assert without_positions(copy) == without_positions(document), step
 
