@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: arrays as the file format's `$array`, bodies as its definitions
 OMITTED_IF_NONE = {"omitted_if_none": True}
 """Field metadata: left out of the frame when None (a report's `ids`: present means a new list;
 a preset recall's options: absent means the default)."""

@@ -4,8 +4,10 @@ A message (app.engine_messages: the schema is there, in code) is one JSON object
 `type`, sent as one frame of a `multiprocessing.connection.Connection` (`send_bytes` /
 `recv_bytes`: never `send`/`recv`, which pickle). A message whose `blobs` field is N is followed
 by N binary frames: array data and images travel as raw bytes, described in the JSON. Nothing that
-crosses the channel is executed: values are decoded by the file format's rules (numeric arrays
-only) and patches are checked by `patch_from_dict` like any file, so a later remote editor can
+crosses the channel is executed: values and definition bodies use the file format's codec
+(nodes._codec: numeric arrays only, as blobs here, as sidecars in files) and a body an edit
+carries is built by the file format (`body_from_dict`: its schema, limits and placeholders for
+node types not installed), as a whole patch is by `patch_from_dict`, so a later remote editor can
 never run code in the engine.
 
 The engine checks revisions after every `Edits` message: its copy of the patch counts structural
@@ -52,8 +54,11 @@ from nodes import (
     patch_from_dict,
     patch_to_dict,
 )
+from nodes import _codec as codec
 from nodes._bindings import Binding
-from nodes._limits import MAX_POSITION
+from nodes._codec import Blobs, BlobSink, body_to_dict
+from nodes._fileformat import body_from_dict
+from nodes._limits import MAX_POSITION, active_limits
 from nodes._patch import Backdrop
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -111,39 +116,20 @@ class Channel:
 # ----------------------------------------------------------------------------- values
 
 
-def encode_value(value: Any, blobs: list[bytes]) -> Any:
-    """A node value as JSON; numeric arrays as `{"$blob": {dtype, shape, index}}` with their
-    bytes appended to `blobs`."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in _ARRAY_DTYPE_KINDS:
-            raise ValueError(f"arrays of {value.dtype} cannot be sent")
-        blobs.append(np.ascontiguousarray(value).tobytes())
-        spec = {"dtype": value.dtype.str, "shape": list(value.shape), "index": len(blobs) - 1}
-        return {"$blob": spec}
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+def encode_value(value: Any, blobs: list[bytes], key: str = "value") -> Any:
+    """A node value as a message carries it (nodes._codec, as a file's values): arrays as
+    `{"$array": {"blob", "dtype", "shape"}}` with their bytes appended to `blobs`; a value no
+    file could hold is refused (UnsavableValueError, one line naming `key`)."""
+    return codec.encode_value(value, BlobSink(blobs), key)
 
 
 def decode_value(value: Any, blobs: list[bytes]) -> Any:
-    """The inverse of `encode_value`; ProtocolError for a blob that does not fit its description."""
-    if not (isinstance(value, dict) and set(value) == {"$blob"}):
-        return value
-    spec = value["$blob"]
+    """The inverse of `encode_value`, with a file's checks; ProtocolError saying what is wrong
+    (an array that does not fit its description, a dtype or shape no file may hold)."""
     try:
-        dtype = np.dtype(spec["dtype"])
-        shape = tuple(int(n) for n in spec["shape"])
-        data = blobs[int(spec["index"])]
-    except (KeyError, TypeError, ValueError, IndexError) as error:
-        raise ProtocolError(f"bad $blob {spec!r:.80}: {error}") from None
-    if dtype.kind not in _ARRAY_DTYPE_KINDS or any(n < 0 for n in shape):
-        raise ProtocolError(f"bad $blob {spec!r:.80}")
-    if len(data) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-        raise ProtocolError(f"$blob {spec!r:.80} does not match its {len(data)} bytes")
-    # No copy: values are never changed in place once set, so the array can keep the bytes.
-    return np.frombuffer(data, dtype).reshape(shape)
+        return codec.decode_value(value, Blobs(blobs), active_limits())
+    except ValueError as error:
+        raise ProtocolError(str(error)) from None
 
 
 # ----------------------------------------------------------------------------- patches
@@ -153,11 +139,9 @@ def patch_message(patch: Patch) -> tuple[PatchDocument, list[bytes]]:
     """The `patch` message for the whole patch, with large arrays as blobs."""
     arrays: dict[str, np.ndarray] = {}
     document = patch_to_dict(patch, arrays)
-    blobs = [np.ascontiguousarray(array).tobytes() for array in arrays.values()]
-    described = {
-        key: {"dtype": array.dtype.str, "shape": list(array.shape), "index": index}
-        for index, (key, array) in enumerate(arrays.items())
-    }
+    blobs: list[bytes] = []
+    sink = BlobSink(blobs)
+    described = {key: sink.put(array, key) for key, array in arrays.items()}
     folder = str(patch.folder) if patch.folder is not None else None
     message = PatchDocument(patch.revision, patch.value_revision, document, described, folder)
     return message, blobs
@@ -165,7 +149,9 @@ def patch_message(patch: Patch) -> tuple[PatchDocument, list[bytes]]:
 
 def patch_from_message(message: PatchDocument, blobs: list[bytes]) -> Patch:
     """The Patch of a `patch` message, with its revisions; PatchFileError or ProtocolError."""
-    arrays = {key: decode_value({"$blob": spec}, blobs) for key, spec in message.arrays.items()}
+    arrays = {
+        key: decode_value({"$array": reference}, blobs) for key, reference in message.arrays.items()
+    }
     patch = patch_from_dict(
         message.document,
         "patch message",
@@ -216,6 +202,12 @@ def _backdrop_op(patch: Patch, event: PatchEvent, _blobs: list[bytes]) -> dict[s
     return {"id": event.value, "backdrop": found}
 
 
+def _add_definition_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, Any]:
+    """The body as a file's definition (nodes._codec), its arrays as blobs."""
+    body = body_to_dict(patch.definition(event.value), BlobSink(blobs), "")
+    return {"name": event.value, "body": body}
+
+
 def _add_node_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[str, Any]:
     instance = patch.nodes[event.node_id or ""]
     return {
@@ -228,9 +220,7 @@ def _add_node_op(patch: Patch, event: PatchEvent, blobs: list[bytes]) -> dict[st
 
 _OpEncoder = Callable[[Patch, PatchEvent, list[bytes]], dict[str, Any]]
 _ENCODE_OP: dict[EditOp, _OpEncoder] = {
-    EditOp.ADD_DEFINITION: lambda patch, event, blobs: {
-        "name": event.value, "body": _body_message(patch.definition(event.value), blobs)
-    },
+    EditOp.ADD_DEFINITION: _add_definition_op,
     EditOp.REMOVE_DEFINITION: lambda patch, event, blobs: {"name": event.value},
     EditOp.RENAME_DEFINITION: lambda patch, event, blobs: {
         "name": event.value[0], "new": event.value[1]
@@ -364,7 +354,7 @@ def _set_binding(patch: Patch, op: dict[str, Any], _blobs: list[bytes]) -> None:
 _OpApplier = Callable[[Patch, dict[str, Any], list[bytes]], object]
 _APPLY_OP: dict[EditOp, _OpApplier] = {
     EditOp.ADD_DEFINITION: lambda patch, op, blobs: patch.add_definition(
-        str(op["name"]), _body_from_message(op["body"], blobs, patch)
+        str(op["name"]), body_from_dict(op["body"], patch, "edits add_definition", Blobs(blobs))
     ),
     EditOp.REMOVE_DEFINITION: lambda patch, op, blobs: patch.remove_definition(str(op["name"])),
     EditOp.RENAME_DEFINITION: lambda patch, op, blobs: patch.rename_definition(
@@ -400,35 +390,6 @@ def _preset_values(items: Any, blobs: list[bytes]) -> dict[tuple[str, str], Any]
     ):
         raise ProtocolError("edits preset: 'values' must be a list of [node, pin, value]")
     return {(str(node), str(pin)): decode_value(value, blobs) for node, pin, value in items}
-
-
-def _body_message(body: Patch, blobs: list[bytes]) -> dict[str, Any]:
-    """A definition's body as an op carries it (the nodes' values encoded as in edits)."""
-    nodes = [
-        {
-            "id": node.id,
-            "type": node.type_id,
-            "values": {k: encode_value(v, blobs) for k, v in node.values.items()},
-            "pos": list(node.pos),
-        }
-        for node in body.nodes.values()
-    ]
-    backdrops = {key: _backdrop_message(backdrop) for key, backdrop in body.backdrops.items()}
-    return {"nodes": nodes, "links": [list(link) for link in body.links], "backdrops": backdrops}
-
-
-def _body_from_message(message: Any, blobs: list[bytes], document: Patch) -> Patch:
-    body = Patch()
-    body.owner = document  # while it is built: its instances find their definitions
-    for node in message["nodes"]:
-        values = {k: decode_value(v, blobs) for k, v in dict(node["values"]).items()}
-        body.add_node(str(node["type"]), values, _position(node["pos"]), node_id=str(node["id"]))
-    for link in message["links"]:
-        body.connect(*_link({"op": "add_definition", "link": link}))
-    for backdrop_id, backdrop in dict(message.get("backdrops") or {}).items():
-        body.set_backdrop(str(backdrop_id), _backdrop_from_message(str(backdrop_id), backdrop))
-    body.owner = None
-    return body
 
 
 def _position(value: Any) -> tuple[float, float]:
