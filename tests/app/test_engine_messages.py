@@ -135,3 +135,16 @@ def test_a_message_travels_only_its_own_direction() -> None:
         m.decode(m.encode(m.Report()), m.TO_ENGINE)
     with pytest.raises(m.MessageError, match="unknown message type 'edits'"):
         m.decode(m.encode(m.Edits(1, 0, 0, [])), m.TO_EDITOR)
+
+
+def test_the_engine_has_a_handler_for_every_message_sent_to_it() -> None:
+    from app.engine import ArrivedPatch, Engine
+    from nodes import Patch
+
+    engine = Engine(Patch())
+    try:
+        expected = {cls for cls in m.TO_ENGINE.values() if cls is not m.PatchDocument}
+        # a patch is built on the reader thread and handled with its Patch
+        assert set(engine._handlers) == expected | {ArrivedPatch}
+    finally:
+        engine.close()
