@@ -108,9 +108,50 @@ from multiprocessing.connection import Listener
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.engine_messages import (
+    PROTOCOL_VERSION,
+    TO_ENGINE,
+    AllowSend,
+    Crossfade,
+    DocumentPath,
+    Edits,
+    EngineHello,
+    Error,
+    FixedStep,
+    GetPatch,
+    Hello,
+    Images,
+    Learn,
+    Learned,
+    LearnUnreachable,
+    Level,
+    LiveValues,
+    Message,
+    MessageError,
+    Morph,
+    NodeFailed,
+    Nudge,
+    Output,
+    PatchDocument,
+    Pause,
+    PresetRecall,
+    ProfileReply,
+    ProfileRequest,
+    Quit,
+    Rate,
+    Report,
+    ResetTime,
+    ResyncBeats,
+    ResyncNeeded,
+    Retry,
+    ServiceChanged,
+    Services,
+    Step,
+    Watch,
+    decode,
+    encode,
+)
 from app.engine_protocol import (
-    DECK_MESSAGES,
-    SCHEMA_VERSION,
     Channel,
     ProtocolError,
     apply_deck_message,
@@ -133,6 +174,7 @@ from evaluators import (
     node_running_in,
 )
 from nodes import (
+    EditOp,
     PackWatcher,
     Patch,
     PatchError,
@@ -217,7 +259,7 @@ def save_playing(path: Path, patch: Patch, state: dict[str, Any]) -> None:
     header length, header JSON, then the arrays' bytes."""
     message, blobs = patch_message(patch)
     header = json.dumps(
-        {"message": message, "state": state, "blobs": [len(blob) for blob in blobs]}
+        {"message": encode(message), "state": state, "blobs": [len(blob) for blob in blobs]}
     ).encode("utf-8")
     partial = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(partial, "wb") as file:
@@ -241,9 +283,42 @@ def load_playing(path: Path) -> tuple[Patch, dict[str, Any]]:
     if any(len(blob) != size for blob, size in zip(blobs, sizes, strict=True)):
         raise ProtocolError(f"{path.name}: torn")
     state = header.get("state")
-    return patch_from_message(header.get("message") or {}, blobs), (
-        state if isinstance(state, dict) else {}
-    )
+    try:
+        message = decode(header.get("message") or {}, TO_ENGINE)
+    except MessageError as error:
+        raise ProtocolError(f"{path.name}: {error}") from None
+    if not isinstance(message, PatchDocument):
+        raise ProtocolError(f"{path.name}: bad header")
+    return patch_from_message(message, blobs), (state if isinstance(state, dict) else {})
+
+
+@dataclasses.dataclass(frozen=True)
+class Connected:
+    """In the inbox: an editor connected (its link replaces the engine's editor)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Gone:
+    """In the inbox: the editor's connection ended."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Unreadable:
+    """In the inbox: a frame that is no message of the protocol (`kind` its type, `error` why in
+    one line): the engine answers with the error, and a bad `edits` asks for a resync."""
+
+    kind: str
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrivedPatch:
+    """In the inbox: a `patch` message with its Patch, built and checked on the reader thread
+    (a big patch takes a while), or the error that stopped it."""
+
+    message: PatchDocument
+    patch: Patch | None
+    error: str | None = None
 
 
 class Inbox:
@@ -275,24 +350,24 @@ class EditorLink:
         self.channel = channel
         self.closed = False
         self._inbox = inbox
-        self._pending: list[tuple[dict[str, Any], list[bytes]]] = []
-        self._report: tuple[dict[str, Any], list[bytes]] | None = None
-        self._live: tuple[dict[str, Any], list[bytes]] | None = None
+        self._pending: list[tuple[Message, list[bytes]]] = []
+        self._report: tuple[Report, list[bytes]] | None = None
+        self._live: tuple[LiveValues, list[bytes]] | None = None
         self._wake = threading.Condition()
         threading.Thread(target=self._read, name="editor-reader", daemon=True).start()
         threading.Thread(target=self._write, name="editor-writer", daemon=True).start()
 
-    def post(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+    def post(self, message: Message, blobs: list[bytes] | None = None) -> None:
         with self._wake:
             self._pending.append((message, blobs or []))
             self._wake.notify()
 
-    def post_report(self, message: dict[str, Any], blobs: list[bytes]) -> None:
+    def post_report(self, message: Report, blobs: list[bytes]) -> None:
         with self._wake:
             self._report = (message, blobs)
             self._wake.notify()
 
-    def post_live(self, message: dict[str, Any], blobs: list[bytes]) -> bool:
+    def post_live(self, message: LiveValues, blobs: list[bytes]) -> bool:
         """Post a `live_values` message, unless the last one is not written yet (False: the
         caller keeps its values for later, so a slow editor costs no memory here)."""
         with self._wake:
@@ -312,19 +387,28 @@ class EditorLink:
     def _read(self) -> None:
         try:
             while not self.closed:
-                message, blobs = self.channel.receive()
-                if message.get("type") == "patch":
-                    # Checked and built here, off the frame thread: a big patch takes a while.
-                    try:
-                        message["_patch"] = patch_from_message(message, blobs)
-                    except (PatchError, ProtocolError) as error:
-                        message["_error"] = str(error)
-                self._inbox.put((self, message, blobs))
+                raw, blobs = self.channel.receive()
+                self._inbox.put((self, self._received(raw, blobs), blobs))
         except (EOFError, OSError, TypeError, ProtocolError) as error:
             # (TypeError: the connection was closed under this thread)
             if isinstance(error, ProtocolError):
-                self.post({"type": "error", "message": f"protocol: {error}"})
-        self._inbox.put((self, {"type": "_gone"}, []))
+                self.post(Error(f"protocol: {error}"))
+        self._inbox.put((self, Gone(), []))
+
+    @staticmethod
+    def _received(raw: dict[str, Any], blobs: list[bytes]) -> Any:
+        """What a frame puts in the inbox: its message, a patch built here (off the frame
+        thread), or why it is no message."""
+        try:
+            message = decode(raw, TO_ENGINE)
+        except MessageError as error:
+            return Unreadable(str(raw.get("type")), str(error))
+        if isinstance(message, PatchDocument):
+            try:
+                return ArrivedPatch(message, patch_from_message(message, blobs))
+            except (PatchError, ProtocolError) as error:
+                return ArrivedPatch(message, None, str(error))
+        return message
 
     def _write(self) -> None:
         while True:
@@ -372,7 +456,7 @@ class EngineServer:
             except Exception:  # a client that failed authentication, or hung up
                 continue
             link = EditorLink(Channel(connection), self._inbox)
-            self._inbox.put((link, {"type": "_connected"}, []))
+            self._inbox.put((link, Connected(), []))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -422,7 +506,7 @@ class Engine:
         self.output_open = False
         self.output_screen: str | None = None  # where the output window is (set by the host)
         self.output_fullscreen = False
-        self.on_output_request: Callable[[dict[str, Any]], None] | None = None
+        self.on_output_request: Callable[[Output], None] | None = None
         self.on_quit: Callable[[], None] | None = None
         self.presents_frames = False  # True while an output window logs presented frames
         self._frame_origin = 0  # `frame` when the clock was last reset: nodes count from there
@@ -461,14 +545,42 @@ class Engine:
         self.controls = Controls(
             patch, self.ctx, on_preset=self.presets.recall, on_crossfade=self.presets.set_crossfade
         )
+        # what each message from the editor does (`_handle`): message class -> handler
+        self._handlers: dict[type[Any], Callable[[Any, list[bytes]], None]] = {
+            Hello: self._on_hello,
+            ArrivedPatch: self._on_patch,
+            Edits: self._on_edits,
+            DocumentPath: self._on_path,
+            GetPatch: self._on_get_patch,
+            Watch: self._on_watch,
+            Level: self._on_level,
+            Images: self._on_images,
+            Output: self._on_output,
+            Learn: self._on_learn,
+            ProfileRequest: self._on_profile,
+            Retry: self._on_retry,
+            Pause: lambda message, _: self.set_paused(message.paused),
+            AllowSend: lambda message, _: self.allow_send(message.allow),
+            Services: lambda message, _: self.set_osc_host(message.osc_host),
+            Step: lambda message, _: self.step_paused(checked_step(message.seconds)),
+            Rate: lambda message, _: self.transport.set_rate(message.rate),
+            FixedStep: lambda message, _: self.transport.set_fixed_step(message.fps),
+            PresetRecall: self._on_deck,
+            Morph: self._on_deck,
+            Crossfade: self._on_deck,
+            ResetTime: lambda message, _: self.reset_clock(),
+            Nudge: lambda message, _: nudge_beats(self._states(), message.beats),
+            ResyncBeats: lambda message, _: resync_beats(self._states()),
+            Quit: self._on_quit,
+        }
 
     def _on_patch_event(self, event: PatchEvent) -> None:
         if event.kind == "ui":
             return  # layout (positions, backdrops): kept in the copy, nothing runs differently
         self.failed_pictures.on_patch_event(event)
-        if event.op == "settings" and event.definition is None:
+        if event.op == EditOp.SETTINGS and event.definition is None:
             self.ctx.services.settings_changed(event.value)  # a new OSC port: OSC starts again
-        if event.op != "set_value" or event.definition is not None or not event.node_id:
+        if event.op != EditOp.SET_VALUE or event.definition is not None or not event.node_id:
             return
         if event.live:
             self._live_values[event.node_id, event.pin or ""] = event.value
@@ -517,10 +629,10 @@ class Engine:
         self.refresh_steps.run("controls", self.controls.before_frame)
         learned = self.controls.take_learned()
         if learned is not None and self.editor is not None:
-            self.editor.post({"type": "learned", **learned})
+            self.editor.post(Learned(**learned))
         problem = self.controls.take_learn_problem()
         if problem is not None and self.editor is not None:
-            self.editor.post({"type": "learn_unreachable", **problem})
+            self.editor.post(LearnUnreachable(**problem))
         images: list[tuple[dict[str, Any], bytes]] = []
         if not self.paused or self._step_once:
             self._step_once = False
@@ -568,7 +680,7 @@ class Engine:
         for problem in problems:
             print(f"patchbay engine: {problem}", file=sys.stderr)
             if self.editor is not None:
-                self.editor.post({"type": "error", "message": problem[:300]})
+                self.editor.post(Error(problem[:300]))
 
     def _step_presets(self, t: float) -> None:
         """Step the preset deck before the frame runs; a recall that fails is ended, and the
@@ -577,7 +689,7 @@ class Engine:
             self.presets.step(t, self.ctx.bpm)
         except PatchError as error:
             if self.editor is not None:
-                self.editor.post({"type": "error", "message": f"preset: {error}"[:300]})
+                self.editor.post(Error(f"preset: {error}"[:300]))
 
     # ----------------------------------------------------------------- messages
     def between_frames(self) -> None:
@@ -595,131 +707,130 @@ class Engine:
                 return
             self._handle(link, message, blobs)
 
-    def _handle(self, link: EditorLink, message: dict[str, Any], blobs: list[bytes]) -> None:
-        kind = message.get("type")
-        if kind == "_connected":
-            if self.editor is not None:
-                self.editor.close()
-            self.editor = link
-            self._reported_revision = -1  # its first report lists every node
-            self._service_said.clear()  # it hears of every service and failure anew
-            self._failures_said.clear()
-            self._sent_pictures.clear()
-            link.post(
-                {
-                    "type": "hello",
-                    "schema": SCHEMA_VERSION,
-                    "pid": os.getpid(),
-                    "rev": self.patch.revision,
-                    "vrev": self.patch.value_revision,
-                    "gl": self.gpu is not None,
-                    "gl_renderer": self.gpu.info.get("GL_RENDERER") if self.gpu else None,
-                    "supervised": self.supervised,
-                    "supervisor": os.getppid() if self.supervised else None,
-                    "bypassed": dict(self.ctx.bypassed),
-                }
-            )
+    def _handle(self, link: EditorLink, message: Any, blobs: list[bytes]) -> None:
+        """One item of the inbox: a connection come or gone, or a message of the current
+        editor, handed to its handler (`_handlers`); what cannot be applied is answered with
+        one error line (and an `edits` message so refused asks for a resync)."""
+        if isinstance(message, Connected):
+            self._on_connected(link)
             return
         if link is not self.editor:
             return  # a replaced editor's last words
-        if kind == "_gone":
+        if isinstance(message, Gone):
             self.editor = None
             self._keep_playing()
             return
+        if isinstance(message, Unreadable):
+            link.post(Error(message.error[:300]))
+            if message.kind == Edits.TYPE:
+                self._ask_resync(message.error)
+            return
+        kind = message.message.TYPE if isinstance(message, ArrivedPatch) else message.TYPE
         try:
-            self._apply(link, kind, message, blobs)
+            self._handlers[type(message)](message, blobs)
         except (PatchError, ProtocolError, ValueError, TypeError) as error:
-            link.post({"type": "error", "message": f"{kind}: {error}"[:300]})
-            if kind == "edits":
+            link.post(Error(f"{kind}: {error}"[:300]))
+            if isinstance(message, Edits):
                 self._ask_resync(str(error))
 
-    def _apply(
-        self, link: EditorLink, kind: Any, message: dict[str, Any], blobs: list[bytes]
-    ) -> None:
-        if kind == "hello":
-            if message.get("schema") != SCHEMA_VERSION:
-                raise ProtocolError(f"schema {message.get('schema')!r}, expected {SCHEMA_VERSION}")
-        elif kind == "patch":
-            if "_error" in message:
-                raise ProtocolError(message["_error"])
-            self.replace_patch(message["_patch"])
-            if isinstance(message.get("seq"), int):  # the editor's edits it holds
-                self._applied = [message["seq"], self.frame]
-            path = message.get("path")
-            self.document_path = path if isinstance(path, str) else None
-        elif kind == "edits":
-            if self.in_sync and not apply_edits(self.patch, message, blobs):
-                self._ask_resync("revisions disagree")
-            self._applied = [message.get("seq"), self.frame]
-            self._watch()  # watched nodes the edits made (the editor watches as it adds)
-        elif kind == "path":
-            path = message.get("path")
-            self.document_path = path if isinstance(path, str) else None
-        elif kind == "get_patch":
-            reply, reply_blobs = patch_message(self.patch)
-            link.post({**reply, "path": self.document_path}, reply_blobs)
-        elif kind == "watch":
-            self._watched = [str(n) for n in message.get("nodes", [])]
-            reported = [str(n) for n in message.get("report", [])][:REPORT_VALUES_CAP]
-            self._reported = [n for n in reported if n not in self._watched]
-            self._watch()
-        elif kind == "level":
-            self._level = str(message.get("path") or "")
-            self._report_cursor = 0  # the next report starts the level's round (and its ids)
-        elif kind == "images":
-            self._thumbnail_nodes = [str(n) for n in message.get("thumbnails", [])]
-            self._previews = [(str(node), str(pin)) for node, pin in message.get("previews", [])]
-            self._sent_pictures.clear()  # what the editor shows changed: each picture once more
-        elif kind == "output":
-            self.output_open = bool(message.get("open"))
-            if self.on_output_request is not None:
-                self.on_output_request(message)
-        elif kind == "learn":
-            node, pin = message.get("node"), message.get("pin")
-            if node is None:
-                self.controls.cancel_learn()
-            else:
-                self.controls.learn(str(node), str(pin))
-        elif kind == "profile":
-            self._post_profile(link, message)
-        elif kind == "retry":
-            node_id = str(message.get("node"))
-            if node_id in self.graph.nodes:
-                self.evaluator.retry(node_id)
-        elif kind == "pause":
-            self.set_paused(bool(message.get("paused")))
-        elif kind == "allow_send":
-            self.allow_send(message.get("allow") is True)
-        elif kind == "services":
-            self.set_osc_host(message.get("osc_host"))
-        elif kind == "step":
-            self.step_paused(checked_step(message.get("seconds", 0.0)))
-        elif kind == "rate":
-            self.transport.set_rate(message.get("rate"))
-        elif kind == "fixed_step":
-            self.transport.set_fixed_step(message.get("fps"))
-        elif kind in DECK_MESSAGES:
-            apply_deck_message(self.presets, message)
-        elif kind == "reset_time":
-            self.reset_clock()
-        elif kind == "nudge":
-            nudge_beats(self.evaluator.ctx.states.values(), float(message.get("beats", 0.0)))
-        elif kind == "resync":
-            resync_beats(self.evaluator.ctx.states.values())
-        elif kind == "quit":
-            if message.get("unless_showing") and self.output_open:
-                return  # perform mode: the show goes on without its editor
-            if self.playing_file is not None:
-                self.playing_file.unlink(missing_ok=True)
-                self.playing_file = None  # a show that ends is not resumed
-            if self.on_quit is not None:
-                self.on_quit()
-        else:
-            raise ProtocolError(f"unknown message type {kind!r}")
+    def _on_connected(self, link: EditorLink) -> None:
+        if self.editor is not None:
+            self.editor.close()
+        self.editor = link
+        self._reported_revision = -1  # its first report lists every node
+        self._service_said.clear()  # it hears of every service and failure anew
+        self._failures_said.clear()
+        self._sent_pictures.clear()
+        link.post(
+            EngineHello(
+                schema=PROTOCOL_VERSION,
+                pid=os.getpid(),
+                rev=self.patch.revision,
+                vrev=self.patch.value_revision,
+                gl=self.gpu is not None,
+                gl_renderer=self.gpu.info.get("GL_RENDERER") if self.gpu else None,
+                supervised=self.supervised,
+                supervisor=os.getppid() if self.supervised else None,
+                bypassed=dict(self.ctx.bypassed),
+            )
+        )
 
-    def _post_profile(self, link: EditorLink, message: dict[str, Any]) -> None:
+    def _on_hello(self, message: Hello, _blobs: list[bytes]) -> None:
+        if message.schema != PROTOCOL_VERSION:
+            raise ProtocolError(f"schema {message.schema!r}, expected {PROTOCOL_VERSION}")
+
+    def _on_patch(self, arrived: ArrivedPatch, _blobs: list[bytes]) -> None:
+        if arrived.patch is None:
+            raise ProtocolError(str(arrived.error))
+        self.replace_patch(arrived.patch)
+        if arrived.message.seq is not None:  # the editor's edits it holds
+            self._applied = [arrived.message.seq, self.frame]
+        self.document_path = arrived.message.path
+
+    def _on_edits(self, message: Edits, blobs: list[bytes]) -> None:
+        if self.in_sync and not apply_edits(self.patch, message, blobs):
+            self._ask_resync("revisions disagree")
+        self._applied = [message.seq, self.frame]
+        self._watch()  # watched nodes the edits made (the editor watches as it adds)
+
+    def _on_path(self, message: DocumentPath, _blobs: list[bytes]) -> None:
+        self.document_path = message.path
+
+    def _on_get_patch(self, _message: GetPatch, _blobs: list[bytes]) -> None:
+        if self.editor is not None:
+            reply, reply_blobs = patch_message(self.patch)
+            self.editor.post(dataclasses.replace(reply, path=self.document_path), reply_blobs)
+
+    def _on_watch(self, message: Watch, _blobs: list[bytes]) -> None:
+        self._watched = [str(n) for n in message.nodes]
+        reported = [str(n) for n in message.report][:REPORT_VALUES_CAP]
+        self._reported = [n for n in reported if n not in self._watched]
+        self._watch()
+
+    def _on_level(self, message: Level, _blobs: list[bytes]) -> None:
+        self._level = message.path
+        self._report_cursor = 0  # the next report starts the level's round (and its ids)
+
+    def _on_images(self, message: Images, _blobs: list[bytes]) -> None:
+        self._thumbnail_nodes = [str(n) for n in message.thumbnails]
+        self._previews = [(str(node), str(pin)) for node, pin in message.previews]
+        self._sent_pictures.clear()  # what the editor shows changed: each picture once more
+
+    def _on_output(self, message: Output, _blobs: list[bytes]) -> None:
+        self.output_open = message.open
+        if self.on_output_request is not None:
+            self.on_output_request(message)
+
+    def _on_learn(self, message: Learn, _blobs: list[bytes]) -> None:
+        if message.node is None:
+            self.controls.cancel_learn()
+        else:
+            self.controls.learn(message.node, str(message.pin))
+
+    def _on_profile(self, message: ProfileRequest, _blobs: list[bytes]) -> None:
         """Answer a `profile` request: the costliest nodes, why a node ran (app.profile_costs)."""
-        link.post(self._profile_answers.reply(self.evaluator, *checked_request(message)))
+        if self.editor is not None:
+            reply = self._profile_answers.reply(self.evaluator, *checked_request(message))
+            self.editor.post(ProfileReply(**reply))
+
+    def _on_retry(self, message: Retry, _blobs: list[bytes]) -> None:
+        if message.node in self.graph.nodes:
+            self.evaluator.retry(message.node)
+
+    def _states(self) -> Iterable[Any]:
+        return self.evaluator.ctx.states.values()
+
+    def _on_deck(self, message: PresetRecall | Morph | Crossfade, _blobs: list[bytes]) -> None:
+        apply_deck_message(self.presets, message)
+
+    def _on_quit(self, message: Quit, _blobs: list[bytes]) -> None:
+        if message.unless_showing and self.output_open:
+            return  # perform mode: the show goes on without its editor
+        if self.playing_file is not None:
+            self.playing_file.unlink(missing_ok=True)
+            self.playing_file = None  # a show that ends is not resumed
+        if self.on_quit is not None:
+            self.on_quit()
 
     def allow_send(self, allow: bool) -> None:
         """Let `osc.out` nodes send from now on, or stop them (the editor asked the person)."""
@@ -765,7 +876,7 @@ class Engine:
     def _ask_resync(self, reason: str) -> None:
         self.in_sync = False
         if self.editor is not None:
-            self.editor.post({"type": "resync", "reason": reason})
+            self.editor.post(ResyncNeeded(reason))
 
     def _watch(self) -> None:
         graph = self.graph
@@ -832,7 +943,7 @@ class Engine:
             except ValueError:  # a value no message can carry (the editor keeps its own)
                 continue
         # `seq`: the last edits applied; the editor keeps its own value of a pin it edited later
-        message = {"type": "live_values", "values": values, "seq": self._applied[0] or 0}
+        message = LiveValues(values, self._applied[0] or 0)
         if editor.post_live(message, blobs):
             self._live_values.clear()
 
@@ -842,7 +953,7 @@ class Engine:
         for name, status in self.ctx.services.statuses().items():
             if self._service_said.get(name) != status:
                 self._service_said[name] = status
-                editor.post({"type": "service", "name": name, **dataclasses.asdict(status)})
+                editor.post(ServiceChanged(name, **dataclasses.asdict(status)))
 
     def _post_failures(self, editor: EditorLink) -> None:
         """A `node_failed` message for each node failing for the first time (its error, or why
@@ -851,10 +962,9 @@ class Engine:
         new = [node_id for node_id in failed if node_id not in self._failures_said]
         for node_id in new[:FAILURES_PER_REPORT]:
             self._failures_said.add(node_id)
-            editor.post({"type": "node_failed", "node": node_id,
-                         "error": one_line(failed[node_id])[:300]})  # fmt: skip
+            editor.post(NodeFailed(node_id, one_line(failed[node_id])[:300]))
 
-    def report(self, images: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+    def report(self, images: Iterable[dict[str, Any]] = ()) -> Report:
         """The report message (without image blobs)."""
         ev, patch = self.evaluator, self.patch
         ids = self._level_ids()
@@ -870,9 +980,9 @@ class Engine:
             node_id: [str(ev.node_class(node_id)), str(ev.status(node_id)), ev.error(node_id)]
             for node_id in chosen
         }
-        message: dict[str, Any] = {}
+        listed: list[str] | None = None
         if patch.revision != self._reported_revision or start == 0:
-            message["ids"] = ids  # the editor forgets nodes the engine no longer plays
+            listed = ids  # the editor forgets nodes the engine no longer plays
             self._reported_revision = patch.revision
         values = {
             node_id: {
@@ -882,27 +992,26 @@ class Engine:
             for node_id in (*self._watched, *self._reported)
             if node_id in graph.nodes
         }
-        return {
-            **message,
-            "type": "report",
-            "frame": self.frame,
-            "rev": patch.revision,
-            "applied": self._applied,
-            "fps": round(self.fps, 2),
-            "frame_ms": round(ev.last_frame_seconds * 1000, 3),
-            "mode": str(ev.mode),
-            "build_ms": round(ev.last_build_seconds * 1000, 1),
-            "paused": self.paused,
-            "rate": self.transport.rate,
-            "fixed_fps": self.transport.fixed_fps,
-            "output_open": self.output_open,
-            "output_screen": self.output_screen,
-            "output_fullscreen": self.output_fullscreen,
-            "bypassed": dict(self.ctx.bypassed),
-            "nodes": nodes,
-            "values": values,
-            "images": list(images),
-        }
+        return Report(
+            frame=self.frame,
+            rev=patch.revision,
+            applied=self._applied,
+            fps=round(self.fps, 2),
+            frame_ms=round(ev.last_frame_seconds * 1000, 3),
+            mode=str(ev.mode),
+            build_ms=round(ev.last_build_seconds * 1000, 1),
+            paused=self.paused,
+            rate=self.transport.rate,
+            fixed_fps=self.transport.fixed_fps,
+            output_open=self.output_open,
+            output_screen=self.output_screen,
+            output_fullscreen=self.output_fullscreen,
+            bypassed=dict(self.ctx.bypassed),
+            nodes=nodes,
+            values=values,
+            images=list(images),
+            ids=listed,
+        )
 
     def _level_ids(self) -> list[str]:
         """The nodes of the level the editor's canvas shows (`level` message): the document's

@@ -43,7 +43,18 @@ from typing import Any, TypeVar
 import numpy as np
 
 from app.engine import WATCHDOG_S
-from app.engine_protocol import SCHEMA_VERSION, Channel, ProtocolError
+from app.engine_messages import (
+    PROTOCOL_VERSION,
+    TO_EDITOR,
+    EngineHello,
+    Hello,
+    Message,
+    MessageError,
+    Quit,
+    Report,
+    decode,
+)
+from app.engine_protocol import Channel, ProtocolError
 from app.exit_codes import EXIT_BAD_INPUT, EXIT_HUNG, EXIT_INTERRUPTED
 from evaluators import EvaluatorMode, NodeClass, NodeStatus
 
@@ -404,6 +415,22 @@ def _wait_while_beating(engine: EngineProcess, limit_s: float) -> int:
                 engine.process.kill()
 
 
+@dataclass(frozen=True)
+class Restarted:
+    """From `poll()`: the engine was restarted (`why`; `bypassed` the node its watchdog
+    stopped, if any); the editor sends it the patch again."""
+
+    why: str
+    bypassed: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineFailed:
+    """From `poll()`: no engine could be started again (`message` says why, in one line)."""
+
+    message: str
+
+
 class EngineClient:
     """The editor's connection to its engine: see the module note."""
 
@@ -411,13 +438,13 @@ class EngineClient:
         self.engine = engine
         self.watchdog_s = watchdog_s
         self.evaluator = RemoteEvaluator()
-        self.hello: dict[str, Any] = {}
+        self.hello = EngineHello(schema=PROTOCOL_VERSION, pid=0, rev=0, vrev=0, gl=False)
         self.restarts = 0
         self.attached = False
         self._channel: Channel | None = None
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
-        self._messages: list[tuple[dict[str, Any], list[bytes]]] = []
+        self._messages: list[tuple[Message | Restarted | EngineFailed, list[bytes]]] = []
         self._last_report = time.monotonic()
         self._closing = False
         self._restarting = False
@@ -439,11 +466,16 @@ class EngineClient:
         return False
 
     def _open(self, channel: Channel) -> None:
-        channel.send({"type": "hello", "schema": SCHEMA_VERSION, "role": "editor"})
-        message, _ = channel.receive()
-        if message.get("type") != "hello" or message.get("schema") != SCHEMA_VERSION:
+        channel.send(Hello(PROTOCOL_VERSION))
+        raw, _ = channel.receive()
+        try:
+            message = decode(raw, TO_EDITOR)
+        except MessageError as error:
             channel.close()
-            raise ProtocolError(f"unexpected answer {message.get('type')!r}")
+            raise ProtocolError(f"unexpected answer: {error}") from None
+        if not isinstance(message, EngineHello) or message.schema != PROTOCOL_VERSION:
+            channel.close()
+            raise ProtocolError(f"unexpected answer {raw.get('type')!r}")
         self.hello = message
         self._channel = channel
         self._last_report = time.monotonic()
@@ -452,8 +484,12 @@ class EngineClient:
     def _read(self, channel: Channel) -> None:
         try:
             while True:
-                message, blobs = channel.receive()
-                if message.get("type") == "report":
+                raw, blobs = channel.receive()
+                try:
+                    message = decode(raw, TO_EDITOR)
+                except MessageError:
+                    continue  # a message this editor does not know (a newer engine's)
+                if isinstance(message, Report):
                     self._last_report = time.monotonic()
                     self.evaluator.update(message, blobs)
                     continue
@@ -475,7 +511,7 @@ class EngineClient:
 
     def _restart_engine(self, why: str) -> None:
         try:
-            bypassed_before = dict(self.hello.get("bypassed") or {})
+            bypassed_before = dict(self.hello.bypassed)
             if not self._await_supervisor_restart():
                 # nobody else restarts it: a new engine with a supervisor of its own
                 self.engine.stop()
@@ -483,14 +519,13 @@ class EngineClient:
                     return
                 self.engine.start_supervised()
             self._open(self.engine.connect())
-            bypassed = self.hello.get("bypassed") or {}
-            node = next((n for n in bypassed if n not in bypassed_before), None)
+            node = next((n for n in self.hello.bypassed if n not in bypassed_before), None)
             self.restarts += 1
             with self._lock:
-                self._messages.append(({"type": "restarted", "why": why, "bypassed": node}, []))
+                self._messages.append((Restarted(why, node), []))
         except (RuntimeError, OSError, EOFError, ProtocolError) as error:
             with self._lock:
-                self._messages.append(({"type": "engine_failed", "message": str(error)}, []))
+                self._messages.append((EngineFailed(str(error)), []))
         finally:
             self._restarting = False
 
@@ -498,10 +533,10 @@ class EngineClient:
         """When the engine has a supervisor (named in its hello), wait for the engine it starts
         next (two restarters would kill each other's engines); False when it has none or the
         supervisor is gone too."""
-        supervisor = self.hello.get("supervisor")
-        if not isinstance(supervisor, int):
+        supervisor = self.hello.supervisor
+        if supervisor is None:
             return False
-        gone = self.hello.get("pid")
+        gone = self.hello.pid
         deadline = time.monotonic() + START_TIMEOUT_S + self.watchdog_s + HANG_GRACE_S
         own = self.engine.process  # a supervisor this editor started (reaped here, not by init)
         while self.engine.running_pid() in (None, gone):
@@ -518,7 +553,7 @@ class EngineClient:
     def connected(self) -> bool:
         return self._channel is not None
 
-    def send(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> bool:
+    def send(self, message: Message, blobs: list[bytes] | None = None) -> bool:
         """Send now; False when there is no engine (a restart resends the whole patch)."""
         channel = self._channel
         if channel is None:
@@ -530,7 +565,7 @@ class EngineClient:
             return False
         return True
 
-    def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
+    def poll(self) -> list[tuple[Message | Restarted | EngineFailed, list[bytes]]]:
         """Messages other than reports that arrived since the last call (GUI thread), after
         checking that the engine still answers."""
         silent = time.monotonic() - self._last_report
@@ -553,7 +588,7 @@ class EngineClient:
             return
         if stop_engine:
             with contextlib.suppress(OSError, ValueError), self._send_lock:
-                channel.send({"type": "quit", "unless_showing": unless_showing})
+                channel.send(Quit(unless_showing))
         channel.close()
         if stop_engine and not unless_showing and self.engine.process is not None:
             try:
@@ -608,33 +643,32 @@ class RemoteEvaluator:
         self._values: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def update(self, report: dict[str, Any], blobs: list[bytes]) -> None:
+    def update(self, report: Report, blobs: list[bytes]) -> None:
         """Take a report (reader thread)."""
         with self._lock:
-            self.mode = _member(EvaluatorMode, report.get("mode"), EvaluatorMode.LAZY)
-            self.last_frame_seconds = float(report.get("frame_ms", 0.0)) / 1000
-            self.last_build_seconds = float(report.get("build_ms", 0.0)) / 1000
-            self.fps = float(report.get("fps", 0.0))
-            self.frame = int(report.get("frame", 0))
-            self.paused = bool(report.get("paused"))
-            self.output_open = bool(report.get("output_open"))
-            self.output_screen = report.get("output_screen")
-            self.output_fullscreen = bool(report.get("output_fullscreen"))
-            ids = report.get("ids")
+            self.mode = _member(EvaluatorMode, report.mode, EvaluatorMode.LAZY)
+            self.last_frame_seconds = report.frame_ms / 1000
+            self.last_build_seconds = report.build_ms / 1000
+            self.fps = float(report.fps)
+            self.frame = report.frame
+            self.paused = report.paused
+            self.output_open = report.output_open
+            self.output_screen = report.output_screen
+            self.output_fullscreen = report.output_fullscreen
             known = self._nodes
-            if isinstance(ids, list):  # what the engine plays now: forget the others
-                self._nodes = {str(n): known.get(str(n), []) for n in ids}
+            if report.ids is not None:  # what the engine plays now: forget the others
+                self._nodes = {str(n): known.get(str(n), []) for n in report.ids}
             changed = self._nodes.keys() != known.keys()
-            for node_id, entry in (report.get("nodes") or {}).items():
+            for node_id, entry in report.nodes.items():
                 if self._nodes.get(node_id) != entry:
                     self._nodes[node_id] = entry
                     changed = True
             if changed:
                 self.states += 1
-            self._values = report.get("values") or {}
-            self.bypassed = dict(report.get("bypassed") or {})
-            self.applied = report.get("applied") or [None, None]
-            for meta, blob in zip(report.get("images") or [], blobs, strict=False):
+            self._values = report.values
+            self.bypassed = dict(report.bypassed)
+            self.applied = report.applied
+            for meta, blob in zip(report.images, blobs, strict=False):
                 size = (int(meta["size"][0]), int(meta["size"][1]))
                 key = (str(meta["node"]), str(meta["pin"]), str(meta.get("role", "thumbnail")))
                 self.images[key] = (size, blob)

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.engine_messages import ProfileRequest
 from evaluators._profiler import CACHE_HIT, REASON_TEXT
 from nodes import UnknownNodeError
 
@@ -43,9 +44,9 @@ PROFILE_BUSY_SHARE = 0.05
 """At most this share of the time goes to working out costs (see the module note)."""
 
 
-def checked_request(message: dict[str, Any]) -> tuple[str | None, int]:
+def checked_request(message: ProfileRequest) -> tuple[str | None, int]:
     """The node and row count of a `profile` request; ValueError naming what is wrong."""
-    node, top = message.get("node"), message.get("top", 50)
+    node, top = message.node, message.top
     if node is not None and not isinstance(node, str):
         raise ValueError(f"node must be a node path or null, not {type(node).__name__}")
     if node is not None and len(node) > MAX_PATH_CHARS:
@@ -143,7 +144,6 @@ def profile_costs(evaluator: Any, top: int) -> dict[str, Any]:
         instances[path] += self_ms_of.get(path, 0.0)
     gpu_ms = profiler.gpu_ms()
     return {
-        "type": "profile",
         "frames": profiler.frames_profiled,
         "costs": costs,
         "gpu_ms": {row[0]: round(gpu_ms[row[0]], 4) for row in costs if row[0] in gpu_ms},

@@ -46,9 +46,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine_messages import Learn, Learned
 from app.qt_canvas import title_of
 from app.qt_commands import SetBindingCommand
-from nodes import NodeInstance, Patch, PatchError, PatchEvent, PinSpec
+from nodes import EditOp, NodeInstance, Patch, PatchError, PatchEvent, PinSpec
 from nodes._bindings import (
     BINDABLE_TYPES,
     CROSSFADER_TARGET,
@@ -90,7 +91,8 @@ SOURCE, DEVICE, TARGET, LOW, HIGH, CURVE, TAKEOVER = range(len(COLUMNS))
 MISSING_COLOR = QColor(130, 130, 130)
 INT_RANGE = (0.0, 127.0)  # a new binding of an int pin without a range: a MIDI control's steps
 _REFRESHING_OPS = (
-    "binding", "add_node", "remove_node", "add_definition", "remove_definition", "preset"
+    EditOp.BINDING, EditOp.ADD_NODE, EditOp.REMOVE_NODE, EditOp.ADD_DEFINITION,
+    EditOp.REMOVE_DEFINITION, EditOp.PRESET,
 )  # fmt: skip
 
 
@@ -221,7 +223,7 @@ class QtBindingsPanel(QWidget):
         self.refresh()
 
     def _on_patch_event(self, event: PatchEvent) -> None:
-        if event.op in _REFRESHING_OPS or (event.op == "pins" and event.definition is None):
+        if event.op in _REFRESHING_OPS or (event.op == EditOp.PINS and event.definition is None):
             self.refresh()
 
     # ------------------------------------------------------------------ rows
@@ -363,7 +365,7 @@ class QtLearn(QObject):
 
     def __init__(
         self,
-        send: Callable[[dict[str, Any]], None],
+        send: Callable[[Learn], None],
         show_status: Callable[[str], None],
         parent: QObject | None = None,
     ) -> None:
@@ -381,7 +383,7 @@ class QtLearn(QObject):
             if app is not None:
                 app.installEventFilter(self)
         self.target = (node_id, pin)
-        self._send({"type": "learn", "node": node_id, "pin": pin})
+        self._send(Learn(node_id, pin))
         self._show_status(f"Move a control to bind {target_label(node_id, pin)}… (Esc cancels)")
         self.changed.emit(self.target)
 
@@ -391,7 +393,7 @@ class QtLearn(QObject):
             return
         node_id, pin = self.target
         self._stop()
-        self._send({"type": "learn", "node": None})
+        self._send(Learn(None))
         if not quiet:
             self._show_status(f"Learn cancelled: {target_label(node_id, pin)} not bound")
 
@@ -402,14 +404,12 @@ class QtLearn(QObject):
             app.removeEventFilter(self)
         self.changed.emit(None)
 
-    def take(self, message: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    def take(self, message: Learned) -> tuple[str, str, str, str] | None:
         """(node, pin, source, device) of a `learned` message for the armed pin, which learn
         then stops waiting for; None for an answer nobody waits for any more (cancelled)."""
-        if self.target is None or (message.get("node"), message.get("pin")) != self.target:
+        if self.target is None or (message.node, message.pin) != self.target:
             return None
-        source, device = message.get("source"), message.get("device") or ""
-        if not isinstance(source, str) or not isinstance(device, str):
-            return None
+        source, device = message.source, message.device or ""
         node_id, pin = self.target
         self._stop()
         return node_id, pin, source, device

@@ -97,12 +97,20 @@ from app.qt_commands import (
 )
 from app.qt_help import pin_doc
 from evaluators import NodeClass, NodeStatus
-from nodes import LIBRARY, Link, NodeInstance, Patch, PatchError, PatchEvent
+from nodes import (
+    DEFINITION_OPS,
+    LIBRARY,
+    EditOp,
+    Link,
+    NodeInstance,
+    Patch,
+    PatchError,
+    PatchEvent,
+)
 
 SUBPATCH, INLET, OUTLET = "subpatch", "subpatch.inlet", "subpatch.outlet"
 DEFINITION_TYPE = "patchbay.definition."  # tab search entries of the document's definitions
 SEARCH_SEPARATOR = " — "  # between a node type's id and its summary in tab search
-DEFINITION_OPS = ("add_definition", "remove_definition", "rename_definition")
 BADGE_COLOR = (255, 214, 120)
 BADGE_GAP = 4.0  # scene units between a node's top and its badge
 
@@ -687,7 +695,7 @@ class QtPatchCanvas(QObject):
         if event.op in DEFINITION_OPS or event.pin == "definition":
             self.graph.viewer().rebuild_tab_search()
             self._refresh_badges()
-        elif self._badges and event.op in ("add_node", "remove_node"):
+        elif self._badges and event.op in (EditOp.ADD_NODE, EditOp.REMOVE_NODE):
             self._refresh_badges()  # an instance may have come or gone somewhere
         if event.definition != self.definition_name:
             return  # an edit of another definition's body
@@ -700,20 +708,20 @@ class QtPatchCanvas(QObject):
         self.finish_loading()
         self._applying += 1
         try:
-            if event.op == "add_node":
+            if event.op == EditOp.ADD_NODE:
                 if event.node_id not in self._views:
                     self._add_view(event.node_id)
-            elif event.op == "remove_node":
+            elif event.op == EditOp.REMOVE_NODE:
                 self._remove_view(event.node_id)
-            elif event.op == "connect":
+            elif event.op == EditOp.CONNECT:
                 self._link_view(event.link)
-            elif event.op == "disconnect":
+            elif event.op == EditOp.DISCONNECT:
                 self._unlink_view(event.link)
-            elif event.op == "pins":
+            elif event.op == EditOp.PINS:
                 self._sync_ports(event.node_id)
-            elif event.op == "backdrop":
+            elif event.op == EditOp.BACKDROP:
                 self.backdrops.follow(event.value)
-            elif event.op == "move":
+            elif event.op == EditOp.MOVE:
                 pos = self.patch.nodes[event.node_id].pos
                 view = self._views[event.node_id]
                 if tuple(view.pos()) != pos:

@@ -99,6 +99,7 @@ Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import sys
 import time
@@ -136,7 +137,44 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine import FrameLog
-from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
+from app.engine_client import (
+    EngineClient,
+    EngineFailed,
+    RemoteEvaluator,
+    Restarted,
+    default_state_dir,
+)
+from app.engine_messages import (
+    AllowSend,
+    DocumentPath,
+    Error,
+    FixedStep,
+    GetPatch,
+    Images,
+    Learn,
+    Learned,
+    LearnUnreachable,
+    Level,
+    LiveValues,
+    Message,
+    NodeFailed,
+    Nudge,
+    Output,
+    PatchDocument,
+    Pause,
+    ProfileReply,
+    ProfileRequest,
+    Rate,
+    ResetTime,
+    ResyncBeats,
+    ResyncNeeded,
+    Retry,
+    ServiceChanged,
+    Services,
+    Step,
+    Watch,
+    encode,
+)
 from app.engine_protocol import (
     EditBatch,
     ProtocolError,
@@ -210,6 +248,8 @@ from evaluators import (
 from evaluators.gl_service import GLService, texture_alive
 from nodes import (
     DEFAULT_BPM,
+    DEFINITION_OPS,
+    EditOp,
     PackWatcher,
     Patch,
     PatchError,
@@ -274,7 +314,7 @@ class QtEditorWindow(QMainWindow):
         self.session = EditorSession(self.state_dir)
         self.engine = engine
         if engine is not None:  # GL lives in the engine; the window shows its pictures
-            self.gl, self.gl_problem = None, "" if engine.hello.get("gl") else "no GL in the engine"
+            self.gl, self.gl_problem = None, "" if engine.hello.gl else "no GL in the engine"
         else:
             self.gl, self.gl_problem = create_editor_gl() if use_gl else (None, "turned off")
         self.undo_stack = QUndoStack(self)
@@ -293,7 +333,7 @@ class QtEditorWindow(QMainWindow):
         self.output_window: QtOutputWindow | None = None
         self._frame_log: FrameLog | None = None  # PATCHBAY_FRAME_LOG, while the window is open
         self._output_node: str | None = None  # the gpu.output node the Output panel shows
-        self._image_request: dict[str, Any] = {}
+        self._image_request: Images | None = None  # the last asked (None: ask anew)
         self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
         self.library = QtLibraryPanel()
         self.presets_panel = QtPresetsPanel(self.undo_stack)
@@ -460,9 +500,9 @@ class QtEditorWindow(QMainWindow):
             self.status_labels[key] = label
         gpu = self.status_labels["gpu"]
         if self.engine is not None:
-            renderer = str(self.engine.hello.get("gl_renderer") or "")
+            renderer = str(self.engine.hello.gl_renderer or "")
             gpu.setText(f"engine GL: {renderer.split(' (')[0]}" if renderer else "engine: no GL")
-            gpu.setToolTip(f"The patch runs in engine process {self.engine.hello.get('pid')}")
+            gpu.setToolTip(f"The patch runs in engine process {self.engine.hello.pid}")
         elif self.gl is None:
             gpu.setText("no GL")
             gpu.setToolTip(f"GPU nodes do not run: {self.gl_problem}")
@@ -722,7 +762,7 @@ class QtEditorWindow(QMainWindow):
     def _request_profile(self, node: str | None, top: int) -> None:
         """Ask whoever runs the patch for a `profile` reply (the panel shows it)."""
         if self.engine is not None:
-            self.engine.send({"type": "profile", "node": node, "top": top})
+            self.engine.send(ProfileRequest(node, top))
         elif isinstance(self.evaluator, DualEvaluator):
             self.profiler_panel.show_reply(self._profile_answers.reply(self.evaluator, node, top))
 
@@ -804,7 +844,7 @@ class QtEditorWindow(QMainWindow):
     @property
     def _can_show_output(self) -> bool:
         if self.engine is not None:
-            return bool(self.engine.hello.get("gl"))
+            return bool(self.engine.hello.gl)
         return self.gl is not None
 
     # ------------------------------------------------------------------ the patch
@@ -837,7 +877,7 @@ class QtEditorWindow(QMainWindow):
             self._edits = EditBatch(patch)
             unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._edits.add)]
             self._unsubscribe = lambda: [stop() for stop in unsubscribe]
-            self._image_request = {}
+            self._image_request = None
             if send:
                 self.send_patch()
         else:
@@ -899,15 +939,16 @@ class QtEditorWindow(QMainWindow):
             self.evaluator.prepare()
 
     def _on_patch_event(self, event: PatchEvent) -> None:
-        if self.engine is None and event.op == "settings" and event.definition is None:
+        if self.engine is None and event.op == EditOp.SETTINGS and event.definition is None:
             self.context.services.settings_changed(event.value)  # as the engine does
         if event.kind == "structural" and not self._prepare_due:
             # Once the edit is done (all its events), its program is built before the next
             # frame, as the engine does for the edits it receives.
             self._prepare_due = True
             QTimer.singleShot(0, self._prepare_evaluator)
-        if event.op in ("add_definition", "remove_definition", "rename_definition") or (
-            event.op in ("add_node", "remove_node", "pins") and event.kind == "structural"
+        if event.op in DEFINITION_OPS or (
+            event.op in (EditOp.ADD_NODE, EditOp.REMOVE_NODE, EditOp.PINS)
+            and event.kind == "structural"
         ):
             self._show_definitions()
             self.breadcrumbs.refresh()
@@ -920,13 +961,15 @@ class QtEditorWindow(QMainWindow):
             )
         self.failed_thumbnails.on_patch_event(event)
         learning = self.learn.target
-        removed = event.node_id if event.op == "remove_node" and event.definition is None else None
+        removed = (
+            event.node_id if event.op == EditOp.REMOVE_NODE and event.definition is None else None
+        )
         if learning is not None and learning[0] == removed:
             self.learn.cancel()
         elif (
             learning is not None
             and learning[0] == PRESET_TARGET
-            and event.op == "preset"
+            and event.op == EditOp.PRESET
             and learning[1] not in self.patch.presets
         ):
             self.learn.cancel()  # the preset learn waits for was removed
@@ -938,9 +981,9 @@ class QtEditorWindow(QMainWindow):
         )
         if touches:
             self.inspector.refresh_values()
-        if event.op == "remove_node" and event.node_id == node_id:
+        if event.op == EditOp.REMOVE_NODE and event.node_id == node_id:
             self._on_selection([])
-        if event.op == "binding":
+        if event.op == EditOp.BINDING:
             self.inspector.refresh_bindings()
 
     # ------------------------------------------------------------------ the engine
@@ -961,7 +1004,7 @@ class QtEditorWindow(QMainWindow):
         """Tell the engine which level the canvas shows: its reports carry those statuses."""
         if self.engine is not None:
             self.send_edits()
-            self.engine.send({"type": "level", "path": "/".join(self.canvas.trail)})
+            self.engine.send(Level("/".join(self.canvas.trail)))
 
     def send_patch(self) -> None:
         """Send the whole document and what the window asks of it (after a start, a restart or
@@ -971,22 +1014,22 @@ class QtEditorWindow(QMainWindow):
         self._edits.clear()  # the whole patch supersedes them
         self._tell_send_allowed()  # first: the patch must not send before it may
         message, blobs = patch_message(self.patch)
-        message["path"] = str(self.path) if self.path else None
-        message["seq"] = self._edits.sent  # it holds every edit batched so far
-        self.engine.send(message, blobs)
+        path = str(self.path) if self.path else None
+        # `seq`: it holds every edit batched so far
+        self.engine.send(dataclasses.replace(message, path=path, seq=self._edits.sent), blobs)
         self._send_watch()
         self._send_level()
-        self._image_request = {}
+        self._image_request = None
         self._request_images()
         if self.paused:
-            self.engine.send({"type": "pause", "paused": True})
+            self.engine.send(Pause(True))
         clock = self.session.clock
         if clock.rate != 1.0:
-            self.engine.send({"type": "rate", "rate": clock.rate})
+            self.engine.send(Rate(clock.rate))
         if clock.fixed_fps is not None:
-            self.engine.send({"type": "fixed_step", "fps": clock.fixed_fps})
+            self.engine.send(FixedStep(clock.fixed_fps))
 
-    def _send_to_engine(self, message: dict[str, Any]) -> None:
+    def _send_to_engine(self, message: Message) -> None:
         """Send `message` after the edits before it (it may name what they made)."""
         if self.engine is not None:
             self.send_edits()
@@ -1007,7 +1050,7 @@ class QtEditorWindow(QMainWindow):
         watched = [node_id] if node_id else []
         if self.engine is not None:
             report = self.link_values.wanted()
-            self.engine.send({"type": "watch", "nodes": watched, "report": report})
+            self.engine.send(Watch(watched, report))
         elif watched != self._watched:
             self.evaluator.watch(watched)
         self._watched = watched
@@ -1034,8 +1077,8 @@ class QtEditorWindow(QMainWindow):
             previews += [[node_id, out.name] for out in node.spec.outputs
                          if out.type == "texture"]  # fmt: skip
         if thumbnails is None:
-            thumbnails = self._image_request.get("thumbnails", [])
-        request = {"type": "images", "thumbnails": thumbnails, "previews": previews}
+            thumbnails = self._image_request.thumbnails if self._image_request else []
+        request = Images(thumbnails, previews)
         if request != self._image_request:
             self._image_request = request
             self.send_edits()
@@ -1074,17 +1117,13 @@ class QtEditorWindow(QMainWindow):
             self._fps, self._fps_since = remote.fps, now
             step("status bar", self._update_status)
 
-    def _on_engine_message(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+    def _on_engine_message(self, message: Any, blobs: list[bytes] | None = None) -> None:
         assert self.engine is not None
-        kind = message.get("type")
-        if kind == "live_values":
-            seq = message.get("seq")
-            self._apply_live_values(
-                message.get("values"), blobs or [], seq if isinstance(seq, int) else 0
-            )
-        elif kind == "restarted":
-            bypassed = message.get("bypassed")
-            why = f"{message.get('why')}" + (f"; {bypassed} bypassed" if bypassed else "")
+        if isinstance(message, LiveValues):
+            self._apply_live_values(message.values, blobs or [], message.seq)
+        elif isinstance(message, Restarted):
+            bypassed = message.bypassed
+            why = message.why + (f"; {bypassed} bypassed" if bypassed else "")
             self.statusBar().showMessage(f"Engine restarted ({why})", 10000)
             self.messages.add("engine", f"restarted ({why}); the patch was sent to it again")
             self.service_status.clear()  # the new engine says what its services do
@@ -1093,21 +1132,21 @@ class QtEditorWindow(QMainWindow):
             if was_open:  # as it was: same screen, fullscreen or not
                 screen = int(label.split(":")[0]) if label and label[:1].isdigit() else None
                 self.show_output_on(screen, fullscreen=fullscreen)
-        elif kind == "resync":
+        elif isinstance(message, ResyncNeeded):
             self.send_patch()
-        elif kind in ("error", "engine_failed"):
-            self.statusBar().showMessage(f"Engine: {message.get('message')}", 10000)
-            self.messages.add("engine", str(message.get("message")))
-        elif kind == "learned":
+        elif isinstance(message, Error | EngineFailed):
+            self.statusBar().showMessage(f"Engine: {message.message}", 10000)
+            self.messages.add("engine", message.message)
+        elif isinstance(message, Learned):
             self._on_learned(message)
-        elif kind == "learn_unreachable":
+        elif isinstance(message, LearnUnreachable):
             self._on_learn_unreachable(message)
-        elif kind == "service":
-            self.show_service(str(message.get("name")), status_of(message))
-        elif kind == "node_failed":
-            self.messages.add("node", f"{message.get('node')} failed: {message.get('error')}")
-        elif kind == "profile":
-            self.profiler_panel.show_reply(message)
+        elif isinstance(message, ServiceChanged):
+            self.show_service(message.name, status_of(message))
+        elif isinstance(message, NodeFailed):
+            self.messages.add("node", f"{message.node} failed: {message.error}")
+        elif isinstance(message, ProfileReply):
+            self.profiler_panel.show_reply(encode(message))
 
     def show_service(self, name: str, status: ServiceStatus) -> None:
         """A service's status: in its status-bar indicator and the open Settings dialog; in
@@ -1151,7 +1190,7 @@ class QtEditorWindow(QMainWindow):
         if choice.osc_host is not None:
             if self.engine is not None:
                 self.send_edits()  # a port changed with it is restarted first
-                self.engine.send({"type": "services", "osc_host": choice.osc_host})
+                self.engine.send(Services(choice.osc_host))
             else:
                 self._local_options["osc_host"] = choice.osc_host
                 self.context.services.set_option("osc_host", choice.osc_host)
@@ -1183,7 +1222,8 @@ class QtEditorWindow(QMainWindow):
         """The thumbnails the engine sent, each isolated."""
         assert self.engine is not None
         remote = self.engine.evaluator
-        for path in self._image_request.get("thumbnails", []):  # paths inside an instance
+        asked = self._image_request.thumbnails if self._image_request else []
+        for path in asked:  # paths inside an instance
             node_id = path.rsplit("/", 1)[-1]
             shown = self.canvas.eval_id(node_id) == path and node_id in self.canvas.patch.nodes
             pin = self._thumbnail_pin(node_id) if shown else None
@@ -1204,15 +1244,14 @@ class QtEditorWindow(QMainWindow):
     def attach(self, timeout: float = ATTACH_TIMEOUT_S) -> bool:
         """Take the running engine's patch as the document (an editor attaching to a show);
         False if it did not come within `timeout` seconds."""
-        if self.engine is None or not self.engine.send({"type": "get_patch"}):
+        if self.engine is None or not self.engine.send(GetPatch()):
             return False
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for message, blobs in self.engine.poll():
-                if message.get("type") == "patch":
-                    path = message.get("path")
+                if isinstance(message, PatchDocument):
                     patch = patch_from_message(message, blobs)
-                    where = Path(path) if isinstance(path, str) else None
+                    where = Path(message.path) if message.path is not None else None
                     # Its osc.out nodes send once allowed here (as a file's: it may be one).
                     self.set_patch(patch, where, send=False, from_file=True)
                     self.session.mark_unsaved()  # what the engine plays may not be saved
@@ -1286,7 +1325,7 @@ class QtEditorWindow(QMainWindow):
         elif self.patch.folder != folder:
             self.send_patch()  # the engine's copy resolves file names in the new folder too
         else:
-            self.engine.send({"type": "path", "path": str(path)})
+            self.engine.send(DocumentPath(str(path)))
         self.undo_stack.setClean()
         self._update_title()
         self.statusBar().showMessage(f"Saved {path}", 3000)
@@ -1445,22 +1484,22 @@ class QtEditorWindow(QMainWindow):
         self.undo_stack.push(command)
 
     # ------------------------------------------------------------------ bindings
-    def _send_learn(self, message: dict[str, Any]) -> None:
+    def _send_learn(self, message: Learn) -> None:
         if self.engine is not None:
             self.send_edits()  # the pin's node may be new
             self.engine.send(message)
 
-    def _on_learn_unreachable(self, message: dict[str, Any]) -> None:
+    def _on_learn_unreachable(self, message: LearnUnreachable) -> None:
         """No source can reach the armed learn: say so now (learn stays armed; Esc cancels)."""
-        if self.learn.target != (message.get("node"), message.get("pin")):
+        if self.learn.target != (message.node, message.pin):
             return  # cancelled meanwhile
         label = target_label(*self.learn.target)
-        advice = f" ({message.get('advice')})" if message.get("advice") else ""
-        line = f"nothing can reach {label}: {message.get('reason')}{advice}"
+        advice = f" ({message.advice})" if message.advice else ""
+        line = f"nothing can reach {label}: {message.reason}{advice}"
         self.messages.add("learn", line)
         self.statusBar().showMessage(f"Learn: {line}", 15000)
 
-    def _on_learned(self, message: dict[str, Any]) -> None:
+    def _on_learned(self, message: Learned) -> None:
         """The engine's answer to learn: bind the pin to the control that moved."""
         taken = self.learn.take(message)
         if taken is None:
@@ -1551,7 +1590,7 @@ class QtEditorWindow(QMainWindow):
     def _tell_send_allowed(self) -> None:
         """Tell whoever runs the patch whether its osc.out nodes may send."""
         if self.engine is not None:
-            self.engine.send({"type": "allow_send", "allow": self.send_allowed})
+            self.engine.send(AllowSend(self.send_allowed))
             return
         services = self.context.services
         services.options["allow_send"] = self.send_allowed
@@ -1750,7 +1789,7 @@ class QtEditorWindow(QMainWindow):
     def toggle_pause(self) -> None:
         if self.engine is not None:
             self.send_edits()
-            self.engine.send({"type": "pause", "paused": not self.paused})
+            self.engine.send(Pause(not self.paused))
         self.session.clock.toggle()
         self._fps_frames, self._fps_since = 0, time.perf_counter()  # paused time is no frame
         self._update_status()
@@ -1763,7 +1802,7 @@ class QtEditorWindow(QMainWindow):
         self.session.clock.advance(seconds)
         if self.engine is not None:
             self.send_edits()
-            self.engine.send({"type": "step", "seconds": seconds})
+            self.engine.send(Step(seconds))
         else:
             self._run_frame(show_all=True)
 
@@ -1774,7 +1813,7 @@ class QtEditorWindow(QMainWindow):
         seconds = -self._frame_seconds()
         self.session.clock.advance(seconds)
         if self.engine is not None:
-            self._send_to_engine({"type": "step", "seconds": seconds})
+            self._send_to_engine(Step(seconds))
         else:
             self._frame -= 2  # the frame about to run counts one: one frame back in all
             self._run_frame(show_all=True)
@@ -1786,7 +1825,7 @@ class QtEditorWindow(QMainWindow):
     def set_rate(self, rate: float) -> None:
         """Patch time runs at `rate` times wall time (continuous: no jump)."""
         self.session.clock.set_rate(rate)
-        self._send_to_engine({"type": "rate", "rate": rate})
+        self._send_to_engine(Rate(rate))
 
     @property
     def _fixed_step(self) -> bool:
@@ -1798,7 +1837,7 @@ class QtEditorWindow(QMainWindow):
         fps = FIXED_STEP_FPS if fixed else None
         self.session.clock.set_fixed_step(fps)
         self.fixed_step_action.setChecked(fixed)
-        self._send_to_engine({"type": "fixed_step", "fps": fps})
+        self._send_to_engine(FixedStep(fps))
 
     def reset_time(self) -> None:
         """Patch time and the frame count back to 0, so time nodes start over; paused, the
@@ -1806,7 +1845,7 @@ class QtEditorWindow(QMainWindow):
         self.session.clock.reset()
         if self.engine is not None:
             self.send_edits()
-            self.engine.send({"type": "reset_time"})
+            self.engine.send(ResetTime())
             return
         self._frame = 0
         if self.paused:
@@ -1824,14 +1863,14 @@ class QtEditorWindow(QMainWindow):
     def nudge_beat(self, beats: float) -> None:
         """Shift the beat of every `time.beat` by `beats` (positive: earlier) next frame."""
         if self.engine is not None:
-            self.engine.send({"type": "nudge", "beats": beats})
+            self.engine.send(Nudge(beats))
         else:
             nudge_beats(self.context.states.values(), beats)
 
     def resync_beat(self) -> None:
         """Make the next frame the downbeat (beat 0 of a bar) of every `time.beat`."""
         if self.engine is not None:
-            self.engine.send({"type": "resync"})
+            self.engine.send(ResyncBeats())
         else:
             resync_beats(self.context.states.values())
 
@@ -2055,7 +2094,7 @@ class QtEditorWindow(QMainWindow):
     def retry_node(self, node_id: str) -> None:
         """Run a bypassed node again from the next frame (the inspector's Retry)."""
         if self.engine is not None:
-            self.engine.send({"type": "retry", "node": node_id})
+            self.engine.send(Retry(node_id))
         elif isinstance(self.evaluator, DualEvaluator):
             self.evaluator.retry(node_id)
         self.statusBar().showMessage(f"Retrying {node_id}", 3000)
@@ -2114,8 +2153,7 @@ class QtEditorWindow(QMainWindow):
         """With an engine: its output window, on `screen` (an index), fullscreen or not."""
         if self.engine is None:
             return
-        message = {"type": "output", "open": True, "screen": screen, "fullscreen": fullscreen}
-        self.engine.send(message)
+        self.engine.send(Output(True, screen, fullscreen))
         self.engine.evaluator.output_open = True
         self.output_action.setChecked(True)
         self.output_screen_menu.setEnabled(True)
@@ -2123,7 +2161,7 @@ class QtEditorWindow(QMainWindow):
     def close_output_window(self) -> None:
         """Close the output window (through Qt's event loop: never left to Python's GC)."""
         if self.engine is not None:
-            self.engine.send({"type": "output", "open": False})
+            self.engine.send(Output(False))
             self.engine.evaluator.output_open = False
         window, self.output_window = self.output_window, None
         if self._frame_log is not None:

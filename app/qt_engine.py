@@ -48,6 +48,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.engine import PLAYING_FILE, WATCHDOG_S, Engine, EngineServer, FrameLog, load_playing
 from app.engine_client import engine_address, engine_key
+from app.engine_messages import Output
 from app.engine_protocol import ProtocolError
 from app.exit_codes import EXIT_BAD_INPUT
 from app.limit_options import add_limit_arguments, apply_limits
@@ -181,12 +182,9 @@ class QtEngineHost:
             return None
         return self.engine.evaluator.output(node_id)
 
-    def on_output_request(self, message: dict[str, Any]) -> None:
-        if message.get("open"):
-            screen = message.get("screen")
-            self.open_window(
-                screen if isinstance(screen, int) else None, bool(message.get("fullscreen"))
-            )
+    def on_output_request(self, message: Output) -> None:
+        if message.open:
+            self.open_window(message.screen, message.fullscreen)
         else:
             self.close_window()
 

@@ -47,10 +47,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine_protocol import ProtocolError, apply_deck_message
+from app.engine_messages import Crossfade, Message, PresetRecall
+from app.engine_protocol import DeckMessage, ProtocolError, apply_deck_message
 from app.qt_bindings import CANCEL_LEARN_TEXT, LEARN_TEXT, NO_LEARN_TIP, binding_menu, bindings_of
 from app.qt_commands import same_value
-from nodes import EASINGS, START_POINTS, SWITCH_POINTS, Patch, PatchError, PatchEvent, capture
+from nodes import (
+    EASINGS,
+    START_POINTS,
+    SWITCH_POINTS,
+    EditOp,
+    Patch,
+    PatchError,
+    PatchEvent,
+    capture,
+)
 from nodes._bindings import CROSSFADER_TARGET, PRESET_TARGET
 
 CROSSFADE_STEPS = 1000
@@ -146,7 +156,7 @@ class QtPresetsPanel(QWidget):
         super().__init__()
         self.undo_stack = undo_stack
         self.patch = Patch()
-        self.engine_send: Callable[[dict[str, Any]], None] | None = None
+        self.engine_send: Callable[[Message], None] | None = None
         self.deck: Any = None  # a nodes.PresetDeck
         self.on_error: Callable[[str], None] = lambda _message: None
         self.can_learn = True  # learning needs a process that receives controls
@@ -250,9 +260,9 @@ class QtPresetsPanel(QWidget):
         self.refresh()
 
     def _on_event(self, event: PatchEvent) -> None:
-        if event.op == "preset":
+        if event.op == EditOp.PRESET:
             self.refresh()
-        elif event.op == "binding":
+        elif event.op == EditOp.BINDING:
             self.refresh_bindings()
 
     def refresh(self) -> None:
@@ -411,7 +421,7 @@ class QtPresetsPanel(QWidget):
     def jump(self, name: str) -> None:
         """Jump to preset `name` now: the engine's deck, or an undoable edit of the document."""
         if self.engine_send is not None:
-            self.engine_send({"type": "preset", "name": name, "mode": "jump", "start": "now"})
+            self.engine_send(PresetRecall(name, mode="jump", start="now"))
         elif name in self.patch.presets:
             command = RecallPresetCommand(self.patch, name)
             if command.changes:  # a recall that changes nothing is no undo step
@@ -428,15 +438,14 @@ class QtPresetsPanel(QWidget):
             self.jump(name)
             return
         self._play(
-            {
-                "type": "preset",
-                "name": name,
-                "mode": "transition" if seconds > 0 else "jump",
-                "seconds": seconds,
-                "easing": self.easing.currentText(),
-                "switch": self.switch.currentText(),
-                "start": start,
-            }
+            PresetRecall(
+                name,
+                mode="transition" if seconds > 0 else "jump",
+                seconds=seconds,
+                easing=self.easing.currentText(),
+                switch=self.switch.currentText(),
+                start=start,
+            )
         )
 
     def crossfade(self) -> None:
@@ -445,9 +454,9 @@ class QtPresetsPanel(QWidget):
         if not a or not b:
             return
         position = self.crossfader.value() / CROSSFADE_STEPS
-        self._play({"type": "crossfade", "a": a, "b": b, "position": position})
+        self._play(Crossfade(a, b, position))
 
-    def _play(self, message: dict[str, Any]) -> None:
+    def _play(self, message: DeckMessage) -> None:
         if self.engine_send is not None:
             self.engine_send(message)
         elif self.deck is not None:

@@ -10,12 +10,11 @@ Messages panel. A long line is elided in the bar; the tooltip has it whole.
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
+from app.engine_messages import ServiceChanged
 from evaluators import ServiceStatus
 
 NAMES = {"osc": "OSC", "midi": "MIDI", "audio": "Audio in"}
@@ -23,14 +22,9 @@ DOT_COLORS = {"on": "#3fb950", "off": "#f85149", "waiting": "#9e9e9e"}
 MAX_LABEL_WIDTH = 340
 
 
-def status_of(message: dict[str, Any]) -> ServiceStatus:
-    """The ServiceStatus a `service` message carries (fields a newer engine adds are ignored)."""
-    return ServiceStatus(
-        str(message.get("state", "")),
-        str(message.get("text", "")),
-        str(message.get("advice") or ""),
-        str(message.get("address") or ""),
-    )
+def status_of(message: ServiceChanged) -> ServiceStatus:
+    """The ServiceStatus a `service` message carries."""
+    return ServiceStatus(message.state, message.text, message.advice, message.address)
 
 
 def headline(name: str, status: ServiceStatus) -> str:

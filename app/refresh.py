@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TextIO, TypeVar
 
-from nodes import PatchEvent
+from nodes import EditOp, PatchEvent
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class FailedPictures:
         if event.link is not None:
             self.forget(event.link.src)
             self.forget(event.link.dst)
-        if event.op == "settings":  # the patch resolution, say: every node may render anew
+        if event.op == EditOp.SETTINGS:  # the patch resolution, say: every node may render anew
             self._failed.clear()
 
     def picture(self, node_id: str, pin: str, texture: Any, make: Callable[[], T]) -> T | None:

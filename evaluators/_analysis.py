@@ -32,7 +32,7 @@ from evaluators._context import CLASS_RANK, CONST, HOT, USER
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR
 from evaluators._patch_graph import PatchGraph
 from evaluators._protocol import NodeClass
-from nodes import Determinism, PatchEvent
+from nodes import Determinism, EditOp, PatchEvent
 
 OWN_CLASS = {
     Determinism.DETERMINISTIC: CONST,
@@ -162,11 +162,11 @@ class LiveAnalysis:
             stack.extend(link.dst for link in patch.links_out_of(current))
 
     def on_event(self, event: PatchEvent) -> None:
-        if event.op in ("set_value", "pins") and event.node_id is not None:
+        if event.op in (EditOp.SET_VALUE, EditOp.PINS) and event.node_id is not None:
             self.forget_cone(event.node_id)
-        elif event.op in ("connect", "disconnect") and event.link is not None:
+        elif event.op in (EditOp.CONNECT, EditOp.DISCONNECT) and event.link is not None:
             self.forget_cone(event.link.dst)
-        elif event.op == "remove_node" and event.node_id is not None:
+        elif event.op == EditOp.REMOVE_NODE and event.node_id is not None:
             self.memo.pop(event.node_id, None)
 
 

@@ -65,7 +65,7 @@ from evaluators._memory_budget import MemoryBudgetError, MemoryMeter
 from evaluators._path import NodePath
 from evaluators._protocol import NodeClass
 from evaluators._services import Services
-from nodes import NodeInstance, NodeSpec, PatchEvent
+from nodes import EditOp, NodeInstance, NodeSpec, PatchEvent
 from nodes._errors import one_line
 from nodes._tempo import DEFAULT_BPM
 
@@ -294,13 +294,13 @@ class ExecutionContext:
 
     def on_patch_event(self, event: PatchEvent) -> None:
         """Keep the context in step with an edit (see the module note); idempotent."""
-        if event.op == "remove_node" and event.node_id is not None:
+        if event.op == EditOp.REMOVE_NODE and event.node_id is not None:
             self.release_node(event.node_id)
             if self.bypassed.pop(event.node_id, None) is not None:
                 self.bypass_epoch += 1
-        elif event.op == "set_value" and event.node_id in self.bypassed:
+        elif event.op == EditOp.SET_VALUE and event.node_id in self.bypassed:
             self.unbypass(event.node_id)  # an edit of a bypassed node gives it another chance
-        elif event.op == "settings" and "resolution" in (event.value or {}):
+        elif event.op == EditOp.SETTINGS and "resolution" in (event.value or {}):
             self.cache.clear()
             self.shared.clear()
             self.cache_epoch += 1

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluators._services import FACTORIES, ON, WAITING
-from nodes import Patch, PatchError, PatchEvent, resync_beats
+from nodes import EditOp, Patch, PatchError, PatchEvent, resync_beats
 from nodes._bindings import BINDABLE_TYPES, CROSSFADER_TARGET, PRESET_TARGET, Binding
 from nodes._tempo import MAX_BPM, MIN_BPM
 
@@ -188,7 +188,7 @@ class Controls:
         or the pins that pick an input node's messages (not the live pins this runtime sets).
         Note the pins changed by other means, for MIDI feedback."""
         if (
-            event.op == "set_value"
+            event.op == EditOp.SET_VALUE
             and event.definition is None
             and not self._writing
             and self._feedback_on()
@@ -196,9 +196,9 @@ class Controls:
             self._feedback_due.add((event.node_id or "", event.pin or ""))
         if event.definition is not None or self._plan_stale:
             return
-        if event.kind == "structural" or event.op == "binding":
+        if event.kind == "structural" or event.op == EditOp.BINDING:
             self._plan_stale = True
-        elif event.op == "set_value" and event.pin not in LIVE_PINS:
+        elif event.op == EditOp.SET_VALUE and event.pin not in LIVE_PINS:
             instance = self._patch.nodes.get(event.node_id or "")
             self._plan_stale = instance is not None and instance.type_id in INPUT_TYPES
 

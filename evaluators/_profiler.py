@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from evaluators._context import busy_clock
+from nodes import EditOp
 
 # Reasons, as small integers (they index the per-node count table).
 FIRST_RUN, INPUT_CHANGED, VALUE_EDITED, USER_INPUT_CHANGED = 0, 1, 2, 3
@@ -261,11 +262,11 @@ class Profiler:
     # ----------------------------------------------------------------- edits
     def on_event(self, event: Any) -> None:
         """Note value edits (and whether they were live) until the edited node runs."""
-        if event.op == "set_value" and event.node_id is not None:
+        if event.op == EditOp.SET_VALUE and event.node_id is not None:
             pins, live = self.edits.get(event.node_id, (set(), True))
             pins.add(event.pin or "")
             self.edits[event.node_id] = (pins, live and bool(event.live))
-        elif event.op == "remove_node" and event.node_id is not None:
+        elif event.op == EditOp.REMOVE_NODE and event.node_id is not None:
             self.edits.pop(event.node_id, None)
             self.signatures.pop(event.node_id, None)
             i = self._ids.get(event.node_id)

@@ -35,7 +35,17 @@ from typing import Any
 
 import numpy as np
 
-from nodes import Link, NodeInstance, NodeSpec, OutputSpec, Patch, PatchEvent, PinSpec
+from nodes import (
+    DEFINITION_OPS,
+    EditOp,
+    Link,
+    NodeInstance,
+    NodeSpec,
+    OutputSpec,
+    Patch,
+    PatchEvent,
+    PinSpec,
+)
 from nodes._definitions import INLET, OUTLET, definition_name, is_instance, ports
 from nodes._spec import Determinism
 
@@ -269,17 +279,17 @@ class ExpandedPatch(Patch):
         for link in links_now:
             if link not in wanted_links:
                 self._unlink(link)
-                say(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
+                say(PatchEvent("structural", EditOp.DISCONNECT, link.dst, link.dst_pin, link=link))
         for node_id in sorted(replaced - wanted.keys()):
             if self.nodes.pop(node_id, None) is not None:
                 self._links_in.pop(node_id, None)
                 self._links_out.pop(node_id, None)
-                say(PatchEvent("structural", "remove_node", node_id))
+                say(PatchEvent("structural", EditOp.REMOVE_NODE, node_id))
         for node_id, node in wanted.items():
             current = self.nodes.get(node_id)
             if current is None:
                 self.nodes[node_id] = node
-                say(PatchEvent("structural", "add_node", node_id))
+                say(PatchEvent("structural", EditOp.ADD_NODE, node_id))
             elif current is node:
                 continue
             elif current.spec is not node.spec and current.spec != node.spec:
@@ -289,22 +299,26 @@ class ExpandedPatch(Patch):
                     *self.links_out_of(node_id),
                 ]:
                     self._unlink(link)
-                    say(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
+                    say(
+                        PatchEvent(
+                            "structural", EditOp.DISCONNECT, link.dst, link.dst_pin, link=link
+                        )
+                    )
                 self.nodes[node_id] = node
-                say(PatchEvent("structural", "remove_node", node_id))
-                say(PatchEvent("structural", "add_node", node_id))
+                say(PatchEvent("structural", EditOp.REMOVE_NODE, node_id))
+                say(PatchEvent("structural", EditOp.ADD_NODE, node_id))
             elif current.inputs != node.inputs:
                 self._update(current, node)
-                say(PatchEvent("structural", "pins", node_id))
+                say(PatchEvent("structural", EditOp.PINS, node_id))
             else:
                 changed = current.stamp != node.stamp
                 self._update(current, node)
                 if changed:
-                    say(PatchEvent("value", "set_value", node_id))
+                    say(PatchEvent("value", EditOp.SET_VALUE, node_id))
         for link in wanted_links:
             if link not in self._links and self._pins_exist(link):
                 self._link(link)
-                say(PatchEvent("structural", "connect", link.dst, link.dst_pin, link=link))
+                say(PatchEvent("structural", EditOp.CONNECT, link.dst, link.dst_pin, link=link))
         for node_id in replaced:
             self._instances.pop(node_id, None)
             self._children.pop(node_id, None)
@@ -384,9 +398,9 @@ class ExpandedPatch(Patch):
                 self._emit(event)
         elif event.definition is not None:
             self._on_body_event(event.definition, event)
-        elif event.op in ("add_definition", "remove_definition", "rename_definition"):
+        elif event.op in DEFINITION_OPS:
             self._by_definition = None
-            if event.op == "rename_definition" and event.value[0] in self._pending:
+            if event.op == EditOp.RENAME_DEFINITION and event.value[0] in self._pending:
                 self._pending.discard(event.value[0])
                 self._pending.add(event.value[1])
         else:
@@ -396,20 +410,20 @@ class ExpandedPatch(Patch):
     def _on_top_event(self, event: PatchEvent) -> None:
         op, node_id = event.op, event.node_id or ""
         node = self.source.nodes.get(node_id)
-        if node is not None and is_instance(node) and op != "settings":
-            if op == "set_value" and event.pin != "definition":
+        if node is not None and is_instance(node) and op != EditOp.SETTINGS:
+            if op == EditOp.SET_VALUE and event.pin != "definition":
                 self._set_inlet_value(node_id, self.source, node, event.pin)
             else:
                 self._instances.setdefault(node_id, (self.source, node))
                 self._pending_instances.add(node_id)
-        elif op == "add_node" and node is not None:
+        elif op == EditOp.ADD_NODE and node is not None:
             self.nodes[node_id] = node
             self._emit(event)
-        elif op == "remove_node" and node_id in self._instances:
+        elif op == EditOp.REMOVE_NODE and node_id in self._instances:
             self._pending_instances.add(node_id)
-        elif op == "remove_node":
+        elif op == EditOp.REMOVE_NODE:
             self._apply(_Expansion(), [node_id])
-        elif op in ("connect", "disconnect") and event.link is not None:
+        elif op in (EditOp.CONNECT, EditOp.DISCONNECT) and event.link is not None:
             self._relink_top(event)
         else:  # set_value, pins, settings of the document's own nodes: shared, as they are
             self._emit(event)
@@ -423,7 +437,7 @@ class ExpandedPatch(Patch):
         mapped = self._map_top_link(event.link)
         if mapped is None:
             return
-        if event.op == "connect":
+        if event.op == EditOp.CONNECT:
             if mapped not in self._links and self._pins_exist(mapped):
                 self._link(mapped)
                 self._emit(event._replace(link=mapped))
@@ -442,13 +456,15 @@ class ExpandedPatch(Patch):
         fresh = self._inlet(current.id, holder, instance, body.nodes[inlet_id])
         if fresh.stamp != current.stamp or fresh.values["in"] is not current.values["in"]:
             self._update(current, fresh)
-            self._emit(PatchEvent("value", "set_value", current.id, "in", value=fresh.values["in"]))
+            self._emit(
+                PatchEvent("value", EditOp.SET_VALUE, current.id, "in", value=fresh.values["in"])
+            )
 
     def _on_body_event(self, name: str, event: PatchEvent) -> None:
         body = self.source.definitions.get(name)
         node = body.nodes.get(event.node_id or "") if body is not None else None
         if (
-            event.op != "set_value"
+            event.op != EditOp.SET_VALUE
             or node is None
             or node.type_id in (INLET, OUTLET)
             or (is_instance(node) and event.pin == "definition")

@@ -37,7 +37,7 @@ from nodes._packs import (
     sync_instances,
     user_nodes_folder,
 )
-from nodes._patch import Backdrop, Link, NodeInstance, Patch, PatchEvent
+from nodes._patch import DEFINITION_OPS, Backdrop, EditOp, Link, NodeInstance, Patch, PatchEvent
 from nodes._presets import (
     EASINGS,
     START_POINTS,
@@ -56,6 +56,7 @@ from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_b
 
 __all__ = [
     "DEFAULT_BPM",
+    "DEFINITION_OPS",
     "EASINGS",
     "LIBRARY",
     "PACKS",
@@ -67,6 +68,7 @@ __all__ = [
     "Deferred",
     "Determinism",
     "DuplicateNodeError",
+    "EditOp",
     "InputOccupiedError",
     "Link",
     "MissingNodeTypeError",

@@ -26,7 +26,9 @@ A node whose type is not installed (a node pack missing) loads as a placeholder
 read; files never carry code for it.
 Arrays are stored as {"$array": {"dtype", "shape", "data"}} inline, or, above a size threshold,
 as {"$array": {"npz": "<sidecar file>", "key": "<name>"}} in a `.npz` next to the JSON, named
-after the patch file and a hash of its contents. Loading never executes code.
+after the patch file and a hash of its contents (nodes/_codec.py: the one codec of values and
+bodies, which the engine channel shares with arrays as blobs; `body_from_dict` builds a body it
+carries with a file's checks and placeholders). Loading never executes code.
 
 A file is data from a stranger (see nodes/_limits.py and nodes/_paths.py): the JSON is read only
 from a regular file within `Limits.file_bytes`; integers, strings, node and link counts and array
@@ -88,6 +90,16 @@ from nodes._bindings import (
     Binding,
     checked_source,
 )
+from nodes._codec import (
+    ARRAY_DTYPES,
+    ArraySource,
+    SidecarSink,
+    body_to_dict,
+    checked_elements,
+    decode_value,
+    encode_value,
+    is_array_reference,
+)
 from nodes._errors import (
     CycleError,
     PatchError,
@@ -107,7 +119,6 @@ from nodes._types import coerce_value
 
 FORMAT = "patchbay"
 VERSION = 2  # the newest version read and written (1 when a patch has no definitions)
-SIDECAR_THRESHOLD_BYTES = 64 * 1024
 
 _PIN_REF = {
     "type": "array",
@@ -193,6 +204,11 @@ _LINKS = {
         "properties": {"from": _PIN_REF, "to": _PIN_REF},
     },
 }
+_BODY = {
+    "type": "object",
+    "required": ["nodes", "links"],
+    "properties": {"nodes": _NODES, "links": _LINKS, "backdrops": _BACKDROPS},
+}
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["format", "version", "nodes", "links"],
@@ -221,15 +237,12 @@ SCHEMA: dict[str, Any] = {
         "definitions": {
             "type": "object",
             "propertyNames": {"minLength": 1, "pattern": "^[^/]+$"},
-            "additionalProperties": {
-                "type": "object",
-                "required": ["nodes", "links"],
-                "properties": {"nodes": _NODES, "links": _LINKS, "backdrops": _BACKDROPS},
-            },
+            "additionalProperties": _BODY,
         },
     },
 }
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+_BODY_VALIDATOR = jsonschema.Draft202012Validator(_BODY)
 
 
 def _place(path: Any) -> str:
@@ -247,129 +260,29 @@ def _place(path: Any) -> str:
 # ----------------------------------------------------------------------------- values
 
 
-def _encode_value(value: Any, sidecar: dict[str, np.ndarray], key: str) -> Any:
-    if isinstance(value, np.ndarray):
-        _check_savable(value, key)
-        if value.nbytes > SIDECAR_THRESHOLD_BYTES:
-            sidecar[key] = value
-            return {"$array": {"npz": "", "key": key}}  # file name filled in by save_patch
-        return {
-            "$array": {
-                "dtype": str(value.dtype),
-                "shape": list(value.shape),
-                "data": value.tolist(),
-            }
-        }
-    if isinstance(value, dict) and _is_array_reference(value):
-        raise UnsavableValueError(
-            f'{key}: a dict whose only key is "$array" cannot be saved (files keep that key for '
-            "arrays: it would load as one)"
-        )
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _is_array_reference(value: dict[Any, Any]) -> bool:
-    """A value a file holds as an array: a dict whose one key is "$array"."""
-    return len(value) == 1 and "$array" in value
-
-
-#: Array dtypes a file may hold: they round-trip exactly through JSON lists and `.npz` files.
-_NUMBER_KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float16", "float32", "float64")  # fmt: skip
-ARRAY_DTYPES = frozenset(str(np.dtype(name)) for name in _NUMBER_KINDS)
-_MAX_DIMENSIONS = 32
-
-
-def _check_savable(array: np.ndarray, key: str) -> None:
-    """UnsavableValueError unless `array` loads back exactly, within the limits in force."""
-    if str(array.dtype) not in ARRAY_DTYPES:
-        raise UnsavableValueError(
-            f"{key}: arrays of {_dtype_shown(array.dtype.str)} cannot be saved (only booleans, "
-            "integers and floats in native byte order)"
-        )
-    try:
-        checked_elements(array.shape, active_limits())
-    except ValueError as problem:
-        raise UnsavableValueError(f"{key}: {problem}") from None
-
-
-def _dtype_shown(name: Any) -> str:
-    """A dtype named in a file, for a message: numpy's name for it when it is one."""
-    if isinstance(name, str) and len(name) <= 40:
-        try:
-            return str(np.dtype(name))
-        except (TypeError, ValueError, SyntaxError):
-            pass
-    return shown(name)
-
-
-def checked_elements(shape: Any, limits: Limits) -> tuple[int, ...]:
-    """`shape` as a tuple of sizes, or ValueError when it is not one or holds more elements
-    than `limits.array_elements`."""
-    if not isinstance(shape, list | tuple) or len(shape) > _MAX_DIMENSIONS:
-        raise ValueError(f"bad array shape {shown(shape)}")
-    if not all(isinstance(size, int) and not isinstance(size, bool) and size >= 0
-               for size in shape):  # fmt: skip
-        raise ValueError(f"bad array shape {shown(shape)}")
-    elements = math.prod(shape)
-    if elements > limits.array_elements:
-        raise ValueError(
-            f"array of {elements} elements: {limits.exceeded('array_elements', elements)}"
-        )
-    return tuple(shape)
-
-
-def _decode_value(value: Any, sidecars: _Sidecars | None, limits: Limits) -> Any:
-    if not (isinstance(value, dict) and _is_array_reference(value)):
-        return value
-    spec = value["$array"]
-    if not isinstance(spec, dict):
-        raise ValueError("$array must be an object")
-    if "npz" in spec:
-        name, key = spec.get("npz"), spec.get("key")
-        if not isinstance(name, str) or not isinstance(key, str):
-            raise ValueError("$array npz and key must be text")
-        if sidecars is None:
-            raise ValueError(f"array {shown(key)} is missing from the sidecar file")
-        return sidecars.array(name, key)
-    dtype_name, data = spec.get("dtype"), spec.get("data")
-    if not isinstance(dtype_name, str) or dtype_name not in ARRAY_DTYPES:
-        raise ValueError(f"arrays of {_dtype_shown(dtype_name)} are not supported")
-    shape = checked_elements(spec.get("shape"), limits)
-    if not isinstance(data, list | int | float | bool):
-        raise ValueError("$array data must be a list of numbers")
-    try:
-        return np.asarray(data, dtype=np.dtype(dtype_name)).reshape(shape)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise ValueError(f"bad $array ({type(error).__name__}: {error})") from None
-
-
 # ----------------------------------------------------------------------------- dict <-> patch
 
 
 def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """The JSON document of a patch. Large arrays go to `sidecar` when one is given."""
     arrays: dict[str, np.ndarray] = {} if sidecar is None else sidecar
+    sink = SidecarSink(arrays)
     document = {
         "format": FORMAT,
         "version": 2 if patch.definitions else 1,
         "settings": patch.settings,
         "meta": patch.meta,
-        **body_to_dict(patch, arrays, ""),
+        **body_to_dict(patch, sink, ""),
     }
     if patch.definitions:
         document["definitions"] = {
-            name: body_to_dict(body, arrays, f"{name}/") for name, body in patch.definitions.items()
+            name: body_to_dict(body, sink, f"{name}/") for name, body in patch.definitions.items()
         }
     if patch.presets:  # absent when there are none: such files stay as they always were
         document["presets"] = {
             name: {"values": [
                 {"node": node_id, "pin": pin,
-                 "value": _encode_value(value, arrays, f"presets.{name}.{node_id}.{pin}")}
+                 "value": encode_value(value, sink, f"presets.{name}.{node_id}.{pin}")}
                 for (node_id, pin), value in sorted(values.items())
                 if _preset_pin_kept(patch, node_id, pin, value)
             ]}
@@ -385,30 +298,6 @@ def patch_to_dict(patch: Patch, sidecar: dict[str, np.ndarray] | None = None) ->
     if sidecar is None and arrays:
         raise ValueError("large arrays need a sidecar file; use save_patch")
     return document
-
-
-def body_to_dict(patch: Patch, arrays: dict[str, np.ndarray], prefix: str) -> dict[str, Any]:
-    """The `nodes` and `links` of a patch or a definition's body (array keys start with
-    `prefix`)."""
-    nodes = []
-    for instance in patch.nodes.values():
-        values = {
-            name: _encode_value(value, arrays, f"{prefix}{instance.id}.{name}")
-            for name, value in instance.values.items()
-        }
-        position = [round(instance.pos[0], 2), round(instance.pos[1], 2)]
-        nodes.append(
-            {"id": instance.id, "type": instance.type_id, "values": values, "pos": position}
-        )
-    links = [{"from": [ln.src, ln.src_pin], "to": [ln.dst, ln.dst_pin]} for ln in patch.links]
-    body: dict[str, Any] = {"nodes": nodes, "links": links}
-    if patch.backdrops:  # absent when there are none: such files stay as they always were
-        body["backdrops"] = [
-            {"id": b.id, "title": b.title, "color": list(b.color),
-             "rect": [round(v, 2) for v in b.rect]}
-            for b in patch.backdrops.values()
-        ]  # fmt: skip
-    return body
 
 
 def patch_from_dict(
@@ -484,6 +373,30 @@ def _patch_from_document(
     return patch
 
 
+def body_from_dict(entry: Any, owner: Patch, source: str, arrays: ArraySource | None) -> Patch:
+    """A definition's body from its JSON (as `nodes._codec.body_to_dict` makes it; referenced
+    arrays from `arrays`), checked as a file's definitions are: limits, schema, placeholders for
+    node types that are not installed. `owner` is the document whose definitions its instances
+    use. PatchFileError naming `source` and the place, one line."""
+    limits = active_limits()
+
+    def fail(place: str, message: str) -> PatchFileError:
+        return PatchFileError(f"{source}: {place}: {message}")
+
+    _check_sizes(entry, limits, fail)
+    error = jsonschema.exceptions.best_match(_BODY_VALIDATOR.iter_errors(entry))
+    if error is not None:
+        raise fail(_place(error.absolute_path), error.message)
+    body = Patch()
+    body.owner = owner  # while it is built: its instances find their definitions
+    try:
+        _fill(body, entry["nodes"], entry["links"], arrays, limits, fail)
+        _add_backdrops(body, entry.get("backdrops", []), fail)
+    finally:
+        body.owner = None
+    return body
+
+
 def _add_backdrops(patch: Patch, entries: list[dict[str, Any]], fail: Any) -> None:
     """Put the (schema-checked) backdrops of a document or body into `patch`."""
     for index, entry in enumerate(entries):
@@ -514,7 +427,11 @@ def _preset_pin_kept(patch: Patch, node_id: str, pin: str, value: Any) -> bool:
 
 
 def _add_presets(
-    patch: Patch, presets: Mapping[str, Any], sidecars: _Sidecars | None, limits: Limits, fail: Any
+    patch: Patch,
+    presets: Mapping[str, Any],
+    sidecars: ArraySource | None,
+    limits: Limits,
+    fail: Any,
 ) -> None:
     """Put the (schema-checked) presets into `patch`: every pin must exist, every value must be
     one the pin takes (coerced as an edit would)."""
@@ -536,7 +453,7 @@ def _add_presets(
                 raise fail(_place(place), f"{instance.id}.{pin.name} is set twice")
             try:
                 values[instance.id, pin.name] = coerce_value(
-                    pin.type, _decode_value(item["value"], sidecars, limits)
+                    pin.type, decode_value(item["value"], sidecars, limits)
                 )
             except ValueError as problem:
                 raise fail(_place([*place, "value"]), str(problem)) from None
@@ -635,7 +552,7 @@ def _fill(
     patch: Patch,
     nodes: list[Any],
     links: list[Any],
-    sidecars: _Sidecars | None,
+    sidecars: ArraySource | None,
     limits: Limits,
     fail: Any,
 ) -> None:
@@ -653,7 +570,7 @@ def _fill(
         place = f"nodes[{index}]"
         try:
             values = {
-                name: _decode_value(value, sidecars, limits)
+                name: decode_value(value, sidecars, limits)
                 for name, value in entry.get("values", {}).items()
             }
         except ValueError as problem:
@@ -847,7 +764,11 @@ class _Sidecars:
     def of(cls, given: Mapping[str, np.ndarray] | None) -> _Sidecars | None:
         return None if given is None else cls(None, active_limits(), given)
 
-    def array(self, name: str, key: str) -> np.ndarray:
+    def array(self, reference: dict[str, Any]) -> np.ndarray:
+        """The array a value's `{"npz", "key"}` reference names (nodes._codec.ArraySource)."""
+        name, key = reference.get("npz"), reference.get("key")
+        if not isinstance(name, str) or not isinstance(key, str):
+            raise ValueError("$array npz and key must be text")
         if self.given is not None:
             if key not in self.given:
                 raise ValueError(f"array {shown(key)} is missing from the sidecar file")
@@ -1072,7 +993,7 @@ def save_patch(patch: Patch, path: str | os.PathLike[str]) -> Path | None:
     for node in every_node:
         for value in node["values"].values():
             # Only arrays are such dicts here: patch_to_dict refuses any other.
-            if isinstance(value, dict) and _is_array_reference(value) and "npz" in value["$array"]:
+            if isinstance(value, dict) and is_array_reference(value) and "npz" in value["$array"]:
                 value["$array"]["npz"] = sidecar.name if sidecar else ""
     _check_loadable(document, arrays, limits)
     data = _serialised(document)
@@ -1096,7 +1017,8 @@ def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
     """UnsavableValueError unless `load_patch` would take the document under `limits`: the
     checks loading makes before it builds anything (the same functions), except the schema,
     which a document made from a Patch meets by construction. Arrays were checked one by one
-    (`_check_savable`); here their total, and the resolution, which is normalised in place."""
+    (`nodes._codec.check_savable`); here their total, and the resolution, which is normalised in
+    place."""
 
     def refuse(place: str, message: str) -> UnsavableValueError:
         return _refused_at_save(document, place, message)

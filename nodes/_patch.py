@@ -30,6 +30,7 @@ import itertools
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -104,18 +105,42 @@ class Backdrop(NamedTuple):
     rect: tuple[float, float, float, float]
 
 
+class EditOp(StrEnum):
+    """The edits a Patch makes (`PatchEvent.op`); the values are the names edits travel under."""
+
+    ADD_NODE = "add_node"
+    REMOVE_NODE = "remove_node"
+    CONNECT = "connect"
+    DISCONNECT = "disconnect"
+    PINS = "pins"
+    SET_VALUE = "set_value"
+    MOVE = "move"
+    BACKDROP = "backdrop"
+    SETTINGS = "settings"
+    ADD_DEFINITION = "add_definition"
+    REMOVE_DEFINITION = "remove_definition"
+    RENAME_DEFINITION = "rename_definition"
+    BINDING = "binding"
+    PRESET = "preset"
+
+
+DEFINITION_OPS = frozenset(
+    (EditOp.ADD_DEFINITION, EditOp.REMOVE_DEFINITION, EditOp.RENAME_DEFINITION)
+)
+"""The edits of a document's definitions (not of a body: those are node and link edits)."""
+
+
 class PatchEvent(NamedTuple):
-    """What changed. `op` is one of add_node, remove_node, connect, disconnect, pins, set_value,
-    move, backdrop (`value`: the backdrop's id; a UI-only edit), settings, add_definition,
-    remove_definition, rename_definition (`value`: the name, or (old, new)), binding (`value`: the
-    binding's id), preset (`value`: the preset's name). `definition`: the definition whose body
+    """What changed. `op` is one of the `EditOp`s: for `backdrop`, `value` is the backdrop's id
+    (a UI-only edit, as `move`); for the definition ops, the name, or (old, new); for `binding`
+    the binding's id; for `preset` the preset's name. `definition`: the definition whose body
     the edit was made in (None: the document's own nodes). `live`: a value a live control or a
     preset recall set while the patch plays (`set_value(..., live=True)`): evaluators treat it as
     any value edit, but it is not counted in `value_revision` and editors do not send it to an
     engine (it came from there)."""
 
     kind: EventKind
-    op: str
+    op: EditOp
     node_id: str | None = None
     pin: str | None = None
     link: Link | None = None
@@ -293,7 +318,7 @@ class Patch:
             raise
         defs.instance_spec(body)
         body.port_names = _port_names(body)
-        document._emit(PatchEvent("structural", "add_definition", value=name))
+        document._emit(PatchEvent("structural", EditOp.ADD_DEFINITION, value=name))
 
     def _adopt(self, name: str, body: Patch) -> None:
         body.owner, body.name = self, name
@@ -317,7 +342,7 @@ class Patch:
                 f"definition {name!r} is used by {len(users)} instance(s) ({where})"
             )
         body = document._disown(name)
-        document._emit(PatchEvent("structural", "remove_definition", value=name))
+        document._emit(PatchEvent("structural", EditOp.REMOVE_DEFINITION, value=name))
         return body
 
     def rename_definition(self, old: str, new: str) -> None:
@@ -339,7 +364,7 @@ class Patch:
         for container, node_id in defs.instances_of(document, old):
             instance = container.nodes[node_id]
             instance.values = {**instance.values, "definition": new}
-        document._emit(PatchEvent("structural", "rename_definition", value=(old, new)))
+        document._emit(PatchEvent("structural", EditOp.RENAME_DEFINITION, value=(old, new)))
 
     def instances(self, name: str) -> list[tuple[Patch, str]]:
         """Every instance of definition `name`: (the patch holding it, its id), document first."""
@@ -357,7 +382,7 @@ class Patch:
             event.node_id in ports
             or event.node_id in body.port_names
             or (link is not None and (link.src in ports or link.dst in ports))
-            or (event.op == "pins" and _linked_to_port(body, event.node_id or ""))
+            or (event.op == EditOp.PINS and _linked_to_port(body, event.node_id or ""))
         ):
             self._rederive_instances(body)
 
@@ -414,7 +439,7 @@ class Patch:
             if link in self._links:
                 self._drop_link(link)
                 self._emit(
-                    PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link)
+                    PatchEvent("structural", EditOp.DISCONNECT, link.dst, link.dst_pin, link=link)
                 )
             if (moved.dst != node_id or moved.dst_pin in in_names) and (
                 moved.src != node_id or moved.src_pin in out_names
@@ -424,7 +449,7 @@ class Patch:
         instance.values = {pin.name: _kept(pin, values) for pin in inputs}
         instance.inputs = inputs
         instance.stamp = next(_stamps)
-        self._emit(PatchEvent("structural", "pins", node_id))
+        self._emit(PatchEvent("structural", EditOp.PINS, node_id))
         for link in relink:
             try:
                 self.connect(*link, check_cycles=False)
@@ -508,7 +533,7 @@ class Patch:
             self.instance_counts[definition] = self.instance_counts.get(definition, 0) + 1
         elif spec.id in defs.PORT_TYPES:
             self.ports[node_id] = None
-        self._emit(PatchEvent("structural", "add_node", node_id))
+        self._emit(PatchEvent("structural", EditOp.ADD_NODE, node_id))
         return node_id
 
     def _checked_values(
@@ -542,14 +567,16 @@ class Patch:
         )
         for link in removed:
             self._drop_link(link)
-            self._emit(PatchEvent("structural", "disconnect", link.dst, link.dst_pin, link=link))
+            self._emit(
+                PatchEvent("structural", EditOp.DISCONNECT, link.dst, link.dst_pin, link=link)
+            )
         instance = self.nodes.pop(node_id)
         self._links_in.pop(node_id, None)
         self._links_out.pop(node_id, None)
         if defs.is_instance(instance):
             self._count_instance(defs.definition_name(instance), -1)
         self.ports.pop(node_id, None)
-        self._emit(PatchEvent("structural", "remove_node", node_id))
+        self._emit(PatchEvent("structural", EditOp.REMOVE_NODE, node_id))
         return removed
 
     def _count_instance(self, name: str, change: int) -> None:
@@ -561,7 +588,7 @@ class Patch:
 
     def set_position(self, node_id: str, pos: tuple[float, float]) -> None:
         self.node(node_id).pos = (float(pos[0]), float(pos[1]))
-        self._emit(PatchEvent("ui", "move", node_id, value=pos))
+        self._emit(PatchEvent("ui", EditOp.MOVE, node_id, value=pos))
 
     def set_backdrop(self, backdrop_id: str, backdrop: Backdrop | None) -> None:
         """Add or replace the backdrop `backdrop_id` (None removes it); a UI-only edit."""
@@ -572,7 +599,7 @@ class Patch:
             if backdrop.id != backdrop_id:
                 raise PatchValueError(f"backdrop {backdrop_id!r} given as {backdrop.id!r}")
             self.backdrops[backdrop_id] = backdrop
-        self._emit(PatchEvent("ui", "backdrop", value=backdrop_id))
+        self._emit(PatchEvent("ui", EditOp.BACKDROP, value=backdrop_id))
 
     def new_backdrop_id(self) -> str:
         """A backdrop id not in use: `backdrop1`, `backdrop2`, ..."""
@@ -625,7 +652,7 @@ class Patch:
         # Values dicts are replaced, never changed, so snapshots can share them without copying.
         instance.values = values
         instance.stamp = next(_stamps)
-        self._emit(PatchEvent("value", "set_value", node_id, pin, value=new, live=live))
+        self._emit(PatchEvent("value", EditOp.SET_VALUE, node_id, pin, value=new, live=live))
         if inputs != instance.inputs:
             self._rederive_pins(instance, inputs)
 
@@ -639,7 +666,7 @@ class Patch:
         instance.stamp = next(_stamps)
         self._count_instance(old, -1)
         self._count_instance(name, 1)
-        self._emit(PatchEvent("value", "set_value", instance.id, "definition", value=name))
+        self._emit(PatchEvent("value", EditOp.SET_VALUE, instance.id, "definition", value=name))
         self._rederive_instance(instance.id, spec, {}, {})
 
     def _rederive_pins(self, instance: NodeInstance, inputs: tuple[PinSpec, ...]) -> None:
@@ -647,11 +674,13 @@ class Patch:
         for pin_name, link in list(self._links_in.get(instance.id, {}).items()):
             if pin_name not in names:
                 self._drop_link(link)
-                self._emit(PatchEvent("structural", "disconnect", link.dst, pin_name, link=link))
+                self._emit(
+                    PatchEvent("structural", EditOp.DISCONNECT, link.dst, pin_name, link=link)
+                )
         values = instance.values
         instance.values = {pin.name: _kept(pin, values) for pin in inputs}
         instance.inputs = inputs
-        self._emit(PatchEvent("structural", "pins", instance.id))
+        self._emit(PatchEvent("structural", EditOp.PINS, instance.id))
 
     def new_binding_id(self) -> str:
         """A binding id not in use: `binding1`, `binding2`, ..."""
@@ -667,7 +696,7 @@ class Patch:
                 return
         else:
             self.bindings[binding_id] = binding
-        self._emit(PatchEvent("value", "binding", value=binding_id))
+        self._emit(PatchEvent("value", EditOp.BINDING, value=binding_id))
 
     def set_preset(self, name: str, values: Mapping[tuple[str, str], Any] | None) -> None:
         """Add or replace the preset `name` ((node id, pin) -> value), or remove it (None).
@@ -687,7 +716,7 @@ class Patch:
                     value = _coerce(node_id, spec_pin, value)
                 kept[node_id, pin] = value
             self.presets[name] = kept
-        self._emit(PatchEvent("value", "preset", value=name))
+        self._emit(PatchEvent("value", EditOp.PRESET, value=name))
 
     def update_settings(self, **settings: Any) -> None:
         """Change patch settings (e.g. `resolution=[1920, 1080]`, `bpm=128`), checked first (a
@@ -698,7 +727,7 @@ class Patch:
         if "bpm" in settings:
             settings["bpm"] = checked_bpm(settings["bpm"])
         self.settings.update(settings)
-        self._emit(PatchEvent("value", "settings", value=dict(settings)))
+        self._emit(PatchEvent("value", EditOp.SETTINGS, value=dict(settings)))
 
     # ----------------------------------------------------------------- links
     def check_link(
@@ -792,7 +821,7 @@ class Patch:
         self._links_in.setdefault(dst, {})[dst_pin] = link
         self._links_out.setdefault(src, {})[link] = None
         self.nodes[dst].stamp = next(_stamps)
-        self._emit(PatchEvent("structural", "connect", dst, dst_pin, link=link))
+        self._emit(PatchEvent("structural", EditOp.CONNECT, dst, dst_pin, link=link))
         return link
 
     def disconnect(self, src: str, src_pin: str, dst: str, dst_pin: str) -> None:
@@ -800,7 +829,7 @@ class Patch:
         if link not in self._links:
             raise UnknownPinError(f"no link {src}.{src_pin} -> {dst}.{dst_pin}")
         self._drop_link(link)
-        self._emit(PatchEvent("structural", "disconnect", dst, dst_pin, link=link))
+        self._emit(PatchEvent("structural", EditOp.DISCONNECT, dst, dst_pin, link=link))
 
     def _drop_link(self, link: Link) -> None:
         del self._links[link]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from app.engine import Engine, FrameLog, load_playing, save_playing
+from app.engine_messages import TO_EDITOR, TO_ENGINE, Report, decode, encode
 from app.engine_protocol import (
     Channel,
     EditBatch,
@@ -40,6 +41,13 @@ def chain_patch() -> Patch:
     return patch
 
 
+def as_report(raw: dict) -> Report:
+    """A report as the editor's client reads it off the channel."""
+    report = decode(raw, TO_EDITOR)
+    assert isinstance(report, Report)
+    return report
+
+
 class EditorEnd:
     """The editor's side of a pipe to an Engine: sends the patch and its change events."""
 
@@ -47,11 +55,9 @@ class EditorEnd:
         editor_conn, engine_conn = Pipe()
         self.channel = Channel(editor_conn)
         self.engine = engine
-        from app.engine import EditorLink
+        from app.engine import Connected, EditorLink
 
-        engine.inbox.put(
-            (EditorLink(Channel(engine_conn), engine.inbox), {"type": "_connected"}, [])
-        )
+        engine.inbox.put((EditorLink(Channel(engine_conn), engine.inbox), Connected(), []))
         self.patch = patch
         self.received: list[dict] = []
         self.channel.send(*patch_message(patch))
@@ -89,7 +95,7 @@ def test_a_patch_message_round_trips_with_large_arrays_as_blobs() -> None:
     patch.add_node("value.array", {"value": np.array([1.5, 2.5])}, node_id="small")
     message, blobs = patch_message(patch)
     assert len(blobs) == 1 and len(blobs[0]) == big.nbytes  # raw bytes, not JSON numbers
-    copy = patch_from_message(json.loads(json.dumps(message)), blobs)
+    copy = patch_from_message(decode(json.loads(json.dumps(encode(message))), TO_ENGINE), blobs)
     assert copy.links == patch.links
     assert np.array_equal(copy.value("big", "value"), big)
     assert copy.value("big", "value").dtype == np.float32
@@ -112,7 +118,7 @@ def test_a_blob_that_does_not_match_its_description_is_refused() -> None:
     message, blobs = patch_message(patch)
     with pytest.raises(ProtocolError, match="does not match"):
         patch_from_message(message, [blobs[0][:-8]])
-    message["document"]["nodes"][0]["type"] = "no.such"  # not installed: a placeholder
+    message.document["nodes"][0]["type"] = "no.such"  # not installed: a placeholder
     placeholder = patch_from_message(message, blobs).nodes["big"]
     assert placeholder.spec.missing and placeholder.type_id == "no.such"
     assert np.array_equal(placeholder.values["value"], np.zeros(20_000))
@@ -215,7 +221,7 @@ def test_edits_inside_a_definition_reach_every_instance_the_engine_plays() -> No
     patch.definition("double").connect("gain", "out", "plus", "a")
     patch.definition("double").connect("plus", "out", "outy", "in")
     editor.read_until("report", lambda m: m["values"].get("d1", {}).get("twice") == 31.0)
-    assert patch_message(engine.patch)[0]["document"] == patch_message(patch)[0]["document"]
+    assert patch_message(engine.patch)[0].document == patch_message(patch)[0].document
     assert not any(m["type"] == "resync" for m in editor.received)
     engine.close()
 
@@ -249,7 +255,7 @@ def test_revisions_that_disagree_ask_for_the_whole_patch_and_state_goes_on() -> 
     editor.channel.send({"type": "watch", "nodes": ["frame"]})
     editor.read_until("report", lambda m: (m["values"].get("frame", {}).get("out") or 0) > 3)
     add = {"op": "add_node", "node": "x", "node_type": "math.add", "values": {}}
-    editor.channel.send({"type": "edits", "rev": 999, "vrev": 0, "ops": [add]})
+    editor.channel.send({"type": "edits", "seq": 1, "rev": 999, "vrev": 0, "ops": [add]})
     editor.read_until("resync")
     patch.add_node("math.mul", None, node_id="ignored")  # ignored until the resync
     editor.read_until("report")
@@ -406,12 +412,13 @@ def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
     def seen_all() -> bool:
         report = editor.read_until("report")
         assert len(report["nodes"]) <= REPORT_NODES  # a slice, however big the patch
-        remote.update(report, [])
+        remote.update(as_report(report), [])
         return all(remote.status(node_id) in ("ok", "cached") for node_id in patch.nodes)
 
     assert poll_until(seen_all, TIMEOUT_S, interval=0), "the reports never covered every node"
     patch.remove_node("n7")
-    remote.update(editor.read_until("report", lambda m: "ids" in m and "n7" not in m["ids"]), [])
+    report = editor.read_until("report", lambda m: "ids" in m and "n7" not in m["ids"])
+    remote.update(as_report(report), [])
     assert remote.nodes() == set(patch.nodes)
     engine.close()
 
@@ -426,7 +433,7 @@ def test_the_remote_evaluator_is_an_evaluator_speaking_its_vocabulary() -> None:
     editor.channel.send({"type": "watch", "nodes": ["out"]})
     remote = RemoteEvaluator()
     assert isinstance(remote, Evaluator)
-    remote.update(editor.read_until("report", lambda m: "out" in m["values"]), [])
+    remote.update(as_report(editor.read_until("report", lambda m: "out" in m["values"])), [])
     assert remote.node_class("add") is NodeClass.HOT
     assert remote.status("out") in (NodeStatus.OK, NodeStatus.CACHED)
     assert isinstance(remote.mode, EvaluatorMode) and remote.output("out") >= 10.0
@@ -485,7 +492,7 @@ def test_values_asked_for_in_reports_come_back_without_watching_and_capped() -> 
     report = editor.read_until("report", lambda m: "ramp" in m["values"])
     assert set(report["values"]) == set(asked[:REPORT_VALUES_CAP])
     remote = RemoteEvaluator()
-    remote.update(report, [])
+    remote.update(as_report(report), [])
     assert remote.output_shape("ramp") == (1000,)  # its values come shortened, its shape whole
     assert remote.output("add") >= 10.0
     # Reported, not watched: a value node nothing needs does not run.

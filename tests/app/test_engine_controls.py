@@ -11,6 +11,7 @@ import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
 from app.engine import Engine
+from app.engine_messages import Edits
 from app.engine_protocol import EditBatch, ProtocolError, apply_edits, decode_value
 from nodes import Patch, PatchError
 from nodes._bindings import Binding
@@ -115,9 +116,9 @@ def test_the_binding_op_adds_and_removes_bindings_in_step() -> None:
         "binding2", Binding("midi:cc:1:7", "knob", "max", 1, 100, "exponential", "scale", "nano")
     )
     editor_patch.set_binding("binding1", None)
-    message, blobs = batch.take() or ({}, [])
-    assert [op["op"] for op in message["ops"]] == ["binding", "binding"]
-    assert message["ops"][1] == {"op": "binding", "id": "binding1", "binding": None}
+    message, blobs = batch.take() or (Edits(0, 0, 0, []), [])
+    assert [op["op"] for op in message.ops] == ["binding", "binding"]
+    assert message.ops[1] == {"op": "binding", "id": "binding1", "binding": None}
     assert apply_edits(engine_patch, message, blobs)
     assert engine_patch.bindings == editor_patch.bindings
 
@@ -151,12 +152,12 @@ def test_a_control_bound_to_a_preset_recalls_it(port: int) -> None:
 
 def test_a_malformed_binding_op_is_refused_with_a_reason() -> None:
     patch = bound_patch()
-    bad = {"rev": patch.revision, "vrev": patch.value_revision + 1}
+    rev, vrev = patch.revision, patch.value_revision + 1
     with pytest.raises(PatchError, match="binding source 'nope'"):
-        apply_edits(patch, {**bad, "ops": [{"op": "binding", "id": "b", "binding": {
-            "source": "nope", "node": "knob", "pin": "value"}}]}, [])  # fmt: skip
+        apply_edits(patch, Edits(1, rev, vrev, [{"op": "binding", "id": "b", "binding": {
+            "source": "nope", "node": "knob", "pin": "value"}}]), [])  # fmt: skip
     with pytest.raises(ProtocolError, match="edits binding: malformed"):
-        apply_edits(patch, {**bad, "ops": [{"op": "binding", "binding": None}]}, [])
+        apply_edits(patch, Edits(1, rev, vrev, [{"op": "binding", "binding": None}]), [])
     assert list(patch.bindings) == ["binding1"]
 
 

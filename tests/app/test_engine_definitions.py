@@ -9,10 +9,18 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
+from app.engine_messages import TO_ENGINE, decode, encode
 from app.engine_protocol import EditBatch, apply_edits, patch_from_message, patch_message
-from nodes import Patch, patch_to_dict
+from nodes import Patch, PatchFileError, patch_from_dict, patch_to_dict
+from nodes._limits import active_limits, set_active_limits
+
+
+def through_json(message: Any) -> Any:
+    """`message` as the engine receives it: encoded, through JSON text, decoded."""
+    return decode(json.loads(json.dumps(encode(message))), TO_ENGINE)
 
 
 def without_positions(patch: Patch) -> dict[str, Any]:
@@ -142,7 +150,7 @@ STEPS: list[Callable[[Patch], None]] = [
 def test_replayed_edits_keep_the_engine_copy_equal(batched: bool) -> None:
     document = starting_patch()
     message, blobs = patch_message(document)
-    copy = patch_from_message(json.loads(json.dumps(message)), blobs)
+    copy = patch_from_message(through_json(message), blobs)
     edits = EditBatch(document)
     document.subscribe(edits.add)
 
@@ -150,7 +158,7 @@ def test_replayed_edits_keep_the_engine_copy_equal(batched: bool) -> None:
         batch = edits.take()
         assert batch is not None, step
         sent, sent_blobs = batch
-        assert apply_edits(copy, json.loads(json.dumps(sent)), sent_blobs), step
+        assert apply_edits(copy, through_json(sent), sent_blobs), step
         assert (copy.revision, copy.value_revision) == (document.revision, document.value_revision)
         assert without_positions(copy) == without_positions(document), step
 
@@ -161,3 +169,61 @@ def test_replayed_edits_keep_the_engine_copy_equal(batched: bool) -> None:
     if batched:
         replay("all steps")
     assert list(copy.definitions) == ["scaled", "just_mul"]  # loop was ungrouped, its insides kept
+
+
+def test_a_body_with_a_node_type_not_installed_arrives_as_a_placeholder() -> None:
+    """A definition an editor adds goes through the file format: a node whose type is not
+    installed here becomes a placeholder keeping its values, as in a file (no resync)."""
+    document, copy = Patch(), Patch()
+    edits = EditBatch(document)
+    document.subscribe(edits.add)
+    body = patch_from_dict({
+        "format": "patchbay", "version": 1, "links": [],
+        "nodes": [{"id": "ghost", "type": "no.such", "values": {"level": 0.5}, "pos": [1, 2]}],
+    })  # fmt: skip
+    document.add_definition("haunted", body)
+    batch = edits.take()
+    assert batch is not None
+    sent, blobs = batch
+    assert apply_edits(copy, through_json(sent), blobs)  # the revisions agree: no resync
+    ghost = copy.definition("haunted").nodes["ghost"]
+    assert ghost.spec.missing and ghost.type_id == "no.such"
+    assert ghost.values == {"level": 0.5} and ghost.pos == (1.0, 2.0)
+
+
+def test_a_body_over_the_limits_is_refused_in_one_line() -> None:
+    document, copy = Patch(), Patch()
+    edits = EditBatch(document)
+    document.subscribe(edits.add)
+    body = Patch()
+    for index in range(3):
+        body.add_node("value.float", {"value": float(index)}, node_id=f"v{index}")
+    document.add_definition("big", body)
+    batch = edits.take()
+    assert batch is not None
+    before = active_limits()
+    set_active_limits(before.replaced(nodes=2))
+    try:
+        with pytest.raises(PatchFileError) as refused:
+            apply_edits(copy, through_json(batch[0]), batch[1])
+    finally:
+        set_active_limits(before)
+    assert "nodes" in str(refused.value) and "\n" not in str(refused.value)
+    assert "big" not in copy.definitions
+
+
+def test_array_values_in_a_body_travel_as_blobs() -> None:
+    document, copy = Patch(), Patch()
+    edits = EditBatch(document)
+    document.subscribe(edits.add)
+    ramp = np.arange(10_000, dtype=np.float32)
+    body = Patch()
+    body.add_node("value.array", {"value": ramp}, node_id="ramp")
+    document.add_definition("ramped", body)
+    batch = edits.take()
+    assert batch is not None
+    sent, blobs = batch
+    assert [len(blob) for blob in blobs] == [ramp.nbytes]  # raw bytes, not JSON numbers
+    assert apply_edits(copy, through_json(sent), blobs)
+    arrived = copy.definition("ramped").nodes["ramp"].values["value"]
+    assert arrived.dtype == np.float32 and np.array_equal(arrived, ramp)

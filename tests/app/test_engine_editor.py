@@ -22,6 +22,7 @@ import pytest
 
 from app.engine import PLAYING_FILE
 from app.engine_client import EngineClient, EngineProcess
+from app.engine_messages import PatchDocument, encode
 from tests.waiting import TIMEOUT_S, poll_until, read_line
 from tests.xvfb import private_display
 
@@ -104,7 +105,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                 patches: list[dict] = []
 
                 def resumed() -> bool:
-                    patches.extend(m for m, _ in client.poll() if m["type"] == "patch")
+                    patches.extend(
+                        encode(m) for m, _ in client.poll() if isinstance(m, PatchDocument)
+                    )
                     return bool(patches) and bool(client.evaluator.output_fullscreen)
 
                 poll_until(resumed, TIMEOUT_S, interval=0.05)

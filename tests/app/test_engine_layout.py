@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine import Engine
+from app.engine_messages import Edits
 from app.engine_protocol import EditBatch, ProtocolError, apply_edits, patch_message
 from nodes import Backdrop, Patch
 from tests.app.test_engine import EditorEnd, chain_patch
@@ -17,7 +18,7 @@ from tests.waiting import TIMEOUT_S, poll_until
 
 
 def document(patch: Patch) -> dict:
-    return patch_message(patch)[0]["document"]
+    return patch_message(patch)[0].document
 
 
 def double_body() -> Patch:
@@ -85,7 +86,7 @@ def test_a_drag_is_sent_as_where_each_node_ends() -> None:
         patch.set_position("add", (0.0, float(step)))
     message = batch.take()
     assert message is not None
-    assert message[0]["ops"] == [
+    assert message[0].ops == [
         {"op": "move", "node": "frame", "pos": [99.0, 0.0]},
         {"op": "move", "node": "add", "pos": [0.0, 99.0]},
     ]
@@ -107,7 +108,7 @@ def test_layout_ops_never_move_across_the_edits_between_them() -> None:
     assert message is not None
     assert apply_edits(copy, *message)
     assert copy.node("add").pos == (90.0, 90.0)
-    assert [op["op"] for op in message[0]["ops"]][-2:] == ["add_node", "move"]
+    assert [op["op"] for op in message[0].ops][-2:] == ["add_node", "move"]
 
 
 @pytest.mark.parametrize(
@@ -131,4 +132,4 @@ def test_layout_ops_never_move_across_the_edits_between_them() -> None:
 )
 def test_a_layout_the_file_format_would_refuse_is_refused(op: dict) -> None:
     with pytest.raises(ProtocolError):
-        apply_edits(chain_patch(), {"ops": [op], "rev": 0, "vrev": 0}, [])
+        apply_edits(chain_patch(), Edits(1, 0, 0, [op]), [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine import Engine
+from app.engine_messages import Edits
 from app.engine_protocol import EditBatch, ProtocolError, apply_edits
 from nodes import Patch, capture
 from tests.app.test_engine import EditorEnd
@@ -31,13 +32,13 @@ def test_preset_edits_travel_as_ops_and_keep_the_revisions_equal() -> None:
     editor_patch.subscribe(batch.add)
     editor_patch.set_preset("C", {(x, "value"): 7.0, ("tint", "value"): True})
     editor_patch.set_preset("A", None)
-    message, blobs = batch.take() or ({}, [])
-    assert [op["op"] for op in message["ops"]] == ["preset", "preset"]
-    assert message["ops"][0]["values"] == [[x, "value", 7.0], ["tint", "value", True]]
-    assert message["ops"][1] == {"op": "preset", "name": "A", "values": None}
+    message, blobs = batch.take() or (Edits(0, 0, 0, []), [])
+    assert [op["op"] for op in message.ops] == ["preset", "preset"]
+    assert message.ops[0]["values"] == [[x, "value", 7.0], ["tint", "value", True]]
+    assert message.ops[1] == {"op": "preset", "name": "A", "values": None}
     assert apply_edits(engine_patch, message, blobs)  # revisions agree
     assert engine_patch.presets == editor_patch.presets
-    bad = {"ops": [{"op": "preset", "name": "D", "values": [[x, "value"]]}], "rev": 0, "vrev": 0}
+    bad = Edits(1, 0, 0, [{"op": "preset", "name": "D", "values": [[x, "value"]]}])
     with pytest.raises(ProtocolError, match=r"\[node, pin, value\]"):
         apply_edits(engine_patch, bad, [])
 

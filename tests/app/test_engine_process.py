@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from app.engine_client import EngineClient, EngineProcess, pid_alive
+from app.engine_client import EngineClient, EngineProcess, Restarted, pid_alive
+from app.engine_messages import Error, PatchDocument, ResyncNeeded
 from app.engine_protocol import EditBatch, patch_from_message, patch_message
 from nodes import Patch
 from tests.waiting import TIMEOUT_S, read_line
@@ -45,7 +46,7 @@ class Editor:
         self.patch = patch
         self.edits = EditBatch(patch)
         patch.subscribe(self.edits.add)
-        self.messages: list[dict] = []
+        self.messages: list = []
 
     def send_patch(self) -> None:
         self.edits.clear()
@@ -62,7 +63,7 @@ class Editor:
         self.send_edits()
         for message, _ in self.client.poll():
             self.messages.append(message)
-            if message["type"] in ("restarted", "resync"):
+            if isinstance(message, Restarted | ResyncNeeded):
                 self.send_patch()
         return True
 
@@ -91,7 +92,7 @@ def test_edits_arrive_and_reports_come_back_from_another_process(editor: Editor)
     remote = editor.client.evaluator
     engine_pid = editor.client.engine.running_pid()
     assert engine_pid is not None and engine_pid != os.getpid()
-    assert editor.client.hello["pid"] == engine_pid
+    assert editor.client.hello.pid == engine_pid
     assert editor.wait(lambda: (remote.output("out") or 0) > 5)
     assert remote.node_class("out") == "HOT" and remote.status("out") in ("ok", "cached")
     editor.patch.add_node("value.float", {"value": 2.5}, node_id="const")
@@ -102,7 +103,7 @@ def test_edits_arrive_and_reports_come_back_from_another_process(editor: Editor)
     editor.patch.set_value("const", "value", -1.0)
     assert editor.wait(lambda: remote.output("out") == -1.0)
     assert editor.wait(lambda: remote.mode == "flat")  # built in the engine's background
-    assert not [m for m in editor.messages if m["type"] in ("resync", "error")]
+    assert not [m for m in editor.messages if isinstance(m, ResyncNeeded | Error)]
 
 
 def test_a_killed_engine_is_restarted_and_gets_the_patch_again(editor: Editor) -> None:
@@ -111,7 +112,7 @@ def test_a_killed_engine_is_restarted_and_gets_the_patch_again(editor: Editor) -
     first = editor.client.engine.running_pid()
     assert first is not None
     os.kill(first, signal.SIGKILL)
-    assert editor.wait(lambda: any(m["type"] == "restarted" for m in editor.messages))
+    assert editor.wait(lambda: any(isinstance(m, Restarted) for m in editor.messages))
     second = editor.client.engine.running_pid()
     assert second not in (None, first)
     assert editor.wait(lambda: (remote.output("out") or 0) > 3)  # playing the patch again
@@ -125,7 +126,7 @@ def test_an_engine_frozen_where_its_watchdog_cannot_act_is_restarted_by_the_edit
     frozen = editor.client.engine.running_pid()
     assert frozen is not None
     os.kill(frozen, signal.SIGSTOP)  # no frame, no report, no heartbeat
-    assert editor.wait(lambda: any(m["type"] == "restarted" for m in editor.messages))
+    assert editor.wait(lambda: any(isinstance(m, Restarted) for m in editor.messages))
     assert editor.client.engine.running_pid() not in (None, frozen)
     assert not pid_alive(frozen) or Path(f"/proc/{frozen}/stat").read_text().split()[2] == "Z"
     assert editor.wait(lambda: (remote.output("out") or 0) > 3)  # playing the patch again
@@ -136,8 +137,8 @@ def test_a_hung_node_restarts_the_engine_with_that_node_bypassed(editor: Editor)
     assert editor.wait(lambda: remote.frame > 3)
     editor.patch.set_value("slow", "seconds", 60.0)  # one frame would take a minute
     assert editor.wait(lambda: remote.status("slow") == "failed")
-    restarted = [m for m in editor.messages if m["type"] == "restarted"]
-    assert restarted and restarted[0]["bypassed"] == "slow"
+    restarted = [m for m in editor.messages if isinstance(m, Restarted)]
+    assert restarted and restarted[0].bypassed == "slow"
     assert remote.error("slow") == "stopped: took longer than 2 s"
     frame = remote.frame
     assert editor.wait(lambda: remote.frame > frame + 10)  # the rest plays on
@@ -148,7 +149,7 @@ def test_a_hung_node_restarts_the_engine_with_that_node_bypassed(editor: Editor)
 
 EDITOR_SCRIPT = textwrap.dedent(
     """
-    import sys, time
+    import dataclasses, sys, time
     from pathlib import Path
     from app.engine_client import EngineClient, EngineProcess
     from app.engine_protocol import patch_message
@@ -160,7 +161,7 @@ EDITOR_SCRIPT = textwrap.dedent(
     patch.add_node("output.value", None, node_id="shown")
     patch.connect("clock", "out", "shown", "in")
     message, blobs = patch_message(patch)
-    client.send({**message, "path": "/shows/tonight.patchbay"}, blobs)
+    client.send(dataclasses.replace(message, path="/shows/tonight.patchbay"), blobs)
     print("READY", flush=True)
     time.sleep(600)
     """
@@ -202,10 +203,10 @@ def test_the_engine_plays_on_when_its_editor_is_killed_and_a_new_one_attaches(
     replies: list = []
     assert wait_for(lambda: replies.extend(client.poll()) or replies)
     message, blobs = replies[0]
-    assert message["type"] == "patch" and message["path"] == "/shows/tonight.patchbay"
+    assert isinstance(message, PatchDocument) and message.path == "/shows/tonight.patchbay"
     attached = patch_from_message(message, blobs)
     assert sorted(attached.nodes) == ["clock", "shown"]
-    assert attached.revision == message["rev"]
+    assert attached.revision == message.rev
     client.close(stop_engine=True)
     assert wait_for(lambda: engine.running_pid() is None)
 
@@ -236,7 +237,7 @@ def test_with_its_editor_gone_a_killed_engine_comes_back_playing_what_it_played(
     replies: list = []
     assert wait_for(lambda: replies.extend(client.poll()) or replies)
     message, blobs = replies[0]
-    assert message["path"] == "/shows/tonight.patchbay"
+    assert message.path == "/shows/tonight.patchbay"
     assert sorted(patch_from_message(message, blobs).nodes) == ["clock", "shown"]
     assert wait_for(lambda: client.evaluator.frame > 5)  # playing
     client.close(stop_engine=True)
@@ -267,8 +268,8 @@ def test_the_engine_checks_what_editors_send_against_the_limits_it_was_given(
     client.start()
     editor = Editor(client, show_patch())  # three nodes: one over the limit
     editor.send_patch()
-    assert editor.wait(lambda: any(m["type"] == "error" for m in editor.messages))
-    error = next(m for m in editor.messages if m["type"] == "error")["message"]
+    assert editor.wait(lambda: any(isinstance(m, Error) for m in editor.messages))
+    error = next(m for m in editor.messages if isinstance(m, Error)).message
     assert "nodes" in error and "\n" not in error and len(error) <= 300
     assert client.evaluator.nodes() == set()  # the engine plays what it had: nothing
     client.close()
@@ -375,16 +376,16 @@ def test_an_editor_leaves_restarting_a_patchbay_run_engine_to_its_supervisor(
     player, _ = start_player(tmp_path, 100_000)
     try:
         client = EngineClient(EngineProcess(tmp_path / "state" / "engine"))
-        assert client.start() is True and client.hello["supervised"] is True
+        assert client.start() is True and client.hello.supervised is True
         editor = Editor(client, show_patch())
         editor.send_patch()
         assert editor.wait(lambda: client.evaluator.frame > 3)
         first = client.engine.running_pid()
         assert first is not None
         os.kill(first, signal.SIGKILL)
-        assert editor.wait(lambda: any(m["type"] == "restarted" for m in editor.messages))
+        assert editor.wait(lambda: any(isinstance(m, Restarted) for m in editor.messages))
         second = client.engine.running_pid()
-        assert second not in (None, first) and client.hello["pid"] == second
+        assert second not in (None, first) and client.hello.pid == second
         assert editor.wait(lambda: (client.evaluator.output("out") or 0) > 3)  # playing again
         assert player.poll() is None  # the supervisor still runs: its engine was not replaced
         client.close()  # stops the engine: the supervisor ends with it

@@ -54,6 +54,7 @@ def test_run_in_window_mode_plays_the_preset(preset_file: Path, tmp_path: Path) 
     import sys
 
     from app.engine_client import EngineClient, EngineProcess
+    from app.engine_messages import PatchDocument
     from app.engine_protocol import patch_from_message
     from tests.waiting import poll_until
 
@@ -73,7 +74,7 @@ def test_run_in_window_mode_plays_the_preset(preset_file: Path, tmp_path: Path) 
 
         def patch_came() -> bool:
             for message, blobs in client.poll():
-                if message["type"] == "patch":
+                if isinstance(message, PatchDocument):
                     got.append(patch_from_message(message, blobs))
             return bool(got)
 

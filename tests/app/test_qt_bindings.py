@@ -8,6 +8,7 @@ client does; the window's loop (its 60 fps timer) reads them."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,15 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine_client import RemoteEvaluator
+from app.engine_messages import (
+    PROTOCOL_VERSION,
+    TO_EDITOR,
+    EngineHello,
+    Message,
+    MessageError,
+    decode,
+    encode,
+)
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
 from app.qt_bindings import (
     BIND_OSC_TEXT,
@@ -51,21 +61,24 @@ class FakeEngine:
     """Stands in for `EngineClient`: records messages sent, delivers `incoming` on `poll`."""
 
     def __init__(self) -> None:
-        self.hello: dict[str, Any] = {"gl": False, "pid": 0}
+        self.hello = EngineHello(schema=PROTOCOL_VERSION, pid=0, rev=0, vrev=0, gl=False)
         self.evaluator = RemoteEvaluator()
         self.sent: list[dict[str, Any]] = []
-        self.incoming: list[tuple[dict[str, Any], list[bytes]]] = []
+        self.incoming: list[tuple[Message, list[bytes]]] = []
 
-    def send(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> bool:
-        self.sent.append(message)
+    def send(self, message: Message, blobs: list[bytes] | None = None) -> bool:
+        self.sent.append(encode(message))  # as the channel carries it
         return True
 
-    def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
+    def poll(self) -> list[tuple[Message, list[bytes]]]:
         delivered, self.incoming = self.incoming, []
         return delivered
 
-    def deliver(self, message: dict[str, Any]) -> None:
-        self.incoming.append((message, []))
+    def deliver(self, raw: dict[str, Any]) -> None:
+        """Hand the editor a message as the client reads it off the channel (which skips what
+        is no message of the protocol)."""
+        with contextlib.suppress(MessageError):
+            self.incoming.append((decode(raw, TO_EDITOR), []))
 
     def close(self, **_options: Any) -> None:
         pass

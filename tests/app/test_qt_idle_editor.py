@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.engine_client import RemoteEvaluator
+from app.engine_messages import PROTOCOL_VERSION, EngineHello, Message, Report, encode
 from nodes import Patch
 from tests.app.conftest import ScriptedDialogs, make_editor, show_patch
 
@@ -20,12 +21,12 @@ class QuietEngine:
     evaluator by the test."""
 
     def __init__(self) -> None:
-        self.hello: dict[str, Any] = {"gl": True, "pid": 0}
+        self.hello = EngineHello(schema=PROTOCOL_VERSION, pid=0, rev=0, vrev=0, gl=True)
         self.evaluator = RemoteEvaluator()
         self.sent: list[dict[str, Any]] = []
 
-    def send(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> bool:
-        self.sent.append(message)
+    def send(self, message: Message, blobs: list[bytes] | None = None) -> bool:
+        self.sent.append(encode(message))  # as the channel carries it
         return True
 
     def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
@@ -82,13 +83,13 @@ def test_node_colours_are_redrawn_only_when_a_status_changes(editor, engine, qtb
     monkeypatch.setattr(editor.canvas, "decorate", counted)
     remote = engine.evaluator
     statuses = {"noise": ["HOT", "ok", None], "output": ["HOT", "ok", None]}
-    remote.update({"type": "report", "ids": ["noise", "output"], "nodes": statuses}, [])
+    remote.update(Report(ids=["noise", "output"], nodes=statuses), [])
     qtbot.waitUntil(lambda: len(decorated) == 2)
     for _ in range(20):  # an idle show: the same statuses, report after report
         reports = remote.reports
-        remote.update({"type": "report", "nodes": statuses}, [])
+        remote.update(Report(nodes=statuses), [])
         qtbot.waitUntil(lambda reports=reports: editor._reports_decorated > reports)
     assert len(decorated) == 2
-    remote.update({"type": "report", "nodes": {"noise": ["HOT", "failed", "boom"]}}, [])
+    remote.update(Report(nodes={"noise": ["HOT", "failed", "boom"]}), [])
     qtbot.waitUntil(lambda: len(decorated) == 4)
     assert editor.canvas.body_color("noise") != editor.canvas.body_color("output")

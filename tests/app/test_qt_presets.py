@@ -12,6 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
+from app.engine_messages import encode
 from nodes import Patch
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "presets_panel.png"
@@ -127,7 +128,7 @@ def test_a_transition_plays_in_the_frame_loop(editor, ui, qtbot):
 def test_with_an_engine_the_panel_sends_deck_messages(editor, ui, qtbot):
     panel = captured_a_and_b(editor, ui)
     sent: list[dict] = []
-    panel.engine_send = sent.append
+    panel.engine_send = lambda message: sent.append(encode(message))  # as the channel has it
     panel.select("B")
     panel.seconds.setValue(2.0)
     panel.easing.setCurrentText("ease-in-out")

@@ -15,6 +15,17 @@ from PySide6.QtCore import Qt
 
 from app.engine import Engine
 from app.engine_client import RemoteEvaluator
+from app.engine_messages import (
+    PROTOCOL_VERSION,
+    TO_ENGINE,
+    EngineHello,
+    Error,
+    Message,
+    ProfileRequest,
+    Report,
+    decode,
+    encode,
+)
 from app.profile_costs import PROFILE_BUSY_SHARE, ProfileAnswers, profile_reply
 from app.qt_canvas import CLASS_COLORS
 from app.qt_editor import QtEditorWindow
@@ -209,33 +220,33 @@ class EngineBridge:
     same patch, whose answers come back through `poll` as the real client's do."""
 
     def __init__(self, patch: Patch) -> None:
-        self.hello: dict[str, Any] = {"gl": False, "pid": 0}
+        self.hello = EngineHello(schema=PROTOCOL_VERSION, pid=0, rev=0, vrev=0, gl=False)
         self.evaluator = RemoteEvaluator()
         self.engine = Engine(patch)
         for _ in range(6):
             self.engine.step()
         self.engine.editor = self  # type: ignore[assignment]  # its link: `post` below
         self.sent: list[dict[str, Any]] = []
-        self.incoming: list[tuple[dict[str, Any], list[bytes]]] = []
+        self.incoming: list[tuple[Message, list[bytes]]] = []
 
-    def send(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> bool:
-        self.sent.append(message)
-        if message.get("type") == "profile":
+    def send(self, message: Message, blobs: list[bytes] | None = None) -> bool:
+        self.sent.append(encode(message))  # as the channel carries it
+        if isinstance(message, ProfileRequest):
             self.engine.step()
             self.engine._handle(self, message, [])  # type: ignore[arg-type]
         return True
 
-    def post(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+    def post(self, message: Message, blobs: list[bytes] | None = None) -> None:
         self.incoming.append((message, blobs or []))
 
-    def post_report(self, message: dict[str, Any], blobs: list[bytes]) -> None:
+    def post_report(self, message: Report, blobs: list[bytes]) -> None:
         self.evaluator.update(message, blobs)
 
-    def post_live(self, message: dict[str, Any], blobs: list[bytes]) -> bool:
+    def post_live(self, message: Message, blobs: list[bytes]) -> bool:
         self.post(message, blobs)
         return True
 
-    def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
+    def poll(self) -> list[tuple[Message, list[bytes]]]:
         delivered, self.incoming = self.incoming, []
         return delivered
 
@@ -274,11 +285,10 @@ def test_the_profiler_dock_with_an_engine(remote, bridge, qtbot):
     remote.show_heat_tint(True)
     qtbot.waitUntil(lambda: remote.canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
     # a request the engine cannot read is one error line, not an exception
-    bridge.engine._handle(bridge, {"type": "profile", "top": "all"}, [])  # type: ignore[arg-type]
-    bridge.engine._handle(bridge, {"type": "profile", "node": 3}, [])  # type: ignore[arg-type]
-    long_path = {"type": "profile", "node": "x" * 5000}
-    bridge.engine._handle(bridge, long_path, [])  # type: ignore[arg-type]
-    errors = [m["message"] for m, _ in bridge.poll() if m["type"] == "error"]
+    for raw in ({"type": "profile", "top": "all"}, {"type": "profile", "node": 3},
+                {"type": "profile", "node": "x" * 5000}):  # fmt: skip
+        bridge.engine._handle(bridge, decode(raw, TO_ENGINE), [])  # type: ignore[arg-type]
+    errors = [m.message for m, _ in bridge.poll() if isinstance(m, Error)]
     assert errors == [
         "profile: top must be a whole number, not 'all'",
         "profile: node must be a node path or null, not int",

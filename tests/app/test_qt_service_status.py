@@ -19,7 +19,7 @@ from PySide6.QtTest import QTest
 from pythonosc.udp_client import SimpleUDPClient
 
 from app.editor import launch_editor
-from app.engine_client import EngineProcess
+from app.engine_client import EngineProcess, Restarted
 from app.qt_bindings import LEARN_TEXT
 from app.qt_editor import QtEditorWindow
 from nodes import Patch, save_patch
@@ -118,7 +118,7 @@ def test_node_failures_restarts_and_refused_sending_reach_messages(
     remote: QtEditorWindow, engine: FakeEngine, dialogs: ScriptedDialogs, qtbot: Any
 ) -> None:
     engine.deliver({"type": "node_failed", "node": "ratio", "error": "ZeroDivisionError: x"})
-    engine.deliver({"type": "restarted", "why": "the engine stopped", "bypassed": "slow"})
+    engine.incoming.append((Restarted("the engine stopped", "slow"), []))  # the client's own
     qtbot.waitUntil(lambda: "restarted" in remote.messages.text())
     text = remote.messages.text()
     assert "node: ratio failed: ZeroDivisionError: x" in text

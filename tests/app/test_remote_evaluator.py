@@ -4,12 +4,15 @@ broken engine sends never raises in the editor."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.engine_client import RemoteEvaluator
+from app.engine_messages import Report
 from evaluators import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 
 
-def report(**fields: object) -> dict[str, object]:
-    return {"mode": "flat", "frame_ms": 2.0, "build_ms": 30.0, "frame": 7, **fields}
+def report(**fields: Any) -> Report:
+    return Report(**{"mode": "flat", "frame_ms": 2.0, "build_ms": 30.0, "frame": 7, **fields})
 
 
 def test_a_remote_evaluator_is_an_evaluator() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.engine import PICTURES_HZ, PREVIEW_SIZE, EditorLink, Engine
+from app.engine import PICTURES_HZ, PREVIEW_SIZE, Connected, EditorLink, Engine
 from app.engine_protocol import Channel, patch_message
 from evaluators.gl_service import GLService
 from nodes import Patch
@@ -42,7 +42,7 @@ def attach_editor(engine: Engine) -> Channel:
     """The editor's end of a channel to `engine`, which gets the patch it plays from it."""
     editor_end, engine_end = Pipe()
     editor = Channel(editor_end)
-    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), {"type": "_connected"}, []))
+    engine.inbox.put((EditorLink(Channel(engine_end), engine.inbox), Connected(), []))
     editor.send(*patch_message(engine.patch))
     return editor
 
