@@ -28,14 +28,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nodes._types import PIN_TYPES
-
-# Annotation names used by library modules (with postponed annotations they arrive as text).
-Num = float | np.ndarray
-Array = np.ndarray
-Color = tuple[float, float, float, float]
-Vec2 = tuple[float, float]
-Texture = Any
+from nodes._types import (  # noqa: F401  (the annotation names, re-exported for node modules)
+    Array,
+    Color,
+    Num,
+    Texture,
+    Vec2,
+    Vec3,
+    pin_type_of_annotation,
+    zero_of,
+)
 
 
 class Pull(Protocol):
@@ -49,19 +51,6 @@ class Pull(Protocol):
 #: `dynamic_inputs(values, folder)`: the dynamic pins of a node with these values whose patch file
 #: is in `folder` (None when the patch was never saved).
 DynamicInputs = Callable[[Mapping[str, Any], Path | None], tuple["PinSpec", ...]]
-
-_ANNOTATION_TYPES = {
-    "float": "float",
-    "int": "int",
-    "bool": "bool",
-    "str": "str",
-    "Num": "num",
-    "Array": "array",
-    "Color": "color",
-    "Vec2": "vec2",
-    "Texture": "texture",
-    "Any": "any",
-}
 
 
 class Determinism(enum.Enum):
@@ -102,8 +91,7 @@ class PinSpec:
     default: Any = None
     lazy: bool = False
     feedback: bool = False
-    # UI hint for the editor: "slider", "toggle", "color", "code", "file"; "live": a value the
-    # controls runtime writes from MIDI/OSC (the inspector shows it read-only).
+    # UI hint for the editor, one of nodes._types.PIN_HINTS.
     hint: str | None = None
     minimum: float | None = None
     maximum: float | None = None
@@ -284,15 +272,15 @@ def node(
         for param in params:
             annotation = _annotation_name(param.annotation)
             is_lazy = param.name.rstrip("_") in lazy or annotation.startswith("Pull")
-            pin_type = _ANNOTATION_TYPES.get(annotation.removeprefix("Pull[").rstrip("]"), "")
-            if pin_type not in PIN_TYPES:
+            kind = pin_type_of_annotation(annotation.removeprefix("Pull[").rstrip("]"))
+            if kind is None:
                 raise TypeError(f"{type_id}: pin {param.name!r} has no known type ({annotation})")
             low, high = (ranges or {}).get(param.name, (None, None))
             default = None if param.default is inspect.Parameter.empty else param.default
             pins.append(
                 PinSpec(
                     name=param.name.rstrip("_"),
-                    type=pin_type,
+                    type=kind.name,
                     default=default,
                     lazy=is_lazy,
                     feedback=param.name.rstrip("_") in feedback,
@@ -303,12 +291,13 @@ def node(
             )
         if outputs is None:
             ret = _annotation_name(inspect.signature(fn).return_annotation)
-            out_types = {"out": _ANNOTATION_TYPES.get(ret, "any")}
+            returned = pin_type_of_annotation(ret)
+            out_types = {"out": "any" if returned is None else returned.name}
         else:
             out_types = dict(outputs)
         defaults = output_defaults or {}
         out_specs = tuple(
-            OutputSpec(name, kind, defaults.get(name, _zero_of(kind)))
+            OutputSpec(name, kind, defaults.get(name, zero_of(kind)))
             for name, kind in out_types.items()
         )
         register(
@@ -346,17 +335,3 @@ def _annotation_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).removeprefix("typing.")
-
-
-def _zero_of(pin_type: str) -> Any:
-    """The value an output reads before its node ever ran."""
-    return {
-        "float": 0.0,
-        "num": 0.0,
-        "int": 0,
-        "bool": False,
-        "str": "",
-        "color": (0.0, 0.0, 0.0, 1.0),
-        "vec2": (0.0, 0.0),
-        "array": np.zeros(0),
-    }.get(pin_type)

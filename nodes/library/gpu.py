@@ -54,6 +54,7 @@ from nodes._glsl import builtin_shader, uniform_declarations
 from nodes._limits import active_limits
 from nodes._paths import PathRefusedError, read_patch_file, resolve_patch_path
 from nodes._spec import Array, Color, Determinism, PinSpec, Texture, Vec2, node
+from nodes._types import is_picture, pin_type_of_uniform
 
 HOT = Determinism.NONDETERMINISTIC
 
@@ -406,17 +407,6 @@ void main() {
 """
 
 _SHADER_STATIC_PINS = ("source", "file", "resolution")
-_PIN_OF_UNIFORM = {
-    "float": ("float", 0.0, None),
-    "int": ("int", 0, None),
-    "bool": ("bool", False, "toggle"),
-    "vec2": ("vec2", (0.0, 0.0), None),
-    "vec3": ("color", (1.0, 1.0, 1.0, 1.0), "color"),
-    "vec4": ("color", (1.0, 1.0, 1.0, 1.0), "color"),
-    "sampler2D": ("texture", None, None),
-}
-
-
 _SHADER_FILES_KEPT = 32
 _shader_files: collections.OrderedDict[tuple[Path, int, int], str] = collections.OrderedDict()
 _shader_files_lock = threading.Lock()
@@ -502,12 +492,10 @@ def _uniform_pins_within(source: str, limit: int) -> tuple[PinSpec, ...] | int:
         return len(declarations)
     pins = []
     for decl in declarations:  # `resolution` is set by the GL service to the target size
-        pin_type, default, hint = _PIN_OF_UNIFORM[decl.type]
-        if decl.default is not None:
-            default = decl.default
-            if pin_type == "color":
-                default = (*default, 1.0)[:4]
-        pins.append(PinSpec(decl.name, pin_type, default, hint=hint))
+        kind = pin_type_of_uniform(decl.type)
+        assert kind is not None  # uniform_declarations reports only the types a pin exposes
+        default = kind.exposed_default if decl.default is None else kind.coerce(decl.default)
+        pins.append(PinSpec(decl.name, kind.name, default, hint=kind.exposed_hint))
     return tuple(pins)
 
 
@@ -609,7 +597,7 @@ def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file:
     plain = {}
     for pin in pins:
         value = values.get(pin.name, pin.default)
-        if pin.type == "texture":
+        if is_picture(pin.type):
             textures[pin.name] = value
         else:
             plain[pin.name] = value
