@@ -50,7 +50,18 @@ from nodes._presets import (
     morph,
     preset_named,
 )
-from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
+from nodes._spec import (
+    LIBRARY,
+    Determinism,
+    NodeContext,
+    NodeSpec,
+    OutputSpec,
+    Pin,
+    PinSpec,
+    Pull,
+    get_spec,
+    node,
+)
 from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
 from nodes._types import (
     PIN_HINTS,
@@ -79,6 +90,7 @@ __all__ = [
     "InputOccupiedError",
     "Link",
     "MissingNodeTypeError",
+    "NodeContext",
     "NodeInstance",
     "NodeSpec",
     "OutputSpec",
@@ -88,6 +100,7 @@ __all__ = [
     "PatchEvent",
     "PatchFileError",
     "PatchValueError",
+    "Pin",
     "PinSpec",
     "PinType",
     "PinTypeError",

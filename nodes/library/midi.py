@@ -21,15 +21,13 @@ pin) or until the node is edited.
 
 from __future__ import annotations
 
-from typing import Any
-
 from nodes._errors import Deferred
-from nodes._spec import Determinism, node
+from nodes._spec import Determinism, NodeContext, node
 
 USER = Determinism.USER_INPUT
 
 
-def ask_for_device(ctx: Any, device: str) -> None:
+def ask_for_device(ctx: NodeContext, device: str) -> None:
     """Have the MIDI service open the ports `device` matches; Deferred while it looks, ValueError
     (one line) when none matches."""
     service = getattr(ctx, "service", None)
@@ -63,7 +61,7 @@ def ask_for_device(ctx: Any, device: str) -> None:
     },
 )
 def midi_cc(
-    ctx: Any, device: str = "", channel: int = 0, control: int = 0, value: float = 0.0
+    ctx: NodeContext, device: str = "", channel: int = 0, control: int = 0, value: float = 0.0
 ) -> float:
     """The position of a MIDI knob or fader, from 0 to 1.
 
@@ -88,7 +86,7 @@ def midi_cc(
     },
 )
 def midi_note(
-    ctx: Any, device: str = "", channel: int = 0, note: int = 60, velocity: float = 0.0
+    ctx: NodeContext, device: str = "", channel: int = 0, note: int = 60, velocity: float = 0.0
 ) -> tuple[float, bool]:
     """A MIDI key or pad: how hard it was struck, and whether it is held.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodes._spec import Determinism, node
+from nodes._spec import Determinism, NodeContext, node
 
 HOT = Determinism.NONDETERMINISTIC
 USER = Determinism.USER_INPUT
@@ -68,7 +68,7 @@ class SentState:
         "out": "The number received, passed on.",
     },
 )
-def osc_out(ctx: Any, state: SentState, in_: float = 0.0, host: str = "127.0.0.1",
+def osc_out(ctx: NodeContext, state: SentState, in_: float = 0.0, host: str = "127.0.0.1",
             port: int = 9001, address: str = "/out") -> float:  # fmt: skip
     """Sends a number to an OSC receiver whenever it changes.
 

@@ -187,6 +187,17 @@ def test_a_pack_with_a_syntax_error_reports_one_line_and_keeps_the_old_nodes(
     assert LIBRARY["mypack.scale"] is old
 
 
+def test_a_pack_with_a_misnamed_pin_fact_reports_the_node_and_pin(nodes_dir: Path) -> None:
+    misnamed = PACK.format(factor=2).replace('"x": "The', '"y": "The')
+    (nodes_dir / "typo.py").write_text(misnamed.replace("mypack.scale", "typo.scale"))
+    [problem] = packs.load_packs()
+    assert problem == (
+        f"node pack 'typo' ({nodes_dir / 'typo.py'}) not loaded: TypeError: typo.scale: docs= "
+        "names pin 'y', which the node has not"
+    )
+    assert "typo.scale" not in LIBRARY
+
+
 def test_a_pack_may_not_take_a_built_in_type(nodes_dir: Path) -> None:
     (nodes_dir / "thief.py").write_text(PACK.format(factor=2).replace("mypack.scale", "math.add"))
     builtin = LIBRARY["math.add"]
