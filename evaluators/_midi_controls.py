@@ -73,7 +73,7 @@ class MidiControls(ControlSource):
             channel, device = input_value(instance, "channel"), input_value(instance, "device")
             if isinstance(number, int) and isinstance(channel, int) and isinstance(device, str):
                 table.setdefault(number, []).append((node_id, device, channel))
-        mine = [b for s, found in bindings.items() if s.startswith("midi:") for _, b in found]
+        mine = [b for b in patch.bindings.values() if b.source.startswith("midi:")]
         self._devices = frozenset(binding.device for binding in mine)
         self._cc_bindings = {}
         for binding in mine:
