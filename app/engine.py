@@ -181,6 +181,7 @@ from nodes import (
     PatchEvent,
     PresetDeck,
     apply_staged,
+    is_picture,
     library_revision,
     nudge_beats,
     resync_beats,
@@ -1046,7 +1047,7 @@ class Engine:
         for node_id in self._thumbnail_queue[:THUMBNAILS_PER_FRAME]:
             instance = self.graph.nodes.get(node_id)
             outputs = instance.spec.outputs if instance is not None else ()
-            texture_pin = next((o.name for o in outputs if o.type == "texture"), None)
+            texture_pin = next((o.name for o in outputs if is_picture(o.type)), None)
             if texture_pin is not None:
                 found += picture("thumbnail", self._picture, node_id, texture_pin,
                                  THUMBNAIL_SIZE, "thumbnail") or []  # fmt: skip

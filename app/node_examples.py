@@ -18,7 +18,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from nodes import LIBRARY, NodeSpec, Patch, PinSpec, load_patch
+from nodes import LIBRARY, NodeSpec, Patch, PinSpec, is_picture, load_patch
 
 COLUMN_X = (0.0, 320.0, 640.0)  # sources, the node, sinks
 NODE_GAP = 40.0
@@ -56,7 +56,7 @@ def example_patch(type_id: str) -> Patch:
 def node_height(spec: NodeSpec) -> float:
     """About how tall the canvas draws a node of this type, thumbnail included."""
     rows = max(len(spec.inputs), len(spec.outputs), 1)
-    thumbnail = any(out.type == "texture" for out in spec.outputs)
+    thumbnail = any(is_picture(out.type) for out in spec.outputs)
     return HEADER_HEIGHT + PIN_HEIGHT * rows + (THUMBNAIL_HEIGHT if thumbnail else 0.0)
 
 
@@ -73,7 +73,7 @@ def _source_for(pin: PinSpec, textures_used: int) -> tuple[str, dict[str, object
         return "input.toggle", {"value": bool(pin.default)}
     if pin.type == "array":
         return "array.linspace", {"start": 0.0, "stop": 1.0, "count": 8}
-    if pin.type == "texture":
+    if is_picture(pin.type):
         return TEXTURE_SOURCES[min(textures_used, len(TEXTURE_SOURCES) - 1)], {}
     return None
 
@@ -100,7 +100,7 @@ def generated_example(spec: NodeSpec) -> Patch:
         y = 0.0
         previewed = False
         for out in spec.outputs:
-            if out.type == "texture":
+            if is_picture(out.type):
                 sink = "gpu.preview" if previewed else "gpu.output"
                 previewed = True
             else:

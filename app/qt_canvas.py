@@ -96,6 +96,7 @@ from app.qt_commands import (
     RewireCommand,
 )
 from app.qt_help import pin_doc
+from app.qt_pin_types import pin_color
 from evaluators import NodeClass, NodeStatus
 from nodes import (
     DEFINITION_OPS,
@@ -113,19 +114,6 @@ DEFINITION_TYPE = "patchbay.definition."  # tab search entries of the document's
 SEARCH_SEPARATOR = " — "  # between a node type's id and its summary in tab search
 BADGE_COLOR = (255, 214, 120)
 BADGE_GAP = 4.0  # scene units between a node's top and its badge
-
-PIN_COLORS = {
-    "float": (120, 190, 255),
-    "num": (120, 190, 255),
-    "int": (90, 160, 230),
-    "bool": (230, 200, 80),
-    "array": (90, 220, 200),
-    "str": (220, 150, 220),
-    "color": (255, 140, 110),
-    "vec2": (170, 200, 255),
-    "texture": (250, 110, 180),
-    "any": (200, 200, 200),
-}
 
 # Node body colours by evaluation class and status.
 CLASS_COLORS = {
@@ -296,9 +284,9 @@ class QtPatchNode(BaseNode):
         super().__init__(qgraphics_item=_PatchNodeItem)
         spec = LIBRARY.get(self.SPEC_ID)
         for pin in spec.inputs if spec is not None else ():
-            self.add_input(pin.name, color=PIN_COLORS.get(pin.type))
+            self.add_input(pin.name, color=pin_color(pin.type))
         for out in spec.outputs if spec is not None else ():
-            self.add_output(out.name, color=PIN_COLORS.get(out.type))
+            self.add_output(out.name, color=pin_color(out.type))
         self.set_port_deletion_allowed(True)
 
 
@@ -779,7 +767,7 @@ class QtPatchCanvas(QObject):
                     delete(port)
             for name, pin in names.items():
                 if name not in ports:
-                    add(name, color=PIN_COLORS.get(pin.type))
+                    add(name, color=pin_color(pin.type))
 
     def _ports(self, link: Link) -> tuple[Any, Any]:
         out_port = self._views[link.src].get_output(link.src_pin)

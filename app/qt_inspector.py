@@ -1,11 +1,12 @@
 """The inspector: the selected node's inputs, each editable live, plus its class, status and error.
 
-Widgets are chosen once per pin from the pin's UI hint and type: a slider with a number field for
-`slider` pins, a check box for `toggle` and bool pins, number fields for numbers, a line edit for
-text, colours and 2-vectors, and a GLSL editor across the panel's width for `code` pins
-(app.qt_code_editor: applied after a pause in typing or on Ctrl+Enter, one undo step each, the
-node's compile error marked at its line). Linked inputs show where they come from and are not
-editable.
+Widgets are chosen once per pin from the pin's UI hint and type by the editor's pin-type table
+(app.qt_pin_types): a slider with a number field for `slider` pins, a check box for `toggle` and
+bool pins, number fields for numbers and 3-vectors, a line edit for text, colours and 2-vectors,
+and a GLSL editor across the panel's width for `code` pins (app.qt_code_editor: applied after a
+pause in typing or on Ctrl+Enter, one undo step each, the node's compile error marked at its
+line). The inspector is the widgets' `PinEditorHost`. Linked inputs show where they come from and
+are not editable.
 
 The inspector never writes to the Patch. It emits `value_edited(node_id, pin, value, gesture)`;
 the editor turns that into an undoable command. A slider drag carries one gesture token from press
@@ -23,99 +24,21 @@ Hovering an input's name shows its sentence (app.qt_help.pin_doc) and its bindin
 from __future__ import annotations
 
 import html
-import itertools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QContextMenuEvent
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QDoubleSpinBox,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QMenu,
-    QPushButton,
-    QSlider,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFormLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from app.qt_bindings import bindable, binding_menu, bindings_of
 from app.qt_code_editor import QtCodeField
 from app.qt_help import pin_doc
+from app.qt_pin_types import editor_for
 from nodes import Patch, PinSpec
 
-SLIDER_STEPS = 1000
 BOUND_COLOR = "#6ab0ff"
 LEARNING_STYLE = "background: #4a3a08; color: #ffe9a0; border: 1px solid #e0b030; padding: 2px;"
-_gestures = itertools.count(1)
-
-
-class _SliderField(QWidget):
-    """A slider over a range with a number field; reports drags with a gesture token.
-
-    The range is asked for again whenever a value is shown, so it follows edits of the node's own
-    `min` / `max` inputs."""
-
-    def __init__(
-        self,
-        range_of: Callable[[], tuple[float, float]],
-        edited: Callable[[float, int | None], None],
-    ):
-        super().__init__()
-        self._range_of = range_of
-        self.low, self.high = range_of()
-        self._edited = edited
-        self._gesture: int | None = None
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.setRange(0, SLIDER_STEPS)
-        self.number = QDoubleSpinBox()
-        self.number.setDecimals(3)
-        self.number.setRange(-1e9, 1e9)
-        self.number.setKeyboardTracking(False)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.slider, 3)
-        layout.addWidget(self.number, 1)
-        self.slider.sliderPressed.connect(self._begin)
-        self.slider.sliderReleased.connect(self._end)
-        self.slider.valueChanged.connect(self._slid)
-        self.number.valueChanged.connect(lambda v: self._edited(float(v), None))
-
-    def _begin(self) -> None:
-        self._gesture = next(_gestures)
-
-    def _end(self) -> None:
-        self._gesture = None
-
-    def _slid(self, step: int) -> None:
-        value = self.low + (self.high - self.low) * step / SLIDER_STEPS
-        self.number.blockSignals(True)
-        self.number.setValue(value)
-        self.number.blockSignals(False)
-        self._edited(value, self._gesture)
-
-    def set_value(self, value: float) -> None:
-        self.low, self.high = self._range_of()
-        span = self.high - self.low
-        step = round((value - self.low) / span * SLIDER_STEPS) if span else 0
-        for widget, new in ((self.slider, min(max(step, 0), SLIDER_STEPS)), (self.number, value)):
-            widget.blockSignals(True)
-            widget.setValue(new)
-            widget.blockSignals(False)
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"array {value.shape} {value.dtype}"
-    if isinstance(value, tuple):
-        return ", ".join(f"{v:g}" for v in value)
-    return repr(value)
 
 
 class QtInspector(QWidget):
@@ -219,84 +142,39 @@ class QtInspector(QWidget):
     def _row_of(self, pin: str) -> int:
         return [p.name for p in self.patch.nodes[self.node_id].inputs].index(pin)
 
-    def _emit(self, pin: str, value: Any, gesture: int | None = None) -> None:
-        self.value_edited.emit(self.node_id, pin, value, gesture)
-
     def _pin_widget(self, pin: PinSpec) -> QWidget:
         link = self.patch.link_into(self.node_id, pin.name)
         if link is not None:
             return QLabel(f"← {link.src}.{link.src_pin}")
-        if pin.hint == "live":
-            live = QLabel()
-            live.setToolTip("Set by a live control while the patch plays (read-only)")
-            live.setStyleSheet("color: #9fd49f;")
-            self._setters[pin.name] = lambda v: live.setText(_format_value(v))
-            return live
-        if pin.hint == "slider" or (pin.minimum is not None and pin.maximum is not None):
-            field = _SliderField(
-                lambda pin=pin: self._slider_range(pin),
-                lambda v, g, name=pin.name: self._emit(name, v, g),
-            )
-            self._setters[pin.name] = lambda v: field.set_value(float(v))
-            return field
-        if pin.hint == "code":
-            code = self._reusable.pop(pin.name, None)
-            if code is None:
-                code = QtCodeField(pin.name)
-                code.applied.connect(lambda text, name=pin.name: self._emit(name, text))
-            self._code_fields[pin.name] = code
-            self._setters[pin.name] = code.set_text
-            return code
-        if pin.hint == "toggle" or pin.type == "bool":
-            box = QCheckBox()
-            box.toggled.connect(lambda on, name=pin.name: self._emit(name, bool(on)))
-            self._setters[pin.name] = lambda v: _quiet(box, box.setChecked, bool(v))
-            return box
-        if pin.type in ("float", "num"):
-            number = QDoubleSpinBox()
-            number.setDecimals(4)
-            number.setRange(-1e9, 1e9)
-            number.setKeyboardTracking(False)
-            number.valueChanged.connect(lambda v, name=pin.name: self._emit(name, float(v)))
-            self._setters[pin.name] = lambda v: _set_number_or_array(number, v)
-            return number
-        if pin.type == "int":
-            integer = QSpinBox()
-            integer.setRange(-(2**31), 2**31 - 1)
-            integer.setKeyboardTracking(False)
-            integer.valueChanged.connect(lambda v, name=pin.name: self._emit(name, int(v)))
-            self._setters[pin.name] = lambda v: _quiet(integer, integer.setValue, int(v))
-            return integer
-        if pin.type in ("str", "color", "vec2"):
-            line = QLineEdit()
-            line.editingFinished.connect(lambda name=pin.name, t=pin.type: self._text_edit(name, t))
-            self._setters[pin.name] = lambda v: _quiet(line, line.setText, _text_of(v))
-            return line
-        label = QLabel()
-        self._setters[pin.name] = lambda v: label.setText(_format_value(v))
-        return label
+        editor = editor_for(pin)(pin, self)
+        self._setters[pin.name] = editor.show
+        return editor.widget
 
-    def _slider_range(self, pin: PinSpec) -> tuple[float, float]:
+    # ------------------------------------------------------------------ PinEditorHost
+    def emit(self, pin: str, value: Any, gesture: int | None = None) -> None:
+        """Report an edit of an input of the shown node (`value_edited`)."""
+        self.value_edited.emit(self.node_id, pin, value, gesture)
+
+    def slider_range(self, pin: PinSpec) -> tuple[float, float]:
+        """A slider's range: the pin's bounds, else the node's own `min` / `max` values."""
         values = self.patch.nodes[self.node_id].values
         low = pin.minimum if pin.minimum is not None else values.get("min", 0.0)
         high = pin.maximum if pin.maximum is not None else values.get("max", 1.0)
         low, high = float(low), float(high)
         return (low, high) if high > low else (low, low + 1.0)
 
-    def _text_edit(self, pin: str, pin_type: str) -> None:
-        line = self.pin_widget(pin)
-        text = line.text()
-        if pin_type == "str":
-            self._emit(pin, text)
-            return
-        try:
-            value = tuple(float(part) for part in text.replace(",", " ").split())
-        except ValueError:
-            value = None
-        if value is None:
-            self.refresh_values()  # not numbers: show the stored value again
-        else:
-            self._emit(pin, value)
+    def show_stored(self) -> None:
+        """Show the stored values again (an edit that could not be read)."""
+        self.refresh_values()
+
+    def code_field(self, pin: str) -> QtCodeField:
+        """The code editor of `pin`: the one kept while the same node is rebuilt, or a new one."""
+        code = self._reusable.pop(pin, None)
+        if code is None:
+            code = QtCodeField(pin)
+            code.applied.connect(lambda text, name=pin: self.emit(name, text))
+        self._code_fields[pin] = code
+        return code
 
     def refresh_values(self) -> None:
         """Show the Patch's current values (and rebuild if the node's pins or links changed)."""
@@ -394,22 +272,3 @@ class QtInspector(QWidget):
     def _retry(self) -> None:
         if self.node_id is not None:
             self.retry_requested.emit(self.node_id)
-
-
-def _quiet(widget: QWidget, setter: Callable[[Any], None], value: Any) -> None:
-    widget.blockSignals(True)
-    setter(value)
-    widget.blockSignals(False)
-
-
-def _set_number_or_array(number: QDoubleSpinBox, value: Any) -> None:
-    is_array = isinstance(value, np.ndarray)
-    number.setEnabled(not is_array)
-    number.setToolTip(_format_value(value) if is_array else "")
-    _quiet(number, number.setValue, 0.0 if is_array else float(value))
-
-
-def _text_of(value: Any) -> str:
-    if isinstance(value, tuple):
-        return " ".join(f"{v:g}" for v in value)
-    return str(value)

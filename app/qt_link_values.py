@@ -40,7 +40,7 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 from shiboken6 import isValid
 
 from app.engine import REPORT_VALUES_CAP
-from nodes import Link
+from nodes import Link, is_picture
 
 HISTORY = 60  # samples in a float link's sparkline
 REFRESH_S = 0.1  # labels on links are updated at most ten times a second
@@ -265,10 +265,10 @@ class QtLinkValues(QObject):
 
     def _content(self, path: str, node_id: str, pin: str) -> tuple[str, list[float], Any]:
         value = self._value(path, pin)
-        pin_type = self.canvas.output_type(node_id, pin)
+        picture_pin = is_picture(self.canvas.output_type(node_id, pin))
         samples: list[float] = []
         picture = None
-        if pin_type == "texture":
+        if picture_pin:
             thumbnail = self.canvas.thumbnail_item(node_id)
             if thumbnail is not None and isValid(thumbnail) and not thumbnail.pixmap().isNull():
                 picture = thumbnail.pixmap().scaledToHeight(
@@ -280,7 +280,7 @@ class QtLinkValues(QObject):
             if min(history) != max(history):  # a constant draws no line, only its number
                 samples = list(history)
         text = short_value(value, self._shape(path, pin, value))
-        if pin_type == "texture" and text == "—":
+        if picture_pin and text == "—":
             text = "texture"
         return text, samples, picture
 

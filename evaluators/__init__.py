@@ -29,6 +29,11 @@ from evaluators._running import node_running_in
 from evaluators._services import ServiceStatus
 from evaluators._view import ExpandedPatch, inlined
 
+# The built-in control sources register themselves, in the order their services are opened and
+# their events taken: OSC, then MIDI.
+from evaluators import _osc_controls  # noqa: F401  # isort: skip
+from evaluators import _midi_controls  # noqa: F401  # isort: skip
+
 __all__ = [
     "CONST",
     "EVALUATOR_KINDS",

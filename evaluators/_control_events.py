@@ -2,8 +2,9 @@
 
 A service's I/O thread only enqueues; at the start of a frame (`begin_frame`) the service drains its
 queue into the frame's list of `ControlEvent`s, in arrival order, which `take_controls()` returns
-until the next frame. The controls runtime (evaluators._controls) reads them to move input nodes
-(`osc.in`, `midi.cc`, `midi.note`), bindings and learn.
+until the next frame. The controls runtime (evaluators._controls) reads them, handing each to the
+control source its name's prefix names (evaluators._control_sources), to move input nodes,
+bindings and learn.
 
 `source` names the control with the strings of nodes._bindings: `osc:/fader/1`,
 `midi:cc:<channel 1-16>:<controller>`, `midi:note:<channel 1-16>:<note>`. `value`: for OSC the first

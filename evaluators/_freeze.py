@@ -48,7 +48,7 @@ from evaluators._lazy import LazyEvaluator
 from evaluators._patch_graph import PatchGraph
 from evaluators._view import inlined
 from nodes import Determinism, Patch, patch_to_dict
-from nodes._types import types_compatible
+from nodes._types import is_picture, types_compatible
 from nodes.library.core import switch_branch
 
 Progress = Callable[[float, str], None]
@@ -160,7 +160,7 @@ class _Freezer:
         # GPU resources live in a GL context: never evaluated here, never baked.
         self.gpu = [False] * len(ir)
         for i in order:
-            self.gpu[i] = any(out.type == "texture" for out in ir.nodes[i].spec.outputs) or any(
+            self.gpu[i] = any(is_picture(out.type) for out in ir.nodes[i].spec.outputs) or any(
                 self.gpu[e.src] for e in ir.in_edges[i] if e.kind != FEEDBACK
             )
         members = [

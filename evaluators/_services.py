@@ -57,26 +57,15 @@ class Service(Protocol):
     def status(self) -> ServiceStatus: ...
 
 
-def _osc(ctx: Any) -> Service:
-    from evaluators.osc_service import OscService
-
-    return OscService.for_context(ctx)
-
-
-def _midi(ctx: Any) -> Service:
-    from evaluators.midi_service import MidiService
-
-    return MidiService.for_context(ctx)
-
-
 def _audio(ctx: Any) -> Service:
     from evaluators.audio_service import AudioService
 
     return AudioService.for_context(ctx)
 
 
-#: Name -> factory taking the execution context.
-FACTORIES: dict[str, Callable[[Any], Service]] = {"osc": _osc, "midi": _midi, "audio": _audio}
+#: Name -> factory taking the execution context. The control sources add theirs ("osc", "midi":
+#: evaluators._control_sources).
+FACTORIES: dict[str, Callable[[Any], Service]] = {"audio": _audio}
 #: Patch settings and options -> the service that reads them when it is made.
 READ_BY = {"osc_port": "osc", "osc_host": "osc"}
 

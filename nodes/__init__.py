@@ -26,6 +26,7 @@ from nodes._fileformat import (
     remove_stale_temporary_files,
     save_patch,
 )
+from nodes._oklab import oklab_to_srgb, srgb_to_oklab
 from nodes._packs import (
     PACKS,
     MissingNodeTypeError,
@@ -47,12 +48,29 @@ from nodes._presets import (
     Recall,
     capture,
     morph,
-    oklab_to_srgb,
     preset_named,
-    srgb_to_oklab,
 )
-from nodes._spec import LIBRARY, Determinism, NodeSpec, OutputSpec, PinSpec, Pull, get_spec, node
+from nodes._spec import (
+    LIBRARY,
+    Determinism,
+    NodeContext,
+    NodeSpec,
+    OutputSpec,
+    Pin,
+    PinSpec,
+    Pull,
+    get_spec,
+    node,
+)
 from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
+from nodes._types import (
+    PIN_HINTS,
+    PIN_TYPES,
+    PinType,
+    is_picture,
+    pin_type,
+    register_pin_type,
+)
 
 __all__ = [
     "DEFAULT_BPM",
@@ -60,6 +78,8 @@ __all__ = [
     "EASINGS",
     "LIBRARY",
     "PACKS",
+    "PIN_HINTS",
+    "PIN_TYPES",
     "START_POINTS",
     "SWITCH_POINTS",
     "Backdrop",
@@ -72,6 +92,7 @@ __all__ = [
     "InputOccupiedError",
     "Link",
     "MissingNodeTypeError",
+    "NodeContext",
     "NodeInstance",
     "NodeSpec",
     "OutputSpec",
@@ -81,7 +102,9 @@ __all__ = [
     "PatchEvent",
     "PatchFileError",
     "PatchValueError",
+    "Pin",
     "PinSpec",
+    "PinType",
     "PinTypeError",
     "PresetDeck",
     "PresetPlayer",
@@ -95,6 +118,7 @@ __all__ = [
     "apply_staged",
     "capture",
     "get_spec",
+    "is_picture",
     "library_revision",
     "load_packs",
     "load_patch",
@@ -106,7 +130,9 @@ __all__ = [
     "patch_from_dict",
     "patch_from_text",
     "patch_to_dict",
+    "pin_type",
     "preset_named",
+    "register_pin_type",
     "remove_stale_temporary_files",
     "resync_beats",
     "save_patch",

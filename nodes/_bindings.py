@@ -9,7 +9,9 @@ are not nodes: `@preset` with a preset's name as pin (recalled when the control 
 
 Sources are strings, the same that the control services report (evaluators._control_events):
 `osc:/fader/1`, `midi:cc:<channel 1-16>:<controller 0-127>`, `midi:note:<channel>:<note 0-127>`.
-`device` narrows a MIDI binding to ports whose name contains it ("" = any port).
+Each family's grammar is registered by the node module of its input nodes
+(`register_source_grammar`, nodes/library/osc.py and midi.py), so a new family of controls adds
+its own. `device` narrows a MIDI binding to ports whose name contains it ("" = any port).
 
 A patch keeps its bindings in `Patch.bindings` (id -> Binding) and changes them with
 `Patch.set_binding`, an edit like any other (undo and the engine's copy follow its event). A
@@ -20,7 +22,7 @@ target exists. Plain Python: the mapping of control values lives with the runtim
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,22 +38,28 @@ PRESET_TARGET = "@preset"
 CROSSFADER_TARGET = "@crossfader"
 MAX_SOURCE = 200
 
-_MIDI_SOURCE = re.compile(r"midi:(cc|note):([1-9]|1[0-6]):([0-9]{1,3})")
+#: Control families' grammars: prefix (`osc`) -> (whether a name with that prefix is one of its
+#: controls, how its names are written, for errors).
+SOURCE_GRAMMARS: dict[str, tuple[Callable[[str], bool], str]] = {}
+
+
+def register_source_grammar(prefix: str, check: Callable[[str], bool], forms: str) -> None:
+    """Accept binding sources `<prefix>:...` for which `check` is true; `forms` says how they
+    are written (e.g. "osc:/address"). Prefixes are unique."""
+    if prefix in SOURCE_GRAMMARS:
+        raise ValueError(f"binding sources {prefix!r} are registered twice")
+    SOURCE_GRAMMARS[prefix] = (check, forms)
 
 
 def checked_source(source: object) -> str:
     """`source` if it names a control (see the module note), else PatchValueError."""
     if not isinstance(source, str) or not source or len(source) > MAX_SOURCE:
         raise PatchValueError(f"binding source: expected a control name, got {source!r}"[:200])
-    if source.startswith("osc:/") and source.isprintable() and " " not in source:
+    grammar = SOURCE_GRAMMARS.get(source.split(":", 1)[0])
+    if grammar is not None and grammar[0](source):
         return source
-    match = _MIDI_SOURCE.fullmatch(source)
-    if match is not None and int(match.group(3)) <= 127:
-        return source
-    raise PatchValueError(
-        f"binding source {source!r}: expected osc:/address, midi:cc:CHANNEL:NUMBER or "
-        "midi:note:CHANNEL:NUMBER (channel 1-16, number 0-127)"[:300]
-    )
+    forms = ", ".join(forms for _, forms in SOURCE_GRAMMARS.values())
+    raise PatchValueError(f"binding source {source!r}: expected {forms}"[:300])
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from nodes._errors import CycleError, PatchValueError
 from nodes._limits import active_limits
-from nodes._spec import NodeSpec, OutputSpec, PinSpec, _zero_of, get_spec
-from nodes._types import coerce_value
+from nodes._spec import NodeSpec, OutputSpec, PinSpec, get_spec
+from nodes._types import coerce_value, zero_of
 
 if TYPE_CHECKING:
     from nodes._patch import NodeInstance, Patch
@@ -73,7 +73,7 @@ def _inlet_pin(body: Patch, inlet: NodeInstance) -> PinSpec:
     try:
         default = coerce_value(pin_type, default)
     except ValueError:
-        default = _zero_of(pin_type)
+        default = zero_of(pin_type)
     return PinSpec(str(inlet.values["name"]), pin_type, default, hint=hint, minimum=low,
                    maximum=high)  # fmt: skip
 
@@ -86,7 +86,7 @@ def _outlet_pin(body: Patch, outlet: NodeInstance) -> OutputSpec:
         index = source.spec.output_index(link.src_pin)
         if index is not None:
             pin_type = source.spec.outputs[index].type
-    return OutputSpec(str(outlet.values["name"]), pin_type, _zero_of(pin_type))
+    return OutputSpec(str(outlet.values["name"]), pin_type, zero_of(pin_type))
 
 
 def definition_pins(body: Patch) -> tuple[tuple[PinSpec, ...], tuple[OutputSpec, ...]]:

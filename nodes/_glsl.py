@@ -2,7 +2,8 @@
 shader declares.
 
 GPU node specs turn a shader's uniform declarations into input pins with this parser, so `nodes`
-never imports moderngl. Results are cached by source text (a running gpu.shader asks every frame).
+never imports moderngl; the uniform types it reports are those a pin type exposes (nodes._types).
+Results are cached by source text (a running gpu.shader asks every frame).
 
 It is a small tokenizer, not a GLSL parser: it understands plain declarations (`uniform vec4
 color;`, `uniform float a, b;`, precision qualifiers, and a literal initializer such as `uniform
@@ -23,8 +24,7 @@ import importlib.resources
 import re
 from typing import Any, NamedTuple
 
-#: Uniform types that `parse_uniforms` reports (the ones a node can expose as input pins).
-FRAGMENT_UNIFORM_TYPES = ("float", "vec2", "vec3", "vec4", "int", "bool", "sampler2D")
+from nodes._types import pin_type_of_uniform
 
 _PRECISIONS = frozenset({"lowp", "mediump", "highp"})
 # Identifiers, numbers (with their suffixes, loosely), or any other single character.
@@ -94,7 +94,7 @@ def _declaration(
     k = at + 1
     if k < count and tokens[k].group() in _PRECISIONS:
         k += 1
-    if k >= count or tokens[k].group() not in FRAGMENT_UNIFORM_TYPES:
+    if k >= count or pin_type_of_uniform(tokens[k].group()) is None:
         return None
     glsl_type = tokens[k].group()
     names: list[str] = []
@@ -152,7 +152,7 @@ def uniform_declarations(source: str) -> tuple[UniformDecl, ...]:
 def parse_uniforms(source: str) -> list[tuple[str, str]]:
     """`(name, glsl_type)` for each supported uniform declared in GLSL `source`.
 
-    Only declarations of the types in `FRAGMENT_UNIFORM_TYPES` are reported, in source order,
+    Only declarations of the types a pin type exposes (nodes._types) are reported, in source order,
     each name once. Comments are ignored; arrays, structs and other types are skipped.
     """
     return [(decl.name, decl.type) for decl in uniform_declarations(source)]

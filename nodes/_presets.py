@@ -5,12 +5,12 @@ except the "live" pins that controls write) of every USER_INPUT node, or an expl
 Recalling writes through `Patch.set_value`, the path of an inspector edit, and only where the value
 differs, so only the cones of the inputs that change rerun and CONST caches stay.
 
-Interpolation follows the pin type: floats and vec2 blend linearly, colours blend in OKLab (a
-perceptual space: the middle of black and white is a perceived mid grey, not sRGB 0.5), integers
-round the blend; booleans, strings and every other type switch from the old value to the new one
-at a chosen point of a transition ("start", "middle" or "end"), and in a morph take the value of
-the heaviest preset. A transition is stepped by `PresetPlayer.step(t)` once per frame with the
-patch clock; it starts at the first step.
+Interpolation follows the pin type (its `blend`, nodes._types): floats and vectors blend
+linearly, colours blend in OKLab (a perceptual space: the middle of black and white is a perceived
+mid grey, not sRGB 0.5), integers round the blend; booleans, strings and every other type switch
+from the old value to the new one at a chosen point of a transition ("start", "middle" or "end"),
+and in a morph take the value of the heaviest preset. A transition is stepped by
+`PresetPlayer.step(t)` once per frame with the patch clock; it starts at the first step.
 
 `PresetDeck` is what a playing engine owns: it takes recall requests between frames (a jump, a
 transition starting now or on the next beat or bar, a morph, the crossfader), writes them as
@@ -32,6 +32,7 @@ from nodes._errors import PatchError, PatchValueError
 from nodes._patch import Patch
 from nodes._spec import Determinism
 from nodes._tempo import ON_BEAT
+from nodes._types import pin_type
 
 PinRef = tuple[str, str]
 Preset = dict[PinRef, Any]
@@ -66,78 +67,15 @@ def preset_named(patch: Patch, name: str) -> Preset:
         raise PatchValueError(f"no preset {name!r} (presets: {names})") from None
 
 
-# ----------------------------------------------------------------------------- colour
-
-
-def _to_linear(c: float) -> float:
-    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-
-def _to_srgb(c: float) -> float:
-    return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
-
-
-# Björn Ottosson's published matrices: linear sRGB -> LMS, and cube-rooted LMS -> Lab. The way
-# back uses their exact inverses rather than the rounded published ones, so a round trip is exact
-# to float precision (the published pair is off by about 1e-6).
-_RGB_TO_LMS = np.array(
-    [
-        [0.4122214708, 0.5363325363, 0.0514459929],
-        [0.2119034982, 0.6806995451, 0.1073969566],
-        [0.0883024619, 0.2817188376, 0.6299787005],
-    ]
-)
-_LMS_TO_LAB = np.array(
-    [
-        [0.2104542553, 0.7936177850, -0.0040720468],
-        [1.9779984951, -2.4285922050, 0.4505937099],
-        [0.0259040371, 0.7827717662, -0.8086757660],
-    ]
-)
-_LMS_TO_RGB = np.linalg.inv(_RGB_TO_LMS)
-_LAB_TO_LMS = np.linalg.inv(_LMS_TO_LAB)
-
-
-def srgb_to_oklab(rgb: Iterable[float]) -> tuple[float, float, float]:
-    """OKLab (L, a, b) of an sRGB colour (components 0..1)."""
-    linear = np.array([_to_linear(float(c)) for c in rgb])
-    lab = _LMS_TO_LAB @ np.cbrt(_RGB_TO_LMS @ linear)
-    return (float(lab[0]), float(lab[1]), float(lab[2]))
-
-
-def oklab_to_srgb(lab: Iterable[float]) -> tuple[float, float, float]:
-    """The sRGB colour (components 0..1, not clamped) of an OKLab (L, a, b)."""
-    linear = _LMS_TO_RGB @ (_LAB_TO_LMS @ np.array([float(c) for c in lab])) ** 3
-    r, g, b = (_to_srgb(float(c)) for c in linear)
-    return (r, g, b)
-
-
 # ----------------------------------------------------------------------------- blending
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _interpolates(pin_type: str, values: list[Any]) -> bool:
-    if pin_type in ("color", "vec2"):
-        return True
-    return pin_type in ("float", "int", "num") and all(_is_number(v) for v in values)
-
-
-def blend(pin_type: str, values: list[Any], weights: list[float]) -> Any:
-    """The weighted mean of `values` for a pin of `pin_type` (weights sum to 1), or, for types
-    that do not interpolate, the value of the heaviest weight."""
-    if pin_type == "color":
-        labs = [srgb_to_oklab(v[:3]) for v in values]
-        lab = [sum(w * c[i] for w, c in zip(weights, labs, strict=True)) for i in range(3)]
-        alpha = sum(w * v[3] for w, v in zip(weights, values, strict=True))
-        return (*(min(1.0, max(0.0, c)) for c in oklab_to_srgb(lab)), alpha)
-    if pin_type == "vec2":
-        return tuple(sum(w * v[i] for w, v in zip(weights, values, strict=True)) for i in range(2))
-    if _interpolates(pin_type, values):
-        mean = sum(w * float(v) for w, v in zip(weights, values, strict=True))
-        return round(mean) if pin_type == "int" else mean
+def blend(type_name: str, values: list[Any], weights: list[float]) -> Any:
+    """The weighted mean of `values` for a pin of type `type_name` (weights sum to 1), or, for
+    values its type does not interpolate, the value of the heaviest weight."""
+    kind = pin_type(type_name)
+    if kind.blend is not None and kind.interpolates(values):
+        return kind.blend(values, weights)
     return values[max(range(len(values)), key=lambda i: weights[i])]
 
 
@@ -149,7 +87,7 @@ def _differs(a: Any, b: Any) -> bool:
     return bool(a != b)
 
 
-def _pin_type(patch: Patch, ref: PinRef) -> str:
+def _type_name_of(patch: Patch, ref: PinRef) -> str:
     node_id, pin = ref
     spec_pin = patch.node(node_id).input(pin)
     if spec_pin is None:
@@ -176,7 +114,7 @@ def morph(patch: Patch, weights: Mapping[str, float], *, live: bool = False) -> 
     for ref in refs:
         current = patch.value(*ref)
         values[ref] = blend(
-            _pin_type(patch, ref),
+            _type_name_of(patch, ref),
             [preset.get(ref, current) for preset in presets.values()],
             [weights[name] / total for name in presets],
         )
@@ -235,7 +173,7 @@ class PresetPlayer:
             raise PatchValueError(f"duration {duration!r}: a finite number of seconds >= 0")
         start = {ref: self.patch.value(*ref) for ref in target}
         for ref in target:
-            _pin_type(self.patch, ref)
+            _type_name_of(self.patch, ref)
         self._transition = _Transition(
             start, target, duration, EASINGS[easing], SWITCH_POINTS[switch]
         )
@@ -251,11 +189,11 @@ class PresetPlayer:
         eased = run.easing(progress)
         values = {}
         for ref, goal in run.target.items():
-            pin_type, ends = _pin_type(self.patch, ref), [run.start[ref], goal]
+            type_name, ends = _type_name_of(self.patch, ref), [run.start[ref], goal]
             if progress >= 1.0:
                 values[ref] = goal
-            elif _interpolates(pin_type, ends):
-                values[ref] = blend(pin_type, ends, [1.0 - eased, eased])
+            elif pin_type(type_name).interpolates(ends):
+                values[ref] = blend(type_name, ends, [1.0 - eased, eased])
             else:
                 values[ref] = goal if progress >= run.switch_at else run.start[ref]
         _apply(self.patch, values, self.live)

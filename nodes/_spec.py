@@ -2,14 +2,21 @@
 
 A node type is a decorated function. Its signature gives the input pins (annotation = pin type,
 default = pin default); two leading parameters are special and never pins: `ctx` receives the
-execution context (clock, GPU service) and `state` receives the node instance's private state,
-created by the spec's `init_state(path)` and kept by the evaluator, never on the spec. Lazy inputs
-receive a `Pull` (call it to get the value, only if needed). Several outputs: return a tuple in the
-order of `outputs`. A node with `dynamic_inputs` (pins derived from its values, such as a shader's
-uniforms) takes one more, last, parameter: a mapping of the dynamic pins' values. Pins are derived
-with the folder of the node's patch file (relative file names resolve against it); when they cannot
-be derived (a missing file), `dynamic_inputs` returns an `any` pin for each value it was given, so
-that the patch still loads, keeps its values and links, and the node fails when it runs.
+execution context (a `NodeContext`: clock, GPU service) and `state` receives the node instance's
+private state, created by the spec's `init_state(path)` and kept by the evaluator, never on the
+spec. Lazy inputs receive a `Pull` (call it to get the value, only if needed). Several outputs:
+return a tuple in the order of `outputs`. A node with `dynamic_inputs` (pins derived from its
+values, such as a shader's uniforms) takes one more, last, parameter: a mapping of the dynamic
+pins' values. Pins are derived with the folder of the node's patch file (relative file names
+resolve against it); when they cannot be derived (a missing file), `dynamic_inputs` returns an
+`any` pin for each value it was given, so that the patch still loads, keeps its values and links,
+and the node fails when it runs.
+
+A pin's other facts (range, hint, doc, lazy, feedback) are declared in its annotation,
+`Annotated[float, Pin(min=0, hint="slider", doc="...")]`, or in the decorator's dicts keyed by
+name (`ranges=`, `hints=`, `docs=`, `lazy=`, `feedback=`). Registration refuses what it would
+otherwise ignore: a dict name that is no pin, an unknown hint or `Pin` key, a fact given both
+ways, an output of no known type; each error is one line naming the node and the pin.
 
 Specs are immutable and hold no per-instance data, so one spec serves every instance and every
 evaluator, on any thread.
@@ -17,25 +24,31 @@ evaluator, on any thread.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import enum
 import inspect
 import threading
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from nodes._types import PIN_TYPES
-
-# Annotation names used by library modules (with postponed annotations they arrive as text).
-Num = float | np.ndarray
-Array = np.ndarray
-Color = tuple[float, float, float, float]
-Vec2 = tuple[float, float]
-Texture = Any
+from nodes._types import (  # noqa: F401  (the annotation names, re-exported for node modules)
+    PIN_HINTS,
+    PIN_TYPES,
+    Array,
+    Color,
+    Num,
+    Texture,
+    Vec2,
+    Vec3,
+    pin_type_of_annotation,
+    zero_of,
+)
 
 
 class Pull(Protocol):
@@ -46,22 +59,35 @@ class Pull(Protocol):
     def __call__(self) -> Any: ...
 
 
+@runtime_checkable
+class NodeContext(Protocol):
+    """What a compute function's `ctx` offers (evaluators.ExecutionContext is the one every
+    evaluator passes): the frame clock, the patch's folder and tempo, the GPU and other
+    services, and a worker pool for slow work whose result a later frame picks up."""
+
+    t: float  # patch time in seconds
+    dt: float  # seconds since the previous frame
+    frame: int
+    folder: Path | None  # of the patch file, for relative file names (None: never saved)
+    live_bpm: float | None  # a tempo set live (MIDI clock), else None
+    gpu: Any  # the GL service, or None without GL
+
+    @property
+    def resolution(self) -> tuple[int, int]: ...
+
+    @property
+    def bpm(self) -> float: ...
+
+    def service(self, name: str) -> Any: ...
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]: ...
+
+    def ready(self, work: concurrent.futures.Future[Any]) -> bool: ...
+
+
 #: `dynamic_inputs(values, folder)`: the dynamic pins of a node with these values whose patch file
 #: is in `folder` (None when the patch was never saved).
 DynamicInputs = Callable[[Mapping[str, Any], Path | None], tuple["PinSpec", ...]]
-
-_ANNOTATION_TYPES = {
-    "float": "float",
-    "int": "int",
-    "bool": "bool",
-    "str": "str",
-    "Num": "num",
-    "Array": "array",
-    "Color": "color",
-    "Vec2": "vec2",
-    "Texture": "texture",
-    "Any": "any",
-}
 
 
 class Determinism(enum.Enum):
@@ -102,8 +128,7 @@ class PinSpec:
     default: Any = None
     lazy: bool = False
     feedback: bool = False
-    # UI hint for the editor: "slider", "toggle", "color", "code", "file"; "live": a value the
-    # controls runtime writes from MIDI/OSC (the inspector shows it read-only).
+    # UI hint for the editor, one of nodes._types.PIN_HINTS.
     hint: str | None = None
     minimum: float | None = None
     maximum: float | None = None
@@ -267,7 +292,9 @@ def node(
     docs: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare and register a node type from a function; see the module note for the rules.
-    `docs`: one sentence per pin name (inputs and outputs)."""
+    `docs`: one sentence per pin name (inputs and outputs). `lazy`, `feedback`, `hints`, `ranges`
+    and `docs` name pins; a name that is no pin, a hint that is not in PIN_HINTS or an output of
+    no known type is refused (TypeError naming the node and the pin)."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         params = list(inspect.signature(fn).parameters.values())
@@ -280,35 +307,41 @@ def node(
             params = params[1:]
         if dynamic_inputs is not None:
             params = params[:-1]  # the last parameter receives the dynamic pins' values
+        _check_pin_names(type_id, params, outputs, lazy, feedback, hints, ranges, docs)
         pins = []
+        pin_docs = dict(docs or {})
         for param in params:
-            annotation = _annotation_name(param.annotation)
-            is_lazy = param.name.rstrip("_") in lazy or annotation.startswith("Pull")
-            pin_type = _ANNOTATION_TYPES.get(annotation.removeprefix("Pull[").rstrip("]"), "")
-            if pin_type not in PIN_TYPES:
+            annotation, declared = _pin_annotation(type_id, param.name, param.annotation, fn)
+            name = param.name.rstrip("_")
+            facts = _merged_facts(type_id, name, declared, param.name, lazy, feedback, hints,
+                                  ranges, docs)  # fmt: skip
+            kind = pin_type_of_annotation(annotation.removeprefix("Pull[").rstrip("]"))
+            if kind is None:
                 raise TypeError(f"{type_id}: pin {param.name!r} has no known type ({annotation})")
-            low, high = (ranges or {}).get(param.name, (None, None))
+            if facts.doc is not None:
+                pin_docs[name] = facts.doc
             default = None if param.default is inspect.Parameter.empty else param.default
             pins.append(
                 PinSpec(
-                    name=param.name.rstrip("_"),
-                    type=pin_type,
+                    name=name,
+                    type=kind.name,
                     default=default,
-                    lazy=is_lazy,
-                    feedback=param.name.rstrip("_") in feedback,
-                    hint=(hints or {}).get(param.name),
-                    minimum=low,
-                    maximum=high,
+                    lazy=facts.lazy or annotation.startswith("Pull"),
+                    feedback=facts.feedback,
+                    hint=facts.hint,
+                    minimum=facts.min,
+                    maximum=facts.max,
                 )
             )
         if outputs is None:
             ret = _annotation_name(inspect.signature(fn).return_annotation)
-            out_types = {"out": _ANNOTATION_TYPES.get(ret, "any")}
+            returned = pin_type_of_annotation(ret)
+            out_types = {"out": "any" if returned is None else returned.name}
         else:
             out_types = dict(outputs)
         defaults = output_defaults or {}
         out_specs = tuple(
-            OutputSpec(name, kind, defaults.get(name, _zero_of(kind)))
+            OutputSpec(name, kind, defaults.get(name, zero_of(kind)))
             for name, kind in out_types.items()
         )
         register(
@@ -330,12 +363,166 @@ def node(
                 dynamic_from=dynamic_from,
                 capture=capture,
                 passthrough=passthrough,
-                pin_docs=dict(docs or {}),
+                pin_docs=pin_docs,
             )
         )
         return fn
 
     return decorate
+
+
+class Pin:
+    """An input pin's facts in one expression, in its annotation:
+    `level: Annotated[float, Pin(min=0, max=1, hint="slider", doc="How loud.")]`.
+
+    Beside the decorator's `ranges=`, `hints=`, `docs=`, `lazy=` and `feedback=`; a fact given
+    in both places, or a key that is none of these, is refused when the node registers."""
+
+    __slots__ = ("doc", "feedback", "hint", "lazy", "max", "min", "unknown")
+
+    def __init__(
+        self,
+        *,
+        min: float | None = None,
+        max: float | None = None,
+        hint: str | None = None,
+        doc: str | None = None,
+        lazy: bool = False,
+        feedback: bool = False,
+        **unknown: Any,
+    ) -> None:
+        self.min, self.max, self.hint, self.doc = min, max, hint, doc
+        self.lazy, self.feedback = lazy, feedback
+        self.unknown = unknown  # refused at registration, where the node and pin can be named
+
+    def __repr__(self) -> str:
+        facts = {key: getattr(self, key) for key in ("min", "max", "hint", "doc")}
+        shown = [f"{key}={value!r}" for key, value in facts.items() if value is not None]
+        shown += [key for key in ("lazy", "feedback") if getattr(self, key)]
+        return f"Pin({', '.join(shown)})"
+
+
+def _pin_annotation(
+    type_id: str, param: str, annotation: Any, fn: Callable[..., Any]
+) -> tuple[str, Pin]:
+    """A pin's type annotation as text and its `Pin` facts (an empty `Pin` without one), from
+    `Annotated[T, Pin(...)]` or a plain annotation. With postponed annotations only the
+    `Pin(...)` part is evaluated, in the function's module, as `inspect` would."""
+    if typing.get_origin(annotation) is Annotated:
+        base, metadata = _annotation_name(annotation.__origin__), annotation.__metadata__
+    else:
+        base, metadata = _annotation_name(annotation), ()
+        if base.startswith("Annotated["):
+            base, extras = _split_annotated(base.removeprefix("Annotated[")[:-1])
+            metadata = eval(f"({extras},)", fn.__globals__) if extras else ()
+    found = [item for item in metadata if isinstance(item, Pin)]
+    if len(found) > 1:
+        raise TypeError(f"{type_id}: pin {param!r} has {len(found)} Pin(...) declarations")
+    facts = found[0] if found else Pin()
+    if facts.unknown:
+        keys = ", ".join(sorted(facts.unknown))
+        raise TypeError(
+            f"{type_id}: pin {param!r}: unknown Pin key {keys} (keys: min, max, hint, doc, "
+            "lazy, feedback)"
+        )
+    return base, facts
+
+
+def _split_annotated(inner: str) -> tuple[str, str]:
+    """`"T, Pin(...)"` as `("T", "Pin(...)")`: split at the first top-level comma."""
+    depth = 0
+    for index, char in enumerate(inner):
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        elif char == "," and depth == 0:
+            return inner[:index].strip(), inner[index + 1 :].strip()
+    return inner.strip(), ""
+
+
+def _check_pin_names(
+    type_id: str,
+    params: list[inspect.Parameter],
+    outputs: Mapping[str, str] | None,
+    lazy: tuple[str, ...],
+    feedback: tuple[str, ...],
+    hints: Mapping[str, str] | None,
+    ranges: Mapping[str, Any] | None,
+    docs: Mapping[str, str] | None,
+) -> None:
+    """Refuse names in the decorator's pin dicts that name no pin, unknown hints and outputs of
+    no known type: a node pack author gets an error, not a fact silently ignored. Each dict is
+    checked against the names it is looked up by (hints and ranges by parameter name, lazy and
+    feedback by pin name, docs by pin or output name)."""
+    parameters = {param.name for param in params}
+    pins = {name.rstrip("_") for name in parameters}
+    outs = set(outputs) if outputs is not None else {"out"}
+    for what, names, known in (
+        ("lazy", lazy, pins),
+        ("feedback", feedback, pins),
+        ("hints", hints or {}, parameters),
+        ("ranges", ranges or {}, parameters),
+        ("docs", docs or {}, pins | outs),
+    ):
+        for name in names:
+            if name not in known:
+                raise TypeError(f"{type_id}: {what}= names pin {name!r}, which the node has not")
+    for name, hint in (hints or {}).items():
+        _check_hint(type_id, name, hint)
+    for name, kind in (outputs or {}).items():
+        if kind not in PIN_TYPES:
+            raise TypeError(f"{type_id}: output {name!r} has no known type ({kind!r})")
+
+
+def _check_hint(type_id: str, pin: str, hint: str | None) -> None:
+    if hint is not None and hint not in PIN_HINTS:
+        known = ", ".join(sorted(PIN_HINTS))
+        raise TypeError(f"{type_id}: pin {pin!r}: unknown hint {hint!r} (hints: {known})")
+
+
+class _Facts(typing.NamedTuple):
+    min: float | None
+    max: float | None
+    hint: str | None
+    doc: str | None
+    lazy: bool
+    feedback: bool
+
+
+def _merged_facts(
+    type_id: str,
+    name: str,
+    declared: Pin,
+    param: str,
+    lazy: tuple[str, ...],
+    feedback: tuple[str, ...],
+    hints: Mapping[str, str] | None,
+    ranges: Mapping[str, tuple[float | None, float | None]] | None,
+    docs: Mapping[str, str] | None,
+) -> _Facts:
+    """A pin's facts from its `Pin(...)` and the decorator's dicts; one given in both places is
+    refused (which would win is not obvious to a reader)."""
+    low, high = (ranges or {}).get(param, (None, None))
+    hint = (hints or {}).get(param)
+    doc = (docs or {}).get(name)
+    in_pin = (declared.min, declared.max, declared.hint, declared.doc, declared.lazy or None,
+              declared.feedback or None)  # fmt: skip
+    in_dicts = (low, high, hint, doc, name in lazy or None, name in feedback or None)
+    both = [key for key, a, b in zip(_Facts._fields, in_pin, in_dicts, strict=True)
+            if a is not None and b is not None]  # fmt: skip
+    if both:
+        raise TypeError(f"{type_id}: pin {param!r}: {', '.join(both)} given both in Pin(...) "
+                        "and in the decorator")  # fmt: skip
+    _check_hint(type_id, param, declared.hint)
+    return _Facts(
+        min=declared.min if declared.min is not None else low,
+        max=declared.max if declared.max is not None else high,
+        hint=declared.hint or hint,
+        doc=declared.doc or doc,
+        lazy=declared.lazy or name in lazy,
+        feedback=declared.feedback or name in feedback,
+    )
 
 
 def _annotation_name(annotation: Any) -> str:
@@ -346,17 +533,3 @@ def _annotation_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).removeprefix("typing.")
-
-
-def _zero_of(pin_type: str) -> Any:
-    """The value an output reads before its node ever ran."""
-    return {
-        "float": 0.0,
-        "num": 0.0,
-        "int": 0,
-        "bool": False,
-        "str": "",
-        "color": (0.0, 0.0, 0.0, 1.0),
-        "vec2": (0.0, 0.0),
-        "array": np.zeros(0),
-    }.get(pin_type)

@@ -45,7 +45,7 @@ from nodes._audio import (
 )
 from nodes._errors import Deferred, shown
 from nodes._paths import resolve_patch_path
-from nodes._spec import Array, Determinism, node
+from nodes._spec import Array, Determinism, NodeContext, node
 
 HOT = Determinism.NONDETERMINISTIC
 
@@ -67,7 +67,7 @@ _SAMPLES_DOC = "The samples of the current frame (mono, 48 kHz): audio.input's o
         "out": "The newest samples of the live input, one frame's duration (mono, 48 kHz).",
     },
 )
-def audio_input(ctx: Any, device: str = "", latency: float = 0.0) -> Array:
+def audio_input(ctx: NodeContext, device: str = "", latency: float = 0.0) -> Array:
     """Live audio from an input device (through PortAudio), the newest samples each frame. The
     stream opens in the background (the node is deferred until then); without a device or the
     PortAudio library the node fails saying so and the rest of the patch plays."""
@@ -124,7 +124,7 @@ def _decode_failure(name: str, error: BaseException) -> str:
         "out": "The file's samples for the current frame (mono, 48 kHz).",
     },
 )
-def audio_file(ctx: Any, state: AudioFileState, path: str = "", loop: bool = True) -> Array:
+def audio_file(ctx: NodeContext, state: AudioFileState, path: str = "", loop: bool = True) -> Array:
     """An audio file played in step with the patch clock, one frame's samples at a time. It is
     decoded in the background (the node is deferred until then); renders at a fixed fps take the
     same samples every run."""
@@ -138,7 +138,7 @@ def audio_file(ctx: Any, state: AudioFileState, path: str = "", loop: bool = Tru
     return frame_samples(state.samples, ctx.t, seconds, loop)
 
 
-def _load(ctx: Any, state: AudioFileState, name: str, version: tuple[Path, Any]) -> None:
+def _load(ctx: NodeContext, state: AudioFileState, name: str, version: tuple[Path, Any]) -> None:
     """Have the file decoded on a worker; Deferred until it is, OSError (one line) if it fails."""
     if state.failed is not None:
         if state.failed[0] == version:
@@ -234,7 +234,7 @@ def audio_onset(
     },
 )
 def audio_beat(
-    ctx: Any,
+    ctx: NodeContext,
     state: BeatTracker,
     in_: Array = np.zeros(0),  # noqa: B008 - immutable by convention
     drive_tempo: bool = False,

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nodes._spec import Determinism, Num, node
+from nodes._spec import Determinism, NodeContext, Num, node
 from nodes.library.shaping import TRUE_ABOVE
 
 HOT = Determinism.NONDETERMINISTIC
@@ -300,7 +300,9 @@ _IN_DOC = "The number (or array, smoothed elementwise) to follow."
         "out": "The smoothed value.",
     },
 )
-def smooth_damp(ctx: Any, state: SmoothState, in_: Num = 0.0, half_life: float = 0.25) -> Num:
+def smooth_damp(
+    ctx: NodeContext, state: SmoothState, in_: Num = 0.0, half_life: float = 0.25
+) -> Num:
     """Follows `in` smoothly, at a speed that does not depend on the frame rate. It closes half
     the distance every `half_life` seconds (exponential smoothing)."""
     dt = state.clock.since_last(ctx.t)
@@ -325,7 +327,7 @@ def smooth_damp(ctx: Any, state: SmoothState, in_: Num = 0.0, half_life: float =
     },
 )
 def smooth_slew(
-    ctx: Any, state: SmoothState, in_: Num = 0.0, rise: float = 1.0, fall: float = 1.0
+    ctx: NodeContext, state: SmoothState, in_: Num = 0.0, rise: float = 1.0, fall: float = 1.0
 ) -> Num:
     """Follows `in` at a limited speed (units per second, up and down separately): jumps become
     ramps."""
@@ -361,7 +363,7 @@ def _smoothing_factor(dt: float, cutoff: Any) -> Any:
     },
 )
 def smooth_one_euro(
-    ctx: Any,
+    ctx: NodeContext,
     state: SmoothState,
     in_: Num = 0.0,
     min_cutoff: float = 1.0,
@@ -446,7 +448,7 @@ class EnvelopeState:
     },
 )
 def envelope_adsr(
-    ctx: Any,
+    ctx: NodeContext,
     state: EnvelopeState,
     gate: bool = False,
     attack: float = 0.01,
@@ -513,7 +515,7 @@ def _reflected(value: float, low: float, high: float) -> float:
     },
 )
 def noise_random_walk(
-    ctx: Any,
+    ctx: NodeContext,
     state: WalkState,
     speed: float = 0.5,
     low: float = 0.0,

@@ -15,12 +15,12 @@ import math
 import time
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from nodes._limits import active_limits
-from nodes._spec import Array, Determinism, Num, node
+from nodes._spec import Array, Determinism, NodeContext, Num, Pin, node
 from nodes._tempo import ON_BEAT, BeatClock
 
 HOT = Determinism.NONDETERMINISTIC
@@ -91,27 +91,22 @@ def _clamp_to_range(value: float, low: float | None, high: float | None) -> floa
 @node(
     "input.float",
     determinism=USER,
-    hints={"value": "slider"},
     examples=(({"value": 0.5, "min": 0.0, "max": 1.0}, 0.5), ({"value": 3.0, "max": 1.0}, 1.0)),
-    docs={
-        "value": "The slider's position.",
-        "min": "The lowest value the slider gives.",
-        "max": "The highest value the slider gives.",
-        "out": "The value, clamped between min and max.",
-    },
+    docs={"out": "The value, clamped between min and max."},
 )
-def input_float(value: float = 0.0, min: float = 0.0, max: float = 1.0) -> float:
+def input_float(
+    value: Annotated[float, Pin(hint="slider", doc="The slider's position.")] = 0.0,
+    min: Annotated[float, Pin(doc="The lowest value the slider gives.")] = 0.0,
+    max: Annotated[float, Pin(doc="The highest value the slider gives.")] = 1.0,
+) -> float:
     """A number the person sets live with a slider between min and max."""
     return _clamp_to_range(value, min, max) if min <= max else value
 
 
-@node(
-    "input.toggle",
-    determinism=USER,
-    hints={"value": "toggle"},
-    docs={"value": "Whether the switch is on.", "out": "True while the switch is on."},
-)
-def input_toggle(value: bool = False) -> bool:
+@node("input.toggle", determinism=USER, docs={"out": "True while the switch is on."})
+def input_toggle(
+    value: Annotated[bool, Pin(hint="toggle", doc="Whether the switch is on.")] = False,
+) -> bool:
     """An on/off switch the person sets live."""
     return value
 
@@ -120,13 +115,13 @@ def input_toggle(value: bool = False) -> bool:
 
 
 @node("time.seconds", determinism=HOT, docs={"out": "Seconds since the patch started playing."})
-def time_seconds(ctx: Any) -> float:
+def time_seconds(ctx: NodeContext) -> float:
     """Seconds on the frame clock."""
     return float(ctx.t)
 
 
 @node("time.frame", determinism=HOT, docs={"out": "Frames played since the start, from 0."})
-def time_frame(ctx: Any) -> float:
+def time_frame(ctx: NodeContext) -> float:
     """The frame number on the frame clock."""
     return float(ctx.frame)
 
@@ -151,7 +146,7 @@ class LfoState:
         "out": "The wave's value, from 0 to 1.",
     },
 )
-def time_lfo(ctx: Any, state: LfoState, hz: float = 1.0, shape: int = 0) -> float:
+def time_lfo(ctx: NodeContext, state: LfoState, hz: float = 1.0, shape: int = 0) -> float:
     """A slow oscillator that sweeps between 0 and 1 in a sine, triangle, saw or square wave.
 
     Shape 0 is a sine, 1 a triangle, 2 a saw, 3 a square. The phase accumulates, so changing `hz`
@@ -185,7 +180,9 @@ def time_lfo(ctx: Any, state: LfoState, hz: float = 1.0, shape: int = 0) -> floa
         "pulse": "True on the frame a beat starts.",
     },
 )
-def time_beat(ctx: Any, state: BeatClock, beats_per_bar: int = 4) -> tuple[float, int, int, bool]:
+def time_beat(
+    ctx: NodeContext, state: BeatClock, beats_per_bar: int = 4
+) -> tuple[float, int, int, bool]:
     """Counts beats and bars at the patch tempo.
 
     The tempo is the patch's `bpm` setting (default 120), on the frame clock: `phase` goes 0..1
@@ -223,7 +220,7 @@ def _path_seed(path: str) -> int:
         "out": "This frame's random number, from 0 up to 1.",
     },
 )
-def noise_random(ctx: Any, state: int, seed: int = 0) -> float:
+def noise_random(ctx: NodeContext, state: int, seed: int = 0) -> float:
     """A new random number between 0 and 1 every frame.
 
     It is seeded by the node's path and `seed`: reruns of the same patch give the same sequence,
@@ -416,15 +413,14 @@ class GateState:
 
 @node(
     "logic.gate",
-    lazy=("in",),
     init_state=GateState,
-    docs={
-        "open": "Whether values pass.",
-        "in": "The value to pass while open.",
-        "out": "in while open, the last value passed while closed.",
-    },
+    docs={"out": "in while open, the last value passed while closed."},
 )
-def logic_gate(state: GateState, open: bool = True, in_: Any = 0.0) -> Any:
+def logic_gate(
+    state: GateState,
+    open: Annotated[bool, Pin(doc="Whether values pass.")] = True,
+    in_: Annotated[Any, Pin(lazy=True, doc="The value to pass while open.")] = 0.0,
+) -> Any:
     """Passes a value while open and holds the last one while closed.
 
     While closed it does not evaluate `in` at all."""
@@ -446,15 +442,16 @@ class DelayState:
 @node(
     "util.frame_delay",
     determinism=HOT,
-    feedback=("in",),
     init_state=DelayState,
-    docs={
-        "init": "What the node gives on the first frame.",
-        "in": "The value to delay; it may come from downstream.",
-        "out": "The value in had on the previous frame.",
-    },
+    docs={"out": "The value in had on the previous frame."},
 )
-def util_frame_delay(state: DelayState, init: Any = 0.0, in_: Any = 0.0) -> Any:
+def util_frame_delay(
+    state: DelayState,
+    init: Annotated[Any, Pin(doc="What the node gives on the first frame.")] = 0.0,
+    in_: Annotated[
+        Any, Pin(feedback=True, doc="The value to delay; it may come from downstream.")
+    ] = 0.0,
+) -> Any:
     """Gives the value its input had on the previous frame.
 
     It gives `init` on the first frame. Its `in` may be fed from downstream: this is how a patch

@@ -53,14 +53,15 @@ from nodes._errors import Deferred, shown
 from nodes._glsl import builtin_shader, uniform_declarations
 from nodes._limits import active_limits
 from nodes._paths import PathRefusedError, read_patch_file, resolve_patch_path
-from nodes._spec import Array, Color, Determinism, PinSpec, Texture, Vec2, node
+from nodes._spec import Array, Color, Determinism, NodeContext, PinSpec, Texture, Vec2, node
+from nodes._types import is_picture, pin_type_of_uniform
 
 HOT = Determinism.NONDETERMINISTIC
 
 NO_GPU_MESSAGE = "no GPU context: GPU nodes run in the editor or in `patchbay run` with GL"
 
 
-def _gpu(ctx: Any) -> Any:
+def _gpu(ctx: NodeContext) -> Any:
     gl = ctx.gpu
     if gl is None:
         raise RuntimeError(NO_GPU_MESSAGE)
@@ -138,7 +139,7 @@ def check_texture_size(size: tuple[int, int]) -> None:
                          "texture_side)")  # fmt: skip
 
 
-def _size(ctx: Any, resolution: Vec2, *inputs: Any) -> tuple[int, int]:
+def _size(ctx: NodeContext, resolution: Vec2, *inputs: Any) -> tuple[int, int]:
     width, height = (round(v) for v in resolution)
     if width >= 1 and height >= 1:
         return (width, height)
@@ -149,7 +150,7 @@ def _size(ctx: Any, resolution: Vec2, *inputs: Any) -> tuple[int, int]:
 
 
 def _pass(
-    ctx: Any,
+    ctx: NodeContext,
     state: GPUTargets,
     shader: str,
     resolution: Vec2,
@@ -178,7 +179,10 @@ def _pass(
     },
 )
 def gpu_solid(
-    ctx: Any, state: GPUTargets, color: Color = (1.0, 1.0, 1.0, 1.0), resolution: Vec2 = (0, 0)
+    ctx: NodeContext,
+    state: GPUTargets,
+    color: Color = (1.0, 1.0, 1.0, 1.0),
+    resolution: Vec2 = (0, 0),
 ) -> Texture:
     """A texture filled with one colour."""
     return _pass(ctx, state, "solid", resolution, {"color": color})
@@ -196,7 +200,7 @@ def gpu_solid(
         "out": "The gradient texture.",
     },
 )
-def gpu_gradient(ctx: Any, state: GPUTargets, color_a: Color = (0.0, 0.0, 0.0, 1.0),
+def gpu_gradient(ctx: NodeContext, state: GPUTargets, color_a: Color = (0.0, 0.0, 0.0, 1.0),
                  color_b: Color = (1.0, 1.0, 1.0, 1.0), angle: float = 0.0,
                  resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """A linear gradient between two colours.
@@ -218,7 +222,7 @@ def gpu_gradient(ctx: Any, state: GPUTargets, color_a: Color = (0.0, 0.0, 0.0, 1
         "out": "The noise texture.",
     },
 )
-def gpu_noise(ctx: Any, state: GPUTargets, time: float = 0.0, scale: float = 8.0,
+def gpu_noise(ctx: NodeContext, state: GPUTargets, time: float = 0.0, scale: float = 8.0,
               seed: float = 0.0, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Animated grey value noise.
 
@@ -242,7 +246,7 @@ def gpu_noise(ctx: Any, state: GPUTargets, time: float = 0.0, scale: float = 8.0
         "out": "The texture with the circle.",
     },
 )
-def gpu_circle(ctx: Any, state: GPUTargets, center: Vec2 = (0.5, 0.5), radius: float = 0.25,
+def gpu_circle(ctx: NodeContext, state: GPUTargets, center: Vec2 = (0.5, 0.5), radius: float = 0.25,
                softness: float = 0.0, color: Color = (1.0, 1.0, 1.0, 1.0),
                background: Color = (0.0, 0.0, 0.0, 1.0),
                resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
@@ -273,7 +277,7 @@ BLEND_MODES = {"mix": 0, "add": 1, "multiply": 2, "screen": 3}
         "out": "The blended texture.",
     },
 )
-def gpu_blend(ctx: Any, state: GPUTargets, a: Texture = None, b: Texture = None,
+def gpu_blend(ctx: NodeContext, state: GPUTargets, a: Texture = None, b: Texture = None,
               mode: str = "mix", opacity: float = 1.0,
               resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Blends one texture onto another.
@@ -298,8 +302,8 @@ def gpu_blend(ctx: Any, state: GPUTargets, a: Texture = None, b: Texture = None,
         "out": "The moved texture.",
     },
 )
-def gpu_transform(ctx: Any, state: GPUTargets, in_: Texture = None, translate: Vec2 = (0, 0),
-                  rotate: float = 0.0, scale: float = 1.0,
+def gpu_transform(ctx: NodeContext, state: GPUTargets, in_: Texture = None,
+                  translate: Vec2 = (0, 0), rotate: float = 0.0, scale: float = 1.0,
                   resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Moves, rotates and scales a texture about the frame centre.
 
@@ -320,7 +324,7 @@ def gpu_transform(ctx: Any, state: GPUTargets, in_: Texture = None, translate: V
         "out": "The blurred texture.",
     },
 )
-def gpu_blur(ctx: Any, state: GPUTargets, in_: Texture = None, radius: float = 4.0,
+def gpu_blur(ctx: NodeContext, state: GPUTargets, in_: Texture = None, radius: float = 4.0,
              resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """A Gaussian blur of a texture.
 
@@ -349,7 +353,7 @@ class FeedbackState(GPUTargets):
         """Never: the loop reads the copy next frame."""
 
 
-def _copy_for_next_frame(ctx: Any, state: FeedbackState, texture: Any) -> Any:
+def _copy_for_next_frame(ctx: NodeContext, state: FeedbackState, texture: Any) -> Any:
     """At the end of a frame: a copy of the source's texture, which it may redraw next frame."""
     if texture is None:
         return None
@@ -372,7 +376,7 @@ def _copy_for_next_frame(ctx: Any, state: FeedbackState, texture: Any) -> Any:
         "out": "The texture in had at the end of the previous frame.",
     },
 )
-def gpu_feedback(ctx: Any, state: FeedbackState, in_: Texture = None,
+def gpu_feedback(ctx: NodeContext, state: FeedbackState, in_: Texture = None,
                  resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Gives the texture its input had on the previous frame: the GPU frame delay.
 
@@ -406,17 +410,6 @@ void main() {
 """
 
 _SHADER_STATIC_PINS = ("source", "file", "resolution")
-_PIN_OF_UNIFORM = {
-    "float": ("float", 0.0, None),
-    "int": ("int", 0, None),
-    "bool": ("bool", False, "toggle"),
-    "vec2": ("vec2", (0.0, 0.0), None),
-    "vec3": ("color", (1.0, 1.0, 1.0, 1.0), "color"),
-    "vec4": ("color", (1.0, 1.0, 1.0, 1.0), "color"),
-    "sampler2D": ("texture", None, None),
-}
-
-
 _SHADER_FILES_KEPT = 32
 _shader_files: collections.OrderedDict[tuple[Path, int, int], str] = collections.OrderedDict()
 _shader_files_lock = threading.Lock()
@@ -502,12 +495,10 @@ def _uniform_pins_within(source: str, limit: int) -> tuple[PinSpec, ...] | int:
         return len(declarations)
     pins = []
     for decl in declarations:  # `resolution` is set by the GL service to the target size
-        pin_type, default, hint = _PIN_OF_UNIFORM[decl.type]
-        if decl.default is not None:
-            default = decl.default
-            if pin_type == "color":
-                default = (*default, 1.0)[:4]
-        pins.append(PinSpec(decl.name, pin_type, default, hint=hint))
+        kind = pin_type_of_uniform(decl.type)
+        assert kind is not None  # uniform_declarations reports only the types a pin exposes
+        default = kind.exposed_default if decl.default is None else kind.coerce(decl.default)
+        pins.append(PinSpec(decl.name, kind.name, default, hint=kind.exposed_hint))
     return tuple(pins)
 
 
@@ -550,7 +541,7 @@ class ShaderState(GPUTargets):
         self.reading: tuple[tuple[Path, int, int], concurrent.futures.Future[str]] | None = None
 
 
-def _frame_shader_text(ctx: Any, state: ShaderState, source: str, file: str) -> str:
+def _frame_shader_text(ctx: NodeContext, state: ShaderState, source: str, file: str) -> str:
     """The shader text for a frame: a version of the file not read yet is read on the worker
     pool (the node is deferred meanwhile), never on the frame path."""
     if source.strip() or not file:
@@ -584,7 +575,7 @@ def _frame_shader_text(ctx: Any, state: ShaderState, source: str, file: str) -> 
         "out": "The texture the shader drew.",
     },
 )
-def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file: str = "",
+def gpu_shader(ctx: NodeContext, state: ShaderState, source: str = DEFAULT_SHADER, file: str = "",
                resolution: Vec2 = (0, 0),
                uniforms: Mapping[str, Any] | None = None) -> Texture:  # fmt: skip
     """Draws a texture with a GLSL fragment shader whose uniforms become pins.
@@ -609,7 +600,7 @@ def gpu_shader(ctx: Any, state: ShaderState, source: str = DEFAULT_SHADER, file:
     plain = {}
     for pin in pins:
         value = values.get(pin.name, pin.default)
-        if pin.type == "texture":
+        if is_picture(pin.type):
             textures[pin.name] = value
         else:
             plain[pin.name] = value
@@ -678,7 +669,7 @@ class ImageState(GPUTargets):
         "out": "The image as a texture.",
     },
 )
-def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
+def gpu_image(ctx: NodeContext, state: ImageState, path: str = "") -> Texture:
     """Loads a PNG or JPEG file as a texture.
 
     The texture has the image's own size. The file is decoded in the background:
@@ -725,7 +716,7 @@ def gpu_image(ctx: Any, state: ImageState, path: str = "") -> Texture:
         "out": "The pixels as a texture.",
     },
 )
-def gpu_from_array(ctx: Any, state: GPUTargets, array: Array = np.zeros(0)) -> Texture:  # noqa: B008
+def gpu_from_array(ctx: NodeContext, state: GPUTargets, array: Array = np.zeros(0)) -> Texture:  # noqa: B008
     """Uploads an image array to the GPU as a texture.
 
     The array is HxW or HxWxC (C = 1..4, rows top to bottom): uint8 values as they are, other
@@ -752,7 +743,7 @@ def gpu_from_array(ctx: Any, state: GPUTargets, array: Array = np.zeros(0)) -> T
         "out": "Its pixels, an HxWx4 uint8 array, rows top to bottom.",
     },
 )
-def gpu_readback(ctx: Any, in_: Texture = None) -> Array:
+def gpu_readback(ctx: NodeContext, in_: Texture = None) -> Array:
     """Copies a texture's pixels back from the GPU into an array.
 
     The array is HxWx4 uint8, rows top to bottom; for analysis patches: it costs a readback every
@@ -791,7 +782,7 @@ def gpu_output(in_: Texture = None) -> Texture:
         "out": "The small copy.",
     },
 )
-def gpu_preview(ctx: Any, state: GPUTargets, in_: Texture = None,
+def gpu_preview(ctx: NodeContext, state: GPUTargets, in_: Texture = None,
                 max_side: int = 256) -> Texture:  # fmt: skip
     """A sink: a small copy of a texture, for previews in the editor.
 

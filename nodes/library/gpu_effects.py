@@ -12,10 +12,10 @@ A missing texture input reads as transparent black.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
 from nodes._errors import shown
-from nodes._spec import Color, Texture, Vec2, node
+from nodes._spec import Color, NodeContext, Pin, Texture, Vec2, node
 from nodes.library.gpu import GPUTargets, _pass
 
 _IN = "The texture to process."
@@ -48,7 +48,7 @@ def _choice(kind: str, value: str, choices: dict[str, int]) -> int:
         "out": _OUT,
     },
 )
-def gpu_levels(ctx: Any, state: GPUTargets, in_: Texture = None, in_low: float = 0.0,
+def gpu_levels(ctx: NodeContext, state: GPUTargets, in_: Texture = None, in_low: float = 0.0,
                in_high: float = 1.0, gamma: float = 1.0, out_low: float = 0.0,
                out_high: float = 1.0, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Levels of the red, green and blue channels. Levels on red, green and blue: in_low..in_high is
@@ -72,7 +72,7 @@ def gpu_levels(ctx: Any, state: GPUTargets, in_: Texture = None, in_low: float =
         "out": _OUT,
     },
 )
-def gpu_hsv(ctx: Any, state: GPUTargets, in_: Texture = None, hue: float = 0.0,
+def gpu_hsv(ctx: NodeContext, state: GPUTargets, in_: Texture = None, hue: float = 0.0,
             saturation: float = 1.0, value: float = 1.0,
             resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Shifts hue and scales saturation and value. Hue, saturation and value adjustment: hue shifted
@@ -93,30 +93,30 @@ def gpu_hsv(ctx: Any, state: GPUTargets, in_: Texture = None, hue: float = 0.0,
         "out": _OUT,
     },
 )
-def gpu_invert(ctx: Any, state: GPUTargets, in_: Texture = None, amount: float = 1.0,
+def gpu_invert(ctx: NodeContext, state: GPUTargets, in_: Texture = None, amount: float = 1.0,
                resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Inverts red, green and blue (1 - c), faded in by `amount`; alpha is kept."""
     return _pass(ctx, state, "invert", resolution, {"amount": amount}, {"src": in_})
 
 
+_LEVEL = "Luminance (0..1) from which a pixel becomes `high`."
+_SOFTNESS = "Width of a smooth transition around `level` (0: a hard step)."
+
+
 @node(
     "gpu.threshold",
     init_state=GPUTargets,
-    hints={"low": "color", "high": "color"},
-    ranges={"level": (0.0, 1.0), "softness": (0.0, 1.0)},
-    docs={
-        "in": _IN,
-        "level": "Luminance (0..1) from which a pixel becomes `high`.",
-        "softness": "Width of a smooth transition around `level` (0: a hard step).",
-        "low": "Colour of pixels darker than `level`.",
-        "high": "Colour of pixels at least as bright as `level`.",
-        "resolution": _RESOLUTION,
-        "out": "The two-colour texture.",
-    },
+    docs={"in": _IN, "resolution": _RESOLUTION, "out": "The two-colour texture."},
 )
-def gpu_threshold(ctx: Any, state: GPUTargets, in_: Texture = None, level: float = 0.5,
-                  softness: float = 0.0, low: Color = (0.0, 0.0, 0.0, 1.0),
-                  high: Color = (1.0, 1.0, 1.0, 1.0),
+def gpu_threshold(ctx: NodeContext, state: GPUTargets, in_: Texture = None,
+                  level: Annotated[float, Pin(min=0.0, max=1.0, doc=_LEVEL)] = 0.5,
+                  softness: Annotated[float, Pin(min=0.0, max=1.0, doc=_SOFTNESS)] = 0.0,
+                  low: Annotated[Color, Pin(hint="color",
+                                            doc="Colour of pixels darker than `level`.")]
+                  = (0.0, 0.0, 0.0, 1.0),
+                  high: Annotated[Color, Pin(hint="color",
+                                             doc="Colour of pixels at least as bright as `level`.")]
+                  = (1.0, 1.0, 1.0, 1.0),
                   resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Two colours split by luminance. Two colours by luminance (BT.709 weights): `high` where it is
     at least `level`, `low` below it, blended over `softness` around the level."""
@@ -139,7 +139,7 @@ MIRROR_MODES = {"horizontal": 0, "vertical": 1, "both": 2}
         "out": "The mirrored texture.",
     },
 )
-def gpu_mirror(ctx: Any, state: GPUTargets, in_: Texture = None, mode: str = "horizontal",
+def gpu_mirror(ctx: NodeContext, state: GPUTargets, in_: Texture = None, mode: str = "horizontal",
                resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Mirrors one half of the input onto the other. Mirrors one half of the input onto the other:
     horizontal reflects the left half onto the right, vertical the bottom half onto the top, both
@@ -161,8 +161,8 @@ def gpu_mirror(ctx: Any, state: GPUTargets, in_: Texture = None, mode: str = "ho
         "out": "The kaleidoscope texture.",
     },
 )
-def gpu_kaleidoscope(ctx: Any, state: GPUTargets, in_: Texture = None, segments: float = 6.0,
-                     rotate: float = 0.0, center: Vec2 = (0.5, 0.5),
+def gpu_kaleidoscope(ctx: NodeContext, state: GPUTargets, in_: Texture = None,
+                     segments: float = 6.0, rotate: float = 0.0, center: Vec2 = (0.5, 0.5),
                      resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """A kaleidoscope of the input. A kaleidoscope: a wedge of the input (angle pi / segments,
     starting at `rotate`, around `center`) reflected into 2 * segments wedges around the middle of
@@ -182,7 +182,7 @@ def gpu_kaleidoscope(ctx: Any, state: GPUTargets, in_: Texture = None, segments:
         "out": "The displaced texture.",
     },
 )
-def gpu_displace(ctx: Any, state: GPUTargets, in_: Texture = None, map_: Texture = None,
+def gpu_displace(ctx: NodeContext, state: GPUTargets, in_: Texture = None, map_: Texture = None,
                  amount: float = 0.05, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Moves the input's pixels by a displacement texture. Moves the input's pixels by a texture:
     each pixel shows the input at its position plus (map.rg - 0.5) * 2 * amount; without a map the
@@ -202,7 +202,7 @@ def gpu_displace(ctx: Any, state: GPUTargets, in_: Texture = None, map_: Texture
         "out": "The tiled texture.",
     },
 )
-def gpu_tile(ctx: Any, state: GPUTargets, in_: Texture = None, repeat: Vec2 = (2.0, 2.0),
+def gpu_tile(ctx: NodeContext, state: GPUTargets, in_: Texture = None, repeat: Vec2 = (2.0, 2.0),
              offset: Vec2 = (0.0, 0.0), resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Repeats the input `repeat` times across and up the frame, shifted by `offset` tiles."""
     return _pass(ctx, state, "tile", resolution, {"repeat": repeat, "offset": offset},
@@ -220,7 +220,7 @@ def gpu_tile(ctx: Any, state: GPUTargets, in_: Texture = None, repeat: Vec2 = (2
         "out": "The cropped texture.",
     },
 )
-def gpu_crop(ctx: Any, state: GPUTargets, in_: Texture = None, low: Vec2 = (0.25, 0.25),
+def gpu_crop(ctx: NodeContext, state: GPUTargets, in_: Texture = None, low: Vec2 = (0.25, 0.25),
              high: Vec2 = (0.75, 0.75), resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """A rectangle of the input, stretched over the output. The rectangle low..high of the input
     (fractions, origin bottom-left) stretched over the output, which is by default the rectangle's
@@ -248,7 +248,7 @@ def gpu_crop(ctx: Any, state: GPUTargets, in_: Texture = None, low: Vec2 = (0.25
         "out": "Edges as opaque grey: black where flat, brighter on stronger edges.",
     },
 )
-def gpu_edges(ctx: Any, state: GPUTargets, in_: Texture = None, strength: float = 1.0,
+def gpu_edges(ctx: NodeContext, state: GPUTargets, in_: Texture = None, strength: float = 1.0,
               resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Edge detection: the Sobel gradient magnitude of the luminance, times `strength`, as
     opaque grey."""
@@ -269,7 +269,7 @@ def gpu_edges(ctx: Any, state: GPUTargets, in_: Texture = None, strength: float 
         "out": "The input with the keyed colour made transparent.",
     },
 )
-def gpu_chroma_key(ctx: Any, state: GPUTargets, in_: Texture = None,
+def gpu_chroma_key(ctx: NodeContext, state: GPUTargets, in_: Texture = None,
                    key: Color = (0.0, 1.0, 0.0, 1.0), tolerance: float = 0.3,
                    softness: float = 0.1, resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Makes pixels near a key colour transparent. Chroma key: pixels near the key colour (RGB
@@ -309,7 +309,7 @@ COMPOSITE_MODES = {
         "out": "The composited texture.",
     },
 )
-def gpu_composite(ctx: Any, state: GPUTargets, base: Texture = None, layer: Texture = None,
+def gpu_composite(ctx: NodeContext, state: GPUTargets, base: Texture = None, layer: Texture = None,
                   mode: str = "normal", opacity: float = 1.0, base_fade: float = 0.0,
                   resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Composites a layer over a base with a blend mode. Composites `layer` over `base` with a blend

@@ -21,7 +21,7 @@ import numpy as np
 
 from nodes._errors import shown
 from nodes._limits import active_limits
-from nodes._spec import Array, Color, Texture, Vec2, node
+from nodes._spec import Array, Color, NodeContext, Texture, Vec2, node
 from nodes.library.core import check_elements
 from nodes.library.gpu import GPUTargets, _gpu, _size
 
@@ -91,7 +91,7 @@ def instance_arrays(
         "out": "The texture with the shapes drawn.",
     },
 )
-def gpu_instances(ctx: Any, state: GPUTargets,
+def gpu_instances(ctx: NodeContext, state: GPUTargets,
                   positions: Array = np.zeros(0),  # noqa: B008
                   sizes: Array = np.zeros(0),  # noqa: B008
                   colors: Array = np.zeros(0),  # noqa: B008

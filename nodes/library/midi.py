@@ -13,6 +13,9 @@ outputs); then, when no open port matches, the node fails with one line naming t
 ports there are, and the rest of the patch plays on. With no service at all (a context without
 services), the node gives its values.
 
+The module also registers the grammar of `midi:` binding sources (nodes._bindings); the
+runtime's side of MIDI is evaluators._midi_controls.
+
 A USER node's result, its failure included, is cached until one of its values changes: a node that
 failed because its controller was not plugged in stays failed until the first message from it
 arrives (the scanner opens the port within a couple of seconds, the runtime then writes the live
@@ -21,15 +24,30 @@ pin) or until the node is edited.
 
 from __future__ import annotations
 
-from typing import Any
+import re
 
+from nodes._bindings import register_source_grammar
 from nodes._errors import Deferred
-from nodes._spec import Determinism, node
+from nodes._spec import Determinism, NodeContext, node
 
 USER = Determinism.USER_INPUT
+_MIDI_SOURCE = re.compile(r"midi:(cc|note):([1-9]|1[0-6]):([0-9]{1,3})")
 
 
-def ask_for_device(ctx: Any, device: str) -> None:
+def _is_midi_source(source: str) -> bool:
+    """`midi:cc:<channel 1-16>:<controller 0-127>` or `midi:note:<channel>:<note 0-127>`."""
+    match = _MIDI_SOURCE.fullmatch(source)
+    return match is not None and int(match.group(3)) <= 127
+
+
+register_source_grammar(
+    "midi",
+    _is_midi_source,
+    "midi:cc:CHANNEL:NUMBER or midi:note:CHANNEL:NUMBER (channel 1-16, number 0-127)",
+)
+
+
+def ask_for_device(ctx: NodeContext, device: str) -> None:
     """Have the MIDI service open the ports `device` matches; Deferred while it looks, ValueError
     (one line) when none matches."""
     service = getattr(ctx, "service", None)
@@ -63,7 +81,7 @@ def ask_for_device(ctx: Any, device: str) -> None:
     },
 )
 def midi_cc(
-    ctx: Any, device: str = "", channel: int = 0, control: int = 0, value: float = 0.0
+    ctx: NodeContext, device: str = "", channel: int = 0, control: int = 0, value: float = 0.0
 ) -> float:
     """The position of a MIDI knob or fader, from 0 to 1.
 
@@ -88,7 +106,7 @@ def midi_cc(
     },
 )
 def midi_note(
-    ctx: Any, device: str = "", channel: int = 0, note: int = 60, velocity: float = 0.0
+    ctx: NodeContext, device: str = "", channel: int = 0, note: int = 60, velocity: float = 0.0
 ) -> tuple[float, bool]:
     """A MIDI key or pad: how hard it was struck, and whether it is held.
 

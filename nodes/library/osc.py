@@ -5,18 +5,29 @@
 `pending`, hint "live": the inspector shows them read-only) with live value edits when messages
 arrive, so only its cone reruns, and only on frames where something changed. `osc.out` reaches the
 OSC service through the execution context (`ctx.service("osc")`, made on the frame thread; see
-evaluators.osc_service for the threading and the rules on ports and sending).
+evaluators.osc_service for the threading and the rules on ports and sending). The module also
+registers the grammar of `osc:` binding sources (nodes._bindings); the runtime's side of OSC is
+evaluators._osc_controls.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nodes._spec import Determinism, node
+from nodes._bindings import register_source_grammar
+from nodes._spec import Determinism, NodeContext, node
 
 HOT = Determinism.NONDETERMINISTIC
 USER = Determinism.USER_INPUT
 LIVE = "live"
+
+
+def _is_osc_source(source: str) -> bool:
+    """`osc:` and an address: printable, no spaces."""
+    return source.startswith("osc:/") and source.isprintable() and " " not in source
+
+
+register_source_grammar("osc", _is_osc_source, "osc:/address")
 
 
 @node(
@@ -68,7 +79,7 @@ class SentState:
         "out": "The number received, passed on.",
     },
 )
-def osc_out(ctx: Any, state: SentState, in_: float = 0.0, host: str = "127.0.0.1",
+def osc_out(ctx: NodeContext, state: SentState, in_: float = 0.0, host: str = "127.0.0.1",
             port: int = 9001, address: str = "/out") -> float:  # fmt: skip
     """Sends a number to an OSC receiver whenever it changes.
 

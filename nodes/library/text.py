@@ -30,7 +30,7 @@ import numpy as np
 from nodes._errors import Deferred, shown
 from nodes._limits import active_limits
 from nodes._paths import read_patch_file, resolve_patch_path, resources_folder
-from nodes._spec import Color, Texture, Vec2, node
+from nodes._spec import Color, NodeContext, Texture, Vec2, node
 from nodes.library.gpu import GPUTargets, _gpu, _size, check_texture_size
 
 #: Bundled fonts by name (files in resources/fonts).
@@ -133,7 +133,7 @@ class TextState(GPUTargets):
         "out": "The text on transparent black, as a texture.",
     },
 )
-def text_render(ctx: Any, state: TextState, text: str = "Text", font: str = "",
+def text_render(ctx: NodeContext, state: TextState, text: str = "Text", font: str = "",
                 size: float = 64.0, color: Color = (1.0, 1.0, 1.0, 1.0), align: str = "center",
                 position: Vec2 = (0.5, 0.5), resolution: Vec2 = (0, 0)) -> Texture:  # fmt: skip
     """Text drawn into a texture, with a bundled font or one from the patch's folder. It is

@@ -44,7 +44,7 @@ import numpy as np
 from nodes._errors import Deferred, one_line, shown
 from nodes._limits import active_limits
 from nodes._paths import open_patch_file, resolve_patch_path
-from nodes._spec import Determinism, Texture, node
+from nodes._spec import Determinism, NodeContext, Texture, node
 from nodes.library.gpu import GPUTargets, _gpu, _load_image
 
 HOT = Determinism.NONDETERMINISTIC
@@ -264,7 +264,7 @@ class ReadAhead:
         self.decoder_threads: set[int] = set()
 
     def frame(
-        self, ctx: Any, indices: Callable[[ClipInfo], list[int]], what: str
+        self, ctx: NodeContext, indices: Callable[[ClipInfo], list[int]], what: str
     ) -> tuple[int, np.ndarray]:
         """The frame to show now, as (index, RGBA pixels): `indices(info)` lists the index to
         show now and those wanted next. Starts a fill job when one is missing; raises Deferred
@@ -280,7 +280,7 @@ class ReadAhead:
         raise Deferred(shown_now)
 
     def _frame_now(
-        self, ctx: Any, indices: Callable[[ClipInfo], list[int]], what: str
+        self, ctx: NodeContext, indices: Callable[[ClipInfo], list[int]], what: str
     ) -> tuple[int, np.ndarray] | str:
         """`frame()`'s answer as it stands, or why it must wait."""
         job = self.job
@@ -413,7 +413,7 @@ def frame_index(position: float, count: int | None, loop: bool) -> int:
     return min(max(0, index), count - 1)
 
 
-def _upcoming_positions(ctx: Any, rate: float) -> list[float]:
+def _upcoming_positions(ctx: NodeContext, rate: float) -> list[float]:
     """Positions (in frames) now and at the next `FRAMES_AHEAD` patch frames, predicted from the
     last frame interval (1/60 s before there is one)."""
     step = ctx.dt if ctx.dt > 0 else 1 / 60
@@ -433,7 +433,7 @@ def _upcoming_positions(ctx: Any, rate: float) -> list[float]:
     },
 )
 def video_file(
-    ctx: Any, state: PlayerState, path: str = "", loop: bool = True, speed: float = 1.0
+    ctx: NodeContext, state: PlayerState, path: str = "", loop: bool = True, speed: float = 1.0
 ) -> Texture:
     """A video file played in step with the patch clock, decoded ahead in the background. The
     frame shown is the clip's frame at the patch time times `speed`; until it is decoded the node
@@ -468,7 +468,7 @@ def video_file(
     },
 )
 def video_sequence(
-    ctx: Any, state: PlayerState, folder: str = "", fps: float = 24.0, loop: bool = True
+    ctx: NodeContext, state: PlayerState, folder: str = "", fps: float = 24.0, loop: bool = True
 ) -> Texture:
     """An image sequence: a folder's PNG and JPEG files in name order. They play at `fps` in step
     with the patch clock and load ahead in the background."""
@@ -575,7 +575,7 @@ class CameraState(GPUTargets):
         "out": "The camera's newest frame, as a texture.",
     },
 )
-def video_camera(ctx: Any, state: CameraState, device: int = 0) -> Texture:
+def video_camera(ctx: NodeContext, state: CameraState, device: int = 0) -> Texture:
     """The newest frame of a live camera. It is read on a thread of its own (Video4Linux on Linux,
     AVFoundation on macOS); without that camera the node fails with one line."""
     gl = _gpu(ctx)

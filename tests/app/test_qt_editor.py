@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider
 
-from app.qt_inspector import _SliderField
+from app.qt_pin_types import QtSliderField
 from nodes import Patch, load_patch, patch_to_dict, save_patch
 from tests.app.editor_process import CRASH, KEEP_RUNNING, run_editor
 from tests.waiting import TIMEOUT_S
@@ -40,7 +40,7 @@ def test_slider_drag_changes_downstream_value_and_is_one_undo_step(editor, ui, q
     qtbot.waitUntil(lambda: editor.evaluator.output("out") == 2.0)
     editor.canvas.select(["speed"])
     field = editor.inspector.pin_widget("value")
-    assert isinstance(field, _SliderField)
+    assert isinstance(field, QtSliderField)
     slider = field.slider
     start = handle_center(slider)
     QTest.mousePress(slider, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start)

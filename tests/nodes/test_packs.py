@@ -187,6 +187,17 @@ def test_a_pack_with_a_syntax_error_reports_one_line_and_keeps_the_old_nodes(
     assert LIBRARY["mypack.scale"] is old
 
 
+def test_a_pack_with_a_misnamed_pin_fact_reports_the_node_and_pin(nodes_dir: Path) -> None:
+    misnamed = PACK.format(factor=2).replace('"x": "The', '"y": "The')
+    (nodes_dir / "typo.py").write_text(misnamed.replace("mypack.scale", "typo.scale"))
+    [problem] = packs.load_packs()
+    assert problem == (
+        f"node pack 'typo' ({nodes_dir / 'typo.py'}) not loaded: TypeError: typo.scale: docs= "
+        "names pin 'y', which the node has not"
+    )
+    assert "typo.scale" not in LIBRARY
+
+
 def test_a_pack_may_not_take_a_built_in_type(nodes_dir: Path) -> None:
     (nodes_dir / "thief.py").write_text(PACK.format(factor=2).replace("mypack.scale", "math.add"))
     builtin = LIBRARY["math.add"]
@@ -385,6 +396,24 @@ def test_the_readme_example_is_a_working_pack(nodes_dir: Path, make_evaluator) -
     evaluator = make_evaluator(patch)
     evaluator.run_frame(0.5, 0)
     assert evaluator.output("out") == pytest.approx(2.0 * math.sin(1.5))
+
+
+def test_the_readme_pin_example_is_a_working_pack(nodes_dir: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    section = readme.split("## Writing a node pack", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n")[2].split("```", 1)[0]
+    (nodes_dir / "mine.py").write_text(code)
+    assert packs.load_packs() == []
+    amount = LIBRARY["mine.gain"].input("amount")
+    assert amount is not None and (amount.minimum, amount.maximum, amount.hint) == (0, 2, "slider")
+    assert LIBRARY["mine.gain"].pin_docs["amount"] == "The factor."
+    (nodes_dir / "mine.py").write_text(
+        code.replace('docs={"out"', 'hints={"amout": "slider"}, docs={"out"')
+    )
+    problem = packs.stage_file(nodes_dir / "mine.py")
+    assert problem is not None and problem.endswith(
+        "TypeError: mine.gain: hints= names pin 'amout', which the node has not"
+    )
 
 
 def test_a_patch_saved_with_a_pack_saves_the_same_bytes_without_it(
