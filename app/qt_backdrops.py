@@ -16,11 +16,11 @@ undo and session format.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from NodeGraphQt.constants import Z_VAL_BACKDROP
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen, QUndoStack
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsSceneMouseEvent,
@@ -28,10 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.qt_commands import LayoutCommand
-from nodes import Backdrop
-
-if TYPE_CHECKING:
-    from app.qt_canvas import QtPatchCanvas
+from nodes import Backdrop, Patch
 
 HEADER = 30.0  # scene units: the title bar, where a backdrop is grabbed
 GRIP = 18.0  # the resize grip's side, at the bottom-right corner
@@ -39,6 +36,23 @@ MARGIN = 40.0  # around the nodes a new backdrop frames
 MIN_SIZE = (120.0, 80.0)
 DEFAULT_COLOR = (70, 90, 120)
 DEFAULT_TITLE = "Comment"
+
+
+class BackdropCanvas(Protocol):
+    """What the backdrop layer needs from the canvas it lies on (`app.qt_canvas.QtPatchCanvas`,
+    which builds the layer: naming the class here would make the two modules import each other)."""
+
+    @property
+    def patch(self) -> Patch: ...
+
+    @property
+    def stack(self) -> QUndoStack: ...
+
+    def viewer(self) -> Any: ...
+
+    def view_node(self, node_id: str) -> Any: ...
+
+    def view_center(self) -> tuple[float, float]: ...
 
 
 class BackdropItem(QGraphicsItem):
@@ -139,7 +153,7 @@ class _Drag:
 class BackdropLayer:
     """The backdrops of the level a canvas shows, kept in step with its Patch."""
 
-    def __init__(self, canvas: QtPatchCanvas) -> None:
+    def __init__(self, canvas: BackdropCanvas) -> None:
         self._canvas = canvas
         self.items: dict[str, BackdropItem] = {}
         self._drag: _Drag | None = None

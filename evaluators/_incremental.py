@@ -41,7 +41,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evaluators._analysis import ir_node_info
 from evaluators._context import CONST
@@ -50,8 +50,9 @@ from evaluators._memory_plan import value_bytes
 from evaluators._patch_graph import PatchGraph
 from nodes import Link
 
-if TYPE_CHECKING:
-    from evaluators._flat import FlatProgram
+# The programs built and derived from are evaluators._flat.FlatProgram, which calls this module;
+# they are taken as they come (not imported) so that the two modules do not import each other.
+FlatProgram = Any
 
 _DEPENDS = (EAGER, LAZY)
 MAX_CHANGED = 0.25  # share of the nodes an edit may touch before it is derived between frames
@@ -329,8 +330,6 @@ def _mend_slots(
     program: FlatProgram, previous: FlatProgram, touched: list[int], removed: set[int]
 ) -> None:
     """Slots, steps and their bookkeeping from the previous program's; see the module note."""
-    from evaluators._flat import _ProgramPull
-
     ir, old_ir = program.ir, previous.ir
     slots = program.slots = list(previous.slots)
     program.node_slots = dict(previous.node_slots)
@@ -347,7 +346,7 @@ def _mend_slots(
     program.unmeasured = previous.unmeasured & program.main
     for slot in program.pull_slots:  # pulls run their own program's sub-programs
         pull = slots[slot]
-        slots[slot] = _ProgramPull(program, pull.source, pull.slot)
+        slots[slot] = type(pull)(program, pull.source, pull.slot)  # the same kind, rebound
 
     def free(slot: int) -> None:
         slots[slot] = None

@@ -22,15 +22,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nodes._errors import CycleError, PatchValueError
 from nodes._limits import active_limits
 from nodes._spec import NodeSpec, OutputSpec, PinSpec, get_spec
 from nodes._types import coerce_value, zero_of
 
-if TYPE_CHECKING:
-    from nodes._patch import NodeInstance, Patch
+# The Patches and nodes these functions take are nodes._patch's Patch and NodeInstance, whose
+# methods call them; taken as they come (not imported) so that the two modules do not import
+# each other.
+Patch = Any
+NodeInstance = Any
 
 SUBPATCH, INLET, OUTLET = "subpatch", "subpatch.inlet", "subpatch.outlet"
 MAX_NESTING = 64
@@ -317,8 +320,6 @@ def _crossing_cycle(container: Patch, chosen: set[str]) -> list[str] | None:
 
 def group(container: Patch, node_ids: list[str], name: str) -> str:
     """See `Patch.group`."""
-    from nodes._patch import Link, Patch
-
     document = container.document
     checked_definition_name(name)
     if name in document.definitions:
@@ -347,7 +348,7 @@ def group(container: Patch, node_ids: list[str], name: str) -> str:
         for n in ordered
     ]
 
-    document.add_definition(name, Patch())
+    document.add_definition(name, type(document)())  # a new, empty Patch
     body = document.definition(name)
     for node_id, type_id, values, pos in records:
         body.add_node(type_id, values, pos, node_id=node_id)
@@ -390,9 +391,9 @@ def group(container: Patch, node_ids: list[str], name: str) -> str:
         if key == "definition" or _accepts(body, key, value)
     }
     instance_id = container.add_node(SUBPATCH, values, centre)
-    made: set[Link] = set()
+    made: set[tuple[str, str, str, str]] = set()
     for link in entering:
-        wired = Link(link.src, link.src_pin, instance_id, pin_of[(link.src, link.src_pin)])
+        wired = link._replace(dst=instance_id, dst_pin=pin_of[(link.src, link.src_pin)])
         if wired not in made:
             made.add(wired)
             container.connect(*wired, check_cycles=False)
