@@ -96,6 +96,7 @@ import dataclasses
 import gc
 import ipaddress
 import json
+import math
 import os
 import queue
 import sys
@@ -790,6 +791,12 @@ class Engine:
         gc.freeze()
 
     # ----------------------------------------------------------------- reports
+    def report_next_step(self) -> None:
+        """Report (and picture textures) at the next `step()` even if a report went out less
+        than 1 / REPORT_HZ s ago: a host that steps frame by frame (app.engine_local, in tests)
+        sees each frame's results."""
+        self._report_at = self._pictures_at = -math.inf
+
     def _maybe_report(self, images: list[tuple[dict[str, Any], bytes]]) -> None:
         editor = self.editor
         now = time.perf_counter()
