@@ -50,7 +50,9 @@ only when a report brought new ones, and redraws node colours only when a report
 status (`RemoteEvaluator.states`) or the canvas changed. When the engine restarts (it died, or its
 watchdog stopped a hung node) the window resends the patch. Closing the window stops the engine
 unless its output window is open (perform mode: the show goes on; `patchbay edit --attach`
-attaches again). Without an engine the window runs a DualEvaluator itself, as tests and tools do.
+attaches again). An engine in this process (app.engine_local's `LocalEngineLink`, which the editor
+tests use) speaks the same messages and runs one frame each turn of the window's loop. Without an
+engine the window runs a DualEvaluator itself, as the benches and the GL probes still do.
 
 Subpatches: Edit > Group (Ctrl+G) turns the selection into a definition and an instance, Ungroup
 (Ctrl+Shift+G) and Make Unique undo that for one instance; the canvas enters instances (see
@@ -137,6 +139,7 @@ from PySide6.QtWidgets import (
 
 from app.engine import FrameLog
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
+from app.engine_local import LocalEngineLink
 from app.engine_protocol import (
     EditBatch,
     ProtocolError,
@@ -265,7 +268,7 @@ class QtEditorWindow(QMainWindow):
         state_dir: Path | None = None,
         *,
         use_gl: bool = True,
-        engine: EngineClient | None = None,
+        engine: EngineClient | LocalEngineLink | None = None,
     ) -> None:
         super().__init__()
         register_bundled_fonts()  # text shows even on a machine with no fonts of its own
@@ -273,6 +276,8 @@ class QtEditorWindow(QMainWindow):
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.session = EditorSession(self.state_dir)
         self.engine = engine
+        # An engine in this process runs a frame each turn of the window's loop.
+        self._local_engine = engine if isinstance(engine, LocalEngineLink) else None
         if engine is not None:  # GL lives in the engine; the window shows its pictures
             self.gl, self.gl_problem = None, "" if engine.hello.get("gl") else "no GL in the engine"
         else:
@@ -1046,6 +1051,8 @@ class QtEditorWindow(QMainWindow):
         assert self.engine is not None
         step = self.refresh_steps.run
         step("edits", self.send_edits)
+        if self._local_engine is not None:
+            step("engine frame", self._local_engine.step)
         for message, blobs in step("engine messages", self.engine.poll) or ():
             step("engine message", self._on_engine_message, message, blobs)
         remote = self.engine.evaluator

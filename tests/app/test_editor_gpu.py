@@ -29,6 +29,7 @@ from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QLabel
 
 from nodes import load_patch
+from tests.app.conftest import played
 from tests.xvfb import private_display, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,13 +146,13 @@ def test_new_patch_gives_textures_back_and_close_closes_gl(report: dict) -> None
 def test_without_gl_the_editor_degrades_to_text(editor, ui, qtbot) -> None:
     assert editor.gl is None  # offscreen, no X server
     assert editor.findChildren(QOpenGLWidget) == []
-    assert editor.status_labels["gpu"].text() == "no GL"
+    assert editor.status_labels["gpu"].text() == "engine: no GL"
     assert not editor.output_action.isEnabled()
     editor.toggle_output_window()
     assert editor.output_window is None
     ui.show_patch(editor, load_patch(EXAMPLE))
-    qtbot.waitUntil(lambda: editor.evaluator.status("noise") == "failed")
-    assert "no GPU context" in editor.evaluator.error("noise")
+    qtbot.waitUntil(lambda: played(editor).status("noise") == "failed")
+    assert "no GPU context" in played(editor).error("noise")
     editor.canvas.select(["noise"])
     editor.tick()
     assert isinstance(editor.preview.row_widget("out"), QLabel)
