@@ -15,6 +15,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLineEdit, QMenu, QToolTip
 
 from app.editor import open_editor
+from app.engine_local import LocalEngineLink
 from app.qt_backdrops import HEADER
 from app.qt_canvas import PIPE_Z, READABLE_TITLE_PX, SEARCH_SEPARATOR
 from nodes import LIBRARY, Backdrop, Patch, load_patch, patch_to_dict, save_patch
@@ -279,7 +280,7 @@ def test_pin_tooltip_tells_type_doc_and_value(editor, ui, qtbot):
 
 
 def test_demo_opens_with_readable_titles(qtbot, tmp_path, dialogs):
-    window = open_editor(None, tmp_path / "state")
+    window = open_editor(None, tmp_path / "state", LocalEngineLink())
     dialogs.install(window)
     qtbot.addWidget(window)
     window.resize(1400, 850)
