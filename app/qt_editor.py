@@ -261,7 +261,8 @@ def create_editor_gl() -> tuple[GLService | None, str]:
 
 class QtEditorWindow(QMainWindow):
     """The patchbay editor; `use_gl=False` runs it without OpenGL even where Qt has it; with
-    `engine` the patch runs in that engine process (see the module note)."""
+    `engine` the patch runs in that engine: a client of the engine process, or an engine in this
+    process that the window steps (see the module note)."""
 
     def __init__(
         self,
