@@ -54,7 +54,9 @@ collections look only at what came after, and take about a millisecond. (Without
 freeze, the full collections that a build's allocations trigger took seconds in all on a loaded
 2-core machine at 10,000 nodes, stalling the lazy frames meanwhile.) Objects stay freed by
 reference counting as usual; only reference cycles among frozen objects would outlive their use,
-and the evaluators break theirs when released.
+and the evaluators break theirs when released. An engine that shares its process with others
+(an editor's, a test's: `freeze_collector=False`) leaves the collector alone: frozen cycles there
+would never be collected.
 
 What plays survives the engine: when its editor leaves (closed in perform mode, or killed) the
 engine writes what it plays, the file name it came from and where its output window is to
@@ -396,8 +398,10 @@ class Engine:
         playing_file: Path | None = None,
         services: dict[str, Any] | None = None,
         now: Callable[[], float] = time.perf_counter,
+        freeze_collector: bool = True,
     ) -> None:
         self.gpu = gpu
+        self.freeze_collector = freeze_collector  # gc.freeze() at loads (see the module note)
         self.supervised = supervised  # a supervisor process restarts it, not its editors
         self.playing_file = playing_file  # where what plays is kept when the editor leaves
         self.ctx = ExecutionContext(gpu)
@@ -436,8 +440,9 @@ class Engine:
         self._applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
         self._reported_revision = -1  # of the last report that listed every node id
         self._report_cursor = 0  # where the next report's slice of nodes starts
-        self._freeze_due = True  # freeze the collector's objects once this patch runs flat
-        gc.freeze()  # and now: the build's collections need not look at the patch
+        self._freeze_due = freeze_collector  # freeze the collector's objects once this runs flat
+        if freeze_collector:
+            gc.freeze()  # and now: the build's collections need not look at the patch
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
@@ -787,8 +792,9 @@ class Engine:
         self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
         self._watch()
         self.in_sync = True
-        self._freeze_due = True
-        gc.freeze()
+        self._freeze_due = self.freeze_collector
+        if self.freeze_collector:
+            gc.freeze()
 
     # ----------------------------------------------------------------- reports
     def report_next_step(self) -> None:

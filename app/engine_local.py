@@ -79,7 +79,12 @@ class LocalEngineLink:
         owns_gpu: bool = False,
         options: dict[str, Any] | None = None,
     ) -> None:
-        self.engine = Engine(patch if patch is not None else Patch(), gpu=gpu, services=options)
+        self.engine = Engine(
+            patch if patch is not None else Patch(),
+            gpu=gpu,
+            services=options,
+            freeze_collector=False,  # the editor's process: its garbage must stay collectable
+        )
         self.evaluator = RemoteEvaluator()
         self.restarts = 0  # never restarted: it lives and dies with its editor
         self.attached = False

@@ -3,6 +3,9 @@ hello, reports and other messages come back as from the engine process, frame by
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 from app.engine_local import LocalEngineLink
 from app.engine_protocol import SCHEMA_VERSION, EditBatch, patch_message
 from nodes import Patch
@@ -100,3 +103,28 @@ def test_closing_ends_the_engine() -> None:
     assert link.send({"type": "pause", "paused": True}) is False
     link.step()  # nothing runs any more
     assert link.engine.frame == 1
+
+
+class _Cycle:
+    """An object in a reference cycle with itself: only the collector frees it."""
+
+    def __init__(self) -> None:
+        self.itself = self
+
+
+def test_an_engine_in_the_editors_process_leaves_its_garbage_collectable() -> None:
+    """An engine process freezes the collector's objects at each load; one that shares its
+    process (an editor's, a test's) must not, or the cycles made before are never collected."""
+    collecting = gc.isenabled()
+    gc.disable()  # nothing collects the cycle before the engine loads a patch
+    try:
+        garbage = weakref.ref(_Cycle())
+        link, _ = linked(chain_patch())
+        link.step(report=True)  # the patch replaced: where an engine process freezes again
+        assert garbage() is not None
+        gc.collect()
+        assert garbage() is None
+        link.close()
+    finally:
+        if collecting:
+            gc.enable()
