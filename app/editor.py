@@ -65,8 +65,8 @@ def demo_patch_path() -> Path:
 
 def open_editor(
     path: str | None,
-    state_dir: Path | None = None,
-    engine: EngineClient | LocalEngineLink | None = None,
+    state_dir: Path | None,
+    engine: EngineClient | LocalEngineLink,
     *,
     allow_send: bool = False,
 ) -> QtEditorWindow:
@@ -74,9 +74,8 @@ def open_editor(
     work first if the person wants it. A QApplication must exist. The window is shown before the
     file is read, so a file that does not open is reported over the (empty) editor. Temporary
     files left by killed saves, in the state folder and next to the file, are removed first.
-    With an `engine` (a client, or an engine in this process) the patch runs in that engine
-    (see app.qt_editor). `allow_send`
-    (`--allow-send`): patches from files may send OSC without asking."""
+    The patch runs in `engine` (a client, or an engine in this process: see app.qt_editor).
+    `allow_send` (`--allow-send`): patches from files may send OSC without asking."""
     window = QtEditorWindow(state_dir, engine=engine)
     window.always_allow_send = allow_send
     window.show()

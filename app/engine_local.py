@@ -18,12 +18,14 @@ than 1/REPORT_HZ s ago, so a test that steps sees each frame's results without w
 Assumes one thread: the editor's sends, steps and polls. Downsides: frames run in the editor's
 thread, so a slow node holds the editor up and nothing watches for a hung one (`patchbay edit`
 runs the engine process; this is for tests, benches and tools); the output window opens only
-where the host sets `engine.on_output_request`, as app.qt_engine does.
+where the host sets `engine.on_output_request`, as app.qt_engine does (app.qt_output_host's
+`local_engine_with_output` hosts one, presented by `after_step`, closed by `before_close`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from app.engine import Engine
@@ -89,6 +91,8 @@ class LocalEngineLink:
         self.restarts = 0  # never restarted: it lives and dies with its editor
         self.attached = False
         self._owns_gpu = owns_gpu
+        self.after_step: Callable[[], None] | None = None  # after each step (the output window)
+        self.before_close: Callable[[], None] | None = None  # before the engine closes
         self._end: _EditorEnd | None = _EditorEnd(self.evaluator)
         self.engine.inbox.put((self._end, {"type": "_connected"}, []))
         self.send({"type": "hello", "schema": SCHEMA_VERSION, "role": "editor"})
@@ -124,6 +128,8 @@ class LocalEngineLink:
         if report:
             self.engine.report_next_step()
         self.engine.step()
+        if self.after_step is not None:
+            self.after_step()
 
     def poll(self) -> list[tuple[dict[str, Any], list[bytes]]]:
         """What the engine posted since the last call, reports aside (they are in `evaluator`)."""
@@ -139,6 +145,8 @@ class LocalEngineLink:
         if end is None:
             return
         end.close()
+        if self.before_close is not None:
+            self.before_close()
         self.engine.close()
         if self._owns_gpu and self.engine.gpu is not None:
             self.engine.gpu.close()

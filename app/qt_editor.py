@@ -1,34 +1,24 @@
-"""The editor window: canvas, node library, inspector, preview, status bar, files and frame loop.
+"""The editor window: canvas, node library, inspector, preview, status bar, files and transport.
 
-The window owns the Patch being edited, the one undo stack every gesture goes to, and the
-DualEvaluator that runs the patch. A 60 fps timer calls `run_frame`; node colours, the preview and
-the inspector's status follow a few times per second, the status bar twice per second, so a large
-patch spends its frame time evaluating rather than repainting.
+The window owns the Patch being edited and the one undo stack every gesture goes to; an engine
+runs the patch (app.engine): the engine process through `EngineClient` (`patchbay edit`), or an
+engine in this process through `LocalEngineLink` (app.engine_local: tests, benches, tools), which
+speaks the same messages and runs one frame each turn of the window's loop. A 60 Hz timer turns
+that loop: it sends the document's edits, reads the engine's messages, and refreshes what shows
+the engine's reports (node colours, the inspector's state, link values: a few times a second;
+the status bar twice a second), so a large patch spends its time running rather than repainting.
 
-GPU: when Qt can make OpenGL contexts (there is a display), the window owns a GL service on a Qt
-context shared with every GL surface of the app (app.qt_output), and each frame runs between its
-`with gl.frame():`. Texture outputs are drawn straight from the patch's textures: the
-selected node's in the preview panel, the `gpu.output` texture in the Output panel (both repainted
-about 20 times per second) and in the output window (View > Output Window, repainted every frame,
-fullscreen on a screen chosen in View > Output Screen). Canvas nodes with a texture output show a
-small thumbnail of it under their body: each frame a few of them are refreshed round-robin, from
-the nodes on screen (none when zoomed out to plain rectangles), a new round starting at most
-every `THUMBNAIL_ROUND_S`, so each is refreshed at most 4 times per second (also while paused, so
-that nodes scrolled into view get theirs). A thumbnail is a GPU downscale into a small pooled
-target and one small readback (`GLService.readback_scaled`, counted in the frame's readbacks like
-any other).
+Pictures: the window makes no GL object. The engine pictures what the window asks for (`images`):
+the selected node's textures while the Preview panel shows, the `gpu.output` texture while the
+Output panel shows, and small thumbnails of the textured nodes in view (a new round at most every
+`THUMBNAIL_ROUND_S`); they come back with its reports and the window shows them as images. The
+output window (View > Output Window, fullscreen on a screen chosen in View > Output Screen) is the
+engine's: the window asks for it. An engine without GL fails GPU nodes with "no GPU context";
+the output window cannot be opened then.
 
-Every refresh step of a frame (running the frame, node colours, the preview, thumbnails, texture
-repaints, the output window, the status bar) runs isolated (app.refresh): one that raises never
-stops the others or the next frame, and each distinct failure is written to stderr once. A node
-whose thumbnail failed (a texture the GPU released, say) gets no thumbnail attempt until its
-output is another texture or the node is edited; the preview panel and the Output panel draw a
-released texture as black.
-
-Without OpenGL (no X server, or Qt's offscreen platform, which cannot composite GL widgets even
-when it can make contexts) no GL object or widget is made at all: GPU nodes fail with "no GPU
-context", textures are described in words, nodes have no thumbnails and the output window cannot
-be opened.
+Every refresh step of a turn (the engine's messages, node colours, thumbnails, the Output panel,
+the status bar) runs isolated (app.refresh): one that raises never stops the others or the next
+turn, and each distinct failure is written to stderr once.
 
 Files: New / Open / Open Recent / Save / Save As, with a prompt before unsaved changes are lost.
 A file that does not load is reported with its one-line reason and the current patch stays. The
@@ -50,9 +40,7 @@ only when a report brought new ones, and redraws node colours only when a report
 status (`RemoteEvaluator.states`) or the canvas changed. When the engine restarts (it died, or its
 watchdog stopped a hung node) the window resends the patch. Closing the window stops the engine
 unless its output window is open (perform mode: the show goes on; `patchbay edit --attach`
-attaches again). An engine in this process (app.engine_local's `LocalEngineLink`, which the editor
-tests use) speaks the same messages and runs one frame each turn of the window's loop. Without an
-engine the window runs a DualEvaluator itself, as the benches and the GL probes still do.
+attaches again). An engine in this process goes with the window.
 
 Subpatches: Edit > Group (Ctrl+G) turns the selection into a definition and an instance, Ungroup
 (Ctrl+Shift+G) and Make Unique undo that for one instance; the canvas enters instances (see
@@ -70,10 +58,10 @@ in free space near the view's centre (app.placement).
 
 Live control (app.qt_bindings): the inspector's pin menu, and the presets panel's menus for a
 preset or the crossfader, learn a binding (the engine answers `learned` with the control that
-moved; the binding is added as an undo step) or bind an OSC address typed; without an engine the
-window's own controls recall bound presets and move the crossfader on its preset deck; the
-Bindings panel lists and edits them; `live_values` from the engine go into the document as live
-edits. A patch opened from a file with `osc.out` nodes sends nothing until the person allows it
+moved; the binding is added as an undo step) or bind an OSC address typed; the engine's
+controls recall bound presets and move the crossfader on its preset deck; the Bindings panel
+lists and edits them; `live_values` from the engine go into the document as live edits. A patch
+opened from a file with `osc.out` nodes sends nothing until the person allows it
 (app.qt_allow_send; `--allow-send` skips the question).
 
 Help: F1 opens the node help window (app.qt_help) for the library entry under the pointer, else
@@ -83,8 +71,8 @@ File > Examples opens each bundled example patch (resources/examples) the same w
 asks for a file name, so the bundled files are never overwritten.
 
 Profiling (app.qt_profiler): the Profiler dock lists the costliest nodes and why the selected one
-ran, from `profile` replies (app.profile_costs) the engine sends when asked (or the editor's own
-evaluator answers); View > Heat tint colours node bodies by cost through the canvas's tints.
+ran, from `profile` replies (app.profile_costs) the engine sends when asked; View > Heat tint
+colours node bodies by cost through the canvas's tints.
 
 Nothing silent: what changes what the show does reaches the window in one line, in the Messages
 panel (its tab says how many are unread): a service that could not start (app.qt_service_status:
@@ -104,17 +92,15 @@ import contextlib
 import queue
 import sys
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
     QColor,
     QCursor,
-    QGuiApplication,
     QImage,
     QKeySequence,
     QUndoStack,
@@ -137,7 +123,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine import FrameLog
 from app.engine_client import EngineClient, RemoteEvaluator, default_state_dir
 from app.engine_local import LocalEngineLink
 from app.engine_protocol import (
@@ -150,7 +135,6 @@ from app.engine_protocol import (
 from app.node_examples import example_patch, example_paths
 from app.patch_info import output_node
 from app.placement import free_position
-from app.profile_costs import ProfileAnswers
 from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
 from app.qt_bindings import (
     QtBindingsPanel,
@@ -183,47 +167,26 @@ from app.qt_legend import QtLegend
 from app.qt_library import QtLibraryPanel
 from app.qt_link_values import QtLinkValues, short_value
 from app.qt_messages import QtBubble, QtMessageLog, badge_dock
-from app.qt_output import (
-    QtOutputWindow,
-    QtTexturePreview,
-    close_output_window,
-    create_gl_service,
-    open_output_window,
-    output_source,
-    qt_gl_available,
-    screen_choices,
-)
+from app.qt_output import screen_choices
 from app.qt_pin_hints import QtPinHints
 from app.qt_presets import QtPresetsPanel
-from app.qt_preview import QtPreview, fitted_pixmap, is_texture
+from app.qt_preview import QtPreview, fitted_pixmap
 from app.qt_profiler import QtProfilerPanel, heat_color
 from app.qt_service_status import QtServiceStatus, service_line, status_of
 from app.qt_settings import QtSettingsDialog, SettingsChoice, SettingsCommand
-from app.refresh import FailedPictures, RefreshSteps
+from app.refresh import RefreshSteps
 from app.session import EditorSession, Recovery
-from evaluators import (
-    Controls,
-    DualEvaluator,
-    Evaluator,
-    ExecutionContext,
-    NodeClass,
-    NodeStatus,
-    ServiceStatus,
-)
-from evaluators.gl_service import GLService, texture_alive
+from evaluators import NodeClass, NodeStatus, ServiceStatus
 from nodes import (
     DEFAULT_BPM,
     PackWatcher,
     Patch,
     PatchError,
     PatchEvent,
-    PresetDeck,
     TapTempo,
     UnknownNodeError,
     apply_staged,
     library_revision,
-    nudge_beats,
-    resync_beats,
     sync_instances,
     user_nodes_folder,
 )
@@ -233,43 +196,20 @@ FRAME_INTERVAL_MS = 16
 NUDGE_BEATS = 0.05  # how far one nudge shifts the beat (25 ms at 120 BPM)
 FIXED_STEP_FPS = 60.0  # the Fixed step toggle's frames per second of patch time
 MIN_RATE, MAX_EDITOR_RATE = 0.1, 4.0  # the rate box's range (the engine takes up to 16)
-DECORATE_EVERY = 6  # frames between node colour / preview updates (10 per second at 60 fps)
-TEXTURES_EVERY = 3  # frames between texture preview repaints (20 per second at 60 fps)
-THUMBNAILS_PER_FRAME = 2  # node thumbnails refreshed per frame, at most
+DECORATE_EVERY = 6  # turns between node colour / preview updates (10 per second at 60 Hz)
 THUMBNAIL_ROUND_S = 0.25  # a round over the visible nodes starts at most this often
-THUMBNAIL_SIZE = (96, 54)  # a texture is fitted into this, keeping its aspect ratio
-# Platforms that cannot composite GL widgets into a window, even when they can make contexts.
-NO_GL_WIDGET_PLATFORMS = ("offscreen", "minimal")
 STATUS_EVERY_S = 0.5
 AUTOSAVE_POLL_MS = 250  # how often the window lets the session start or collect an autosave
 FILE_FILTER = "patchbay patches (*.patchbay);;All files (*)"
 ATTACH_TIMEOUT_S = 30.0  # for the running engine's patch (a big one is tens of MB of blobs)
 
 
-def create_editor_gl() -> tuple[GLService | None, str]:
-    """The editor's GL service, or None with the reason when Qt has no usable OpenGL."""
-    platform = QGuiApplication.platformName()
-    if platform in NO_GL_WIDGET_PLATFORMS:
-        return None, f"Qt's {platform} platform does not show GL widgets"
-    if not qt_gl_available():
-        return None, "Qt cannot create an OpenGL context here (no display?)"
-    try:
-        return create_gl_service(), ""
-    except RuntimeError as error:
-        return None, str(error)
-
-
 class QtEditorWindow(QMainWindow):
-    """The patchbay editor; `use_gl=False` runs it without OpenGL even where Qt has it; with
-    `engine` the patch runs in that engine: a client of the engine process, or an engine in this
-    process that the window steps (see the module note)."""
+    """The patchbay editor; the patch runs in `engine`: a client of the engine process, or an
+    engine in this process that the window steps (see the module note)."""
 
     def __init__(
-        self,
-        state_dir: Path | None = None,
-        *,
-        use_gl: bool = True,
-        engine: EngineClient | LocalEngineLink | None = None,
+        self, state_dir: Path | None = None, *, engine: EngineClient | LocalEngineLink
     ) -> None:
         super().__init__()
         register_bundled_fonts()  # text shows even on a machine with no fonts of its own
@@ -279,65 +219,45 @@ class QtEditorWindow(QMainWindow):
         self.engine = engine
         # An engine in this process runs a frame each turn of the window's loop.
         self._local_engine = engine if isinstance(engine, LocalEngineLink) else None
-        if engine is not None:  # GL lives in the engine; the window shows its pictures
-            self.gl, self.gl_problem = None, "" if engine.hello.get("gl") else "no GL in the engine"
-        else:
-            self.gl, self.gl_problem = create_editor_gl() if use_gl else (None, "turned off")
+        self.gl_problem = "" if engine.hello.get("gl") else "no GL in the engine"
         self.undo_stack = QUndoStack(self)
         self.canvas = QtPatchCanvas(self.undo_stack)
         self.breadcrumbs = QtBreadcrumbBar(self.canvas)
         self.inspector = QtInspector()
-        self.inspector.can_learn = engine is not None
         self.bindings_panel = QtBindingsPanel(self.undo_stack)
         self.learn = QtLearn(self._send_learn, self.statusBar().showMessage, self)
         self.always_allow_send = False  # `patchbay edit --allow-send`: every patch may send
         self.send_allowed = True  # whether the document's osc.out nodes may send
-        self.preview = QtPreview(self._texture_source if self.gl is not None else None)
-        # The gpu.output texture; GL widgets exist only when there is GL.
-        self.output_preview = QtTexturePreview() if self.gl is not None else None
-        self.output_picture = QLabel() if engine is not None else None  # the engine's output
-        self.output_window: QtOutputWindow | None = None
-        self._frame_log: FrameLog | None = None  # PATCHBAY_FRAME_LOG, while the window is open
+        self.preview = QtPreview()  # values, and the engine's pictures of textures
+        self.output_picture = QLabel()  # the engine's picture of the gpu.output texture
         self._output_node: str | None = None  # the gpu.output node the Output panel shows
         self._image_request: dict[str, Any] = {}
         self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
         self.library = QtLibraryPanel()
-        self.presets_panel = QtPresetsPanel(self.undo_stack)
+        self.presets_panel = QtPresetsPanel(self.undo_stack, self._send_to_engine)
         self.presets_panel.on_error = self._on_refused
-        self.presets_panel.can_learn = engine is not None
-        self.preset_deck = PresetDeck(Patch())  # recalls while the window runs the patch itself
         self.messages = QtMessageLog()
         self.bubble = QtBubble(self)
         self.service_status = QtServiceStatus()
         self.settings_dialog: QtSettingsDialog | None = None
-        self._local_options: dict[str, Any] = {}  # set in Settings, without an engine
         self.link_values = QtLinkValues(self.canvas, self._link_value, self._link_shape)
         self.pin_hints = QtPinHints(self.canvas)
         self.failure_marks = QtFailureMarks(self.canvas)
-        self._watched: list[str] = []  # what the evaluator (or engine) was last asked to watch
-        self.context = ExecutionContext(self.gl)  # the local evaluator's: node states, folder
         self.taps = TapTempo()
         self.tap_clock = time.monotonic  # tests tap on a clock of their own
-        self.evaluator: Evaluator = (
-            engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
-        )
-        self.controls = self._local_controls(self.patch)  # live controls without an engine
+        self.evaluator: RemoteEvaluator = engine.evaluator  # the engine's reports
         self._unsubscribe: Any = None
-        self._prepare_due = False  # a structural edit's program is to be built between frames
         self._frame = 0
         self._ticks = 0
         self._textured: tuple[Any, list[str]] = ((), [])  # (shown patch, revisions), its nodes
         self._reports_shown = -1  # the engine's report whose pictures were last shown
         self._reports_decorated = -1  # the engine's report node colours were last made from
         self._decorated: tuple[Any, ...] = ()  # what the node colours last showed
-        self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self._fps = 0.0
-        self._thumbnail_queue: deque[str] = deque()  # nodes left in this round
         self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
         self._ending = False  # closing on a signal: nobody is asked anything
         self.refresh_steps = RefreshSteps("patchbay editor")
-        self.failed_thumbnails = FailedPictures()
 
         self._build_layout()
         self._build_profiler()
@@ -414,15 +334,12 @@ class QtEditorWindow(QMainWindow):
             scroll.setWidgetResizable(True)
             scroll.setWidget(widget)
             self.docks[title] = self._dock(title, scroll, area)
-        if self.output_preview is not None:
-            self.output_preview.setMinimumHeight(160)
-            output: QWidget = self.output_preview
-        elif self.output_picture is not None:
+        if self.engine.hello.get("gl"):
             self.output_picture.setMinimumHeight(160)
             ignored = QSizePolicy.Policy.Ignored  # the picture follows the dock, not the reverse
             self.output_picture.setSizePolicy(ignored, ignored)
             self.output_picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            output = self.output_picture
+            output: QWidget = self.output_picture
         else:
             output = QLabel(f"No OpenGL: GPU nodes do not run ({self.gl_problem}).")
             output.setWordWrap(True)
@@ -465,17 +382,9 @@ class QtEditorWindow(QMainWindow):
             bar.addPermanentWidget(label)
             self.status_labels[key] = label
         gpu = self.status_labels["gpu"]
-        if self.engine is not None:
-            renderer = str(self.engine.hello.get("gl_renderer") or "")
-            gpu.setText(f"engine GL: {renderer.split(' (')[0]}" if renderer else "engine: no GL")
-            gpu.setToolTip(f"The patch runs in engine process {self.engine.hello.get('pid')}")
-        elif self.gl is None:
-            gpu.setText("no GL")
-            gpu.setToolTip(f"GPU nodes do not run: {self.gl_problem}")
-        else:
-            info = self.gl.info
-            gpu.setText(f"GL: {info.get('GL_RENDERER', '?').split(' (')[0]}")
-            gpu.setToolTip(f"{info.get('GL_RENDERER', '?')}, OpenGL {info.get('GL_VERSION', '?')}")
+        renderer = str(self.engine.hello.get("gl_renderer") or "")
+        gpu.setText(f"engine GL: {renderer.split(' (')[0]}" if renderer else "engine: no GL")
+        gpu.setToolTip(f"The patch runs in engine process {self.engine.hello.get('pid')}")
 
     def _action(self, menu: Any, text: str, slot: Any, *shortcuts: Any) -> QAction:
         action = QAction(text, self)
@@ -685,7 +594,6 @@ class QtEditorWindow(QMainWindow):
     def _build_profiler(self) -> None:
         """The Profiler dock (app.qt_profiler), tabbed with Messages and Bindings."""
         self.profiler_panel = QtProfilerPanel()
-        self._profile_answers = ProfileAnswers()  # for the editor's own evaluator
         self.profiler_panel.request = self._request_profile
         self.profiler_panel.type_of = self._type_at
         self.profiler_panel.node_activated.connect(self.show_node_path)
@@ -726,11 +634,8 @@ class QtEditorWindow(QMainWindow):
         )
 
     def _request_profile(self, node: str | None, top: int) -> None:
-        """Ask whoever runs the patch for a `profile` reply (the panel shows it)."""
-        if self.engine is not None:
-            self.engine.send({"type": "profile", "node": node, "top": top})
-        elif isinstance(self.evaluator, DualEvaluator):
-            self.profiler_panel.show_reply(self._profile_answers.reply(self.evaluator, node, top))
+        """Ask the engine for a `profile` reply (the panel shows it)."""
+        self.engine.send({"type": "profile", "node": node, "top": top})
 
     def _type_at(self, path: str) -> str:
         """The type of the node at an evaluator path (a definition's name for an instance)."""
@@ -809,56 +714,31 @@ class QtEditorWindow(QMainWindow):
 
     @property
     def _can_show_output(self) -> bool:
-        if self.engine is not None:
-            return bool(self.engine.hello.get("gl"))
-        return self.gl is not None
+        return bool(self.engine.hello.get("gl"))
 
     # ------------------------------------------------------------------ the patch
     def set_patch(
         self, patch: Patch, path: Path | None, *, send: bool = True, from_file: bool = False
     ) -> None:
-        """Edit `patch` from now on (the undo history starts over). With an engine, the patch
-        is sent to it unless `send` is False (it came from the engine). A patch `from_file` (not
+        """Edit `patch` from now on (the undo history starts over). The patch is sent to the
+        engine unless `send` is False (it came from the engine). A patch `from_file` (not
         made in this editor) with `osc.out` nodes may not send until the person allows it
         (`offer_allow_send`)."""
         self.learn.cancel(quiet=True)
         self.send_allowed = self.always_allow_send or not from_file or not osc_send_targets(patch)
-        if self.engine is None:
-            self.evaluator.close()
-            self.context.release_all()  # GPU nodes give their textures back to the pool
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.undo_stack.clear()
         self.session.set_document(patch, path)
-        self._thumbnail_queue.clear()
-        self.failed_thumbnails.clear()
-        self._watched = []  # a new evaluator (or engine patch) watches nothing yet
         self.canvas.set_patch(patch)
         self.presets_panel.set_patch(patch)
-        self.preset_deck.attach(patch)
-        self.presets_panel.deck = self.preset_deck
-        self.presets_panel.engine_send = self._send_to_engine if self.engine is not None else None
-        if self.engine is not None:
-            self.evaluator = self.engine.evaluator
-            self._edits = EditBatch(patch)
-            unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._edits.add)]
-            self._unsubscribe = lambda: [stop() for stop in unsubscribe]
-            self._image_request = {}
-            if send:
-                self.send_patch()
-        else:
-            self.context = ExecutionContext(self.gl)
-            self.context.services.options.update(self._local_options)
-            self.service_status.clear()
-            self._tell_send_allowed()
-            self.evaluator = DualEvaluator(patch, self.context)
-            self.controls = self._local_controls(patch)
-            self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self._edits = EditBatch(patch)
+        unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._edits.add)]
+        self._unsubscribe = lambda: [stop() for stop in unsubscribe]
+        self._image_request = {}
+        if send:
+            self.send_patch()
         self.bindings_panel.set_patch(patch)
-        if self.output_preview is not None:
-            self.output_preview.set_source(output_source(self.evaluator))
-        if self.output_window is not None:
-            self.output_window.source = output_source(self.evaluator)
         self.inspector.set_node(None, None)
         self.preview.set_outputs(None, [])
         self.breadcrumbs.refresh()
@@ -899,19 +779,7 @@ class QtEditorWindow(QMainWindow):
     def _update_title(self) -> None:
         self.setWindowTitle(self.session.title())
 
-    def _prepare_evaluator(self) -> None:
-        self._prepare_due = False
-        if isinstance(self.evaluator, DualEvaluator):
-            self.evaluator.prepare()
-
     def _on_patch_event(self, event: PatchEvent) -> None:
-        if self.engine is None and event.op == "settings" and event.definition is None:
-            self.context.services.settings_changed(event.value)  # as the engine does
-        if event.kind == "structural" and not self._prepare_due:
-            # Once the edit is done (all its events), its program is built before the next
-            # frame, as the engine does for the edits it receives.
-            self._prepare_due = True
-            QTimer.singleShot(0, self._prepare_evaluator)
         if event.op in ("add_definition", "remove_definition", "rename_definition") or (
             event.op in ("add_node", "remove_node", "pins") and event.kind == "structural"
         ):
@@ -924,7 +792,6 @@ class QtEditorWindow(QMainWindow):
                 f"Edited definition {inside}: affects {count} instance{'s' if count != 1 else ''}",
                 4000,
             )
-        self.failed_thumbnails.on_patch_event(event)
         learning = self.learn.target
         removed = event.node_id if event.op == "remove_node" and event.definition is None else None
         if learning is not None and learning[0] == removed:
@@ -957,23 +824,18 @@ class QtEditorWindow(QMainWindow):
         )
 
     def _on_level_changed(self) -> None:
-        self._thumbnail_queue.clear()
-        self.failed_thumbnails.clear()  # kept by shown node id: another level's nodes now
         self._send_level()
         self._on_selection(self.canvas.selected_ids())
         self.decorate_nodes()
 
     def _send_level(self) -> None:
         """Tell the engine which level the canvas shows: its reports carry those statuses."""
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send({"type": "level", "path": "/".join(self.canvas.trail)})
+        self.send_edits()
+        self.engine.send({"type": "level", "path": "/".join(self.canvas.trail)})
 
     def send_patch(self) -> None:
         """Send the whole document and what the window asks of it (after a start, a restart or
         a resync)."""
-        if self.engine is None:
-            return
         self._edits.clear()  # the whole patch supersedes them
         self._tell_send_allowed()  # first: the patch must not send before it may
         message, blobs = patch_message(self.patch)
@@ -994,29 +856,24 @@ class QtEditorWindow(QMainWindow):
 
     def _send_to_engine(self, message: dict[str, Any]) -> None:
         """Send `message` after the edits before it (it may name what they made)."""
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send(message)
+        self.send_edits()
+        self.engine.send(message)
 
     def send_edits(self) -> None:
         """Send the document's changes since the last call (each turn of the loop, and before
         any other message, which may refer to them)."""
-        batch = self._edits.take() if self.engine is not None else None
-        if batch is not None and self.engine is not None:
+        batch = self._edits.take()
+        if batch is not None:
             self.engine.send(*batch)
 
     def _send_watch(self) -> None:
-        """Ask the evaluator (or the engine) to watch the previewed node; with an engine, also
-        for the values of the sources shown on the canvas (see app.qt_link_values)."""
+        """Ask the engine to watch the previewed node, and for the values of the sources shown
+        on the canvas (see app.qt_link_values)."""
         self.send_edits()
         node_id = self.preview.node_id
         watched = [node_id] if node_id else []
-        if self.engine is not None:
-            report = self.link_values.wanted()
-            self.engine.send({"type": "watch", "nodes": watched, "report": report})
-        elif watched != self._watched:
-            self.evaluator.watch(watched)
-        self._watched = watched
+        report = self.link_values.wanted()
+        self.engine.send({"type": "watch", "nodes": watched, "report": report})
 
     def _on_panel_shown(self, _shown: bool) -> None:
         self._request_images()
@@ -1025,14 +882,10 @@ class QtEditorWindow(QMainWindow):
         """Ask the engine for pictures: the selected node's textures while the Preview panel
         shows, the `gpu.output` texture while the Output panel shows, and thumbnails of the
         textured nodes in view."""
-        if self.engine is None:
-            return
         self._output_node = output_node(self.patch)
         output = self.output_picture
         previews = (
-            [[self._output_node, "out"]]
-            if self._output_node and output is not None and output.isVisibleTo(self)
-            else []
+            [[self._output_node, "out"]] if self._output_node and output.isVisibleTo(self) else []
         )
         node_id = self.preview.node_id  # an evaluator path inside an instance
         node = self.canvas.node_at(node_id) if node_id is not None else None
@@ -1047,9 +900,10 @@ class QtEditorWindow(QMainWindow):
             self.send_edits()
             self.engine.send(request)
 
-    def _tick_remote(self) -> None:
-        """One turn of the window's loop with an engine: its messages, then the views."""
-        assert self.engine is not None
+    def tick(self) -> None:
+        """One turn of the window's loop: node packs, the edits, a frame of an engine in this
+        process, the engine's messages, then the views of its reports."""
+        self.refresh_steps.run("packs", self.follow_packs)
         step = self.refresh_steps.run
         step("edits", self.send_edits)
         if self._local_engine is not None:
@@ -1083,7 +937,6 @@ class QtEditorWindow(QMainWindow):
             step("status bar", self._update_status)
 
     def _on_engine_message(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
-        assert self.engine is not None
         kind = message.get("type")
         if kind == "live_values":
             seq = message.get("seq")
@@ -1157,12 +1010,8 @@ class QtEditorWindow(QMainWindow):
         if choice.settings:  # valid by the dialog's ranges: the push applies them
             self.undo_stack.push(SettingsCommand(self.patch, choice.settings, choice.previous))
         if choice.osc_host is not None:
-            if self.engine is not None:
-                self.send_edits()  # a port changed with it is restarted first
-                self.engine.send({"type": "services", "osc_host": choice.osc_host})
-            else:
-                self._local_options["osc_host"] = choice.osc_host
-                self.context.services.set_option("osc_host", choice.osc_host)
+            self.send_edits()  # a port changed with it is restarted first
+            self.engine.send({"type": "services", "osc_host": choice.osc_host})
         self.statusBar().showMessage("Settings applied", 4000)
 
     def _apply_live_values(self, values: Any, blobs: list[bytes], seq: int = 0) -> None:
@@ -1189,7 +1038,6 @@ class QtEditorWindow(QMainWindow):
 
     def _show_engine_thumbnails(self) -> None:
         """The thumbnails the engine sent, each isolated."""
-        assert self.engine is not None
         remote = self.engine.evaluator
         for path in self._image_request.get("thumbnails", []):  # paths inside an instance
             node_id = path.rsplit("/", 1)[-1]
@@ -1202,8 +1050,7 @@ class QtEditorWindow(QMainWindow):
                     self.canvas.set_thumbnail(node_id, image)
 
     def _show_engine_output(self) -> None:
-        assert self.engine is not None
-        if self._output_node is not None and self.output_picture is not None:
+        if self._output_node is not None:
             picture = self.engine.evaluator.take_image(self._output_node, "out", "preview")
             if picture is not None:
                 label = self.output_picture
@@ -1212,7 +1059,7 @@ class QtEditorWindow(QMainWindow):
     def attach(self, timeout: float = ATTACH_TIMEOUT_S) -> bool:
         """Take the running engine's patch as the document (an editor attaching to a show);
         False if it did not come within `timeout` seconds."""
-        if self.engine is None or not self.engine.send({"type": "get_patch"}):
+        if not self.engine.send({"type": "get_patch"}):
             return False
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -1289,9 +1136,7 @@ class QtEditorWindow(QMainWindow):
         if problem is not None:
             self.report_error(problem)
             return False
-        if self.engine is None:
-            self.context.folder = self.patch.folder
-        elif self.patch.folder != folder:
+        if self.patch.folder != folder:
             self.send_patch()  # the engine's copy resolves file names in the new folder too
         else:
             self.engine.send({"type": "path", "path": str(path)})
@@ -1454,9 +1299,8 @@ class QtEditorWindow(QMainWindow):
 
     # ------------------------------------------------------------------ bindings
     def _send_learn(self, message: dict[str, Any]) -> None:
-        if self.engine is not None:
-            self.send_edits()  # the pin's node may be new
-            self.engine.send(message)
+        self.send_edits()  # the pin's node may be new
+        self.engine.send(message)
 
     def _on_learn_unreachable(self, message: dict[str, Any]) -> None:
         """No source can reach the armed learn: say so now (learn stays armed; Esc cancels)."""
@@ -1542,12 +1386,6 @@ class QtEditorWindow(QMainWindow):
         self.undo_stack.endMacro()
         self.statusBar().showMessage(f"{label} is no longer bound", 6000)
 
-    def _local_controls(self, patch: Patch) -> Controls:
-        """The live controls of a patch the window runs itself: bound presets and the
-        crossfader play on the window's preset deck."""
-        deck = self.preset_deck
-        return Controls(patch, self.context, on_preset=deck.recall, on_crossfade=deck.set_crossfade)
-
     def show_node(self, node_id: str) -> None:
         """Select a node of the document on the canvas and bring it into view."""
         if self.canvas.trail:
@@ -1557,14 +1395,8 @@ class QtEditorWindow(QMainWindow):
             self.canvas.frame([node_id])
 
     def _tell_send_allowed(self) -> None:
-        """Tell whoever runs the patch whether its osc.out nodes may send."""
-        if self.engine is not None:
-            self.engine.send({"type": "allow_send", "allow": self.send_allowed})
-            return
-        services = self.context.services
-        services.options["allow_send"] = self.send_allowed
-        if "osc" in services:
-            self.context.service("osc").allow_send = self.send_allowed
+        """Tell the engine whether the document's osc.out nodes may send."""
+        self.engine.send({"type": "allow_send", "allow": self.send_allowed})
 
     def offer_allow_send(self) -> None:
         """Ask whether the document's osc.out nodes may send (View > Allow OSC Sending…, and
@@ -1754,13 +1586,11 @@ class QtEditorWindow(QMainWindow):
         self._request_images()
         self._show_node_state()
 
-    # ------------------------------------------------------------------ frame loop
+    # ------------------------------------------------------------------ transport
     def toggle_pause(self) -> None:
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send({"type": "pause", "paused": not self.paused})
+        self._send_to_engine({"type": "pause", "paused": not self.paused})
         self.session.clock.toggle()
-        self._fps_frames, self._fps_since = 0, time.perf_counter()  # paused time is no frame
+        self._fps_since = time.perf_counter()  # paused time is no frame
         self._update_status()
 
     def step_frame(self) -> None:
@@ -1769,11 +1599,7 @@ class QtEditorWindow(QMainWindow):
             self.toggle_pause()
         seconds = self._frame_seconds()
         self.session.clock.advance(seconds)
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send({"type": "step", "seconds": seconds})
-        else:
-            self._run_frame(show_all=True)
+        self._send_to_engine({"type": "step", "seconds": seconds})
 
     def step_back(self) -> None:
         """Pause (when playing) and run the frame one frame of patch time back."""
@@ -1781,11 +1607,7 @@ class QtEditorWindow(QMainWindow):
             self.toggle_pause()
         seconds = -self._frame_seconds()
         self.session.clock.advance(seconds)
-        if self.engine is not None:
-            self._send_to_engine({"type": "step", "seconds": seconds})
-        else:
-            self._frame -= 2  # the frame about to run counts one: one frame back in all
-            self._run_frame(show_all=True)
+        self._send_to_engine({"type": "step", "seconds": seconds})
 
     def _frame_seconds(self) -> float:
         fixed = self.session.clock.fixed_fps
@@ -1812,13 +1634,7 @@ class QtEditorWindow(QMainWindow):
         """Patch time and the frame count back to 0, so time nodes start over; paused, the
         frame at time 0 shows."""
         self.session.clock.reset()
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send({"type": "reset_time"})
-            return
-        self._frame = 0
-        if self.paused:
-            self._run_frame(show_all=True)
+        self._send_to_engine({"type": "reset_time"})
 
     def tap_tempo(self) -> None:
         """One tap (on `tap_clock`): from the third tap on in a series, the patch tempo follows
@@ -1831,17 +1647,11 @@ class QtEditorWindow(QMainWindow):
 
     def nudge_beat(self, beats: float) -> None:
         """Shift the beat of every `time.beat` by `beats` (positive: earlier) next frame."""
-        if self.engine is not None:
-            self.engine.send({"type": "nudge", "beats": beats})
-        else:
-            nudge_beats(self.context.states.values(), beats)
+        self.engine.send({"type": "nudge", "beats": beats})
 
     def resync_beat(self) -> None:
         """Make the next frame the downbeat (beat 0 of a bar) of every `time.beat`."""
-        if self.engine is not None:
-            self.engine.send({"type": "resync"})
-        else:
-            resync_beats(self.context.states.values())
+        self.engine.send({"type": "resync"})
 
     @property
     def paused(self) -> bool:
@@ -1873,67 +1683,6 @@ class QtEditorWindow(QMainWindow):
             print(f"patchbay: {problem}", file=sys.stderr)
             self.statusBar().showMessage(problem, 10000)
 
-    def tick(self) -> None:
-        """Run one frame (unless paused) and refresh what shows its results."""
-        self.refresh_steps.run("packs", self.follow_packs)
-        if self.engine is not None:
-            self._tick_remote()
-            return
-        step = self.refresh_steps.run
-        if self.paused:  # thumbnails still follow the view (nodes scrolled into it)
-            if self.gl is not None and self._thumbnails_due():
-                with self.gl.frame():
-                    step("thumbnails", self.refresh_thumbnails)
-            return
-        self._run_frame()
-
-    def _run_frame(self, *, show_all: bool = False) -> None:
-        """One frame of the local evaluator, and what shows its results (every view of them
-        with `show_all`, as after a step; else those due)."""
-        step = self.refresh_steps.run
-        t = self.session.clock.frame_time()
-        step("controls", self.controls.before_frame)
-        step("presets", self.preset_deck.step, t, self.context.bpm)
-        if self.gl is None:
-            step("frame", self.evaluator.run_frame, t, self._frame)
-        else:
-            with self.gl.frame():
-                step("frame", self.evaluator.run_frame, t, self._frame)
-                step("thumbnails", self.refresh_thumbnails)
-            if self.output_window is not None:
-                step("output window", self.output_window.present)
-        self._frame += 1
-        self._fps_frames += 1
-        if show_all or self._frame % DECORATE_EVERY == 0:
-            step("node colours", self.decorate_nodes)
-            step("node state", self._show_node_state)
-            step("link values", self.link_values.refresh, show_all)
-        if show_all or self._frame % TEXTURES_EVERY == 0:
-            step("texture previews", self.refresh_textures)
-        now = time.perf_counter()
-        if now - self._fps_since >= STATUS_EVERY_S:
-            self._fps = self._fps_frames / (now - self._fps_since)
-            self._fps_frames, self._fps_since = 0, now
-            step("status bar", self._update_status)
-
-    def refresh_textures(self) -> None:
-        """Repaint the GL previews (the preview panel's textures and the Output panel)."""
-        self.preview.refresh_textures()
-        if self.output_preview is not None and self.output_preview.isVisible():
-            self.output_preview.update()
-
-    def _texture_source(self, node_id: str, pin: str) -> Any:
-        """A callable returning the texture of `node_id`'s output `pin` now (None if it has
-        none), for the preview panel's GL widgets."""
-
-        def source() -> Any:
-            if self.canvas.node_at(node_id) is None:
-                return None
-            value = self.evaluator.output(node_id, pin)
-            return value if is_texture(value) and texture_alive(value) else None
-
-        return source
-
     def _thumbnail_pin(self, node_id: str) -> str | None:
         """The shown node's first texture output, if it has one."""
         outputs = self.canvas.patch.nodes[node_id].spec.outputs
@@ -1946,54 +1695,6 @@ class QtEditorWindow(QMainWindow):
         if self._textured[0] != key:
             self._textured = (key, [n for n in shown.nodes if self._thumbnail_pin(n) is not None])
         return self._textured[1]
-
-    def _thumbnails_due(self) -> bool:
-        return bool(self._thumbnail_queue) or time.perf_counter() >= self._thumbnail_round_at
-
-    def refresh_thumbnails(self) -> None:
-        """Refresh the next few canvas thumbnails of this round (see the module notes)."""
-        if self.gl is None:
-            return
-        now = time.perf_counter()
-        if not self._thumbnail_queue and now >= self._thumbnail_round_at:
-            self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
-            self._thumbnail_queue.extend(self.canvas.thumbnail_candidates(self._textured_nodes()))
-        for _ in range(min(THUMBNAILS_PER_FRAME, len(self._thumbnail_queue))):
-            node_id = self._thumbnail_queue.popleft()
-            if node_id in self.canvas.patch.nodes:
-                self.refresh_steps.run("thumbnail", self._refresh_thumbnail, node_id)
-
-    def _refresh_thumbnail(self, node_id: str) -> None:
-        """The node's thumbnail now; none tried for a texture whose thumbnail failed (it raises
-        then, once, for the caller to report)."""
-        pin = self._thumbnail_pin(node_id)
-        path = self.canvas.eval_id(node_id)
-        value = self.evaluator.output(path, pin) if pin and self.gl is not None else None
-        if pin is None or not is_texture(value):
-            self.canvas.set_thumbnail(node_id, None)
-            return
-        if self.failed_thumbnails.known_bad(node_id, pin, value):
-            return
-        image = self.failed_thumbnails.picture(
-            node_id, pin, value, lambda: self.thumbnail_image(node_id)
-        )
-        self.canvas.set_thumbnail(node_id, image)
-
-    def thumbnail_image(self, node_id: str) -> QImage | None:
-        """A small picture of the node's texture output now: a GPU downscale, then one small
-        readback; None without GL or without a texture. Raises ValueError for a texture that was
-        released."""
-        pin = self._thumbnail_pin(node_id)
-        path = self.canvas.eval_id(node_id)
-        value = self.evaluator.output(path, pin) if pin and self.gl is not None else None
-        if not is_texture(value):
-            return None
-        width, height = value.size
-        scale = min(THUMBNAIL_SIZE[0] / width, THUMBNAIL_SIZE[1] / height)
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        pixels = self.gl.readback_scaled(value, size)
-        image = QImage(pixels.data, size[0], size[1], size[0] * 4, QImage.Format.Format_RGBX8888)
-        return image.copy()  # owns its pixels
 
     def node_state(self, path: str) -> tuple[NodeClass, NodeStatus, str | None]:
         """The evaluator's class, status and error of a node (an instance's inner node by its
@@ -2029,9 +1730,7 @@ class QtEditorWindow(QMainWindow):
         return self.evaluator.output(path, pin)
 
     def _link_shape(self, path: str, pin: str) -> tuple[int, ...] | None:
-        if isinstance(self.evaluator, RemoteEvaluator):
-            return self.evaluator.output_shape(path, pin)
-        return getattr(self.evaluator.output(path, pin), "shape", None)
+        return self.evaluator.output_shape(path, pin)
 
     def _show_node_state(self) -> None:
         path = self.preview.node_id
@@ -2047,32 +1746,25 @@ class QtEditorWindow(QMainWindow):
             return
         failed = (error or "no message") if status == NodeStatus.FAILED else None
         self.preview.show_values(values, failed)
-        outputs = node.spec.outputs
-        if isinstance(ev, RemoteEvaluator):
-            for out in outputs:
-                picture = ev.take_image(path, out.name, "preview")
-                if picture is not None:
-                    self.preview.show_picture(out.name, _qimage(*picture))
+        for out in node.spec.outputs:
+            picture = ev.take_image(path, out.name, "preview")
+            if picture is not None:
+                self.preview.show_picture(out.name, _qimage(*picture))
 
     def is_bypassed(self, node_id: str) -> bool:
         """Whether the node is bypassed (it took too long in a frame, or hung the engine)."""
-        if isinstance(self.evaluator, RemoteEvaluator):
-            return node_id in self.evaluator.bypassed
-        return node_id in self.context.bypassed
+        return node_id in self.evaluator.bypassed
 
     def retry_node(self, node_id: str) -> None:
         """Run a bypassed node again from the next frame (the inspector's Retry)."""
-        if self.engine is not None:
-            self.engine.send({"type": "retry", "node": node_id})
-        elif isinstance(self.evaluator, DualEvaluator):
-            self.evaluator.retry(node_id)
+        self.engine.send({"type": "retry", "node": node_id})
         self.statusBar().showMessage(f"Retrying {node_id}", 3000)
 
     def _update_status(self) -> None:
         ev = self.evaluator
         labels = self.status_labels
         mode = str(ev.mode)
-        if isinstance(ev, RemoteEvaluator) and ev.problem is not None:
+        if ev.problem is not None:
             mode = "engine restarting"
         labels["mode"].setText(f"{mode}{' · paused' if self.paused else ''}")
         labels["fps"].setText("paused" if self.paused else f"{self._fps:.0f} fps")
@@ -2080,68 +1772,35 @@ class QtEditorWindow(QMainWindow):
         build = ev.last_build_seconds
         labels["build"].setText(f"build {build * 1000:.1f} ms" if build else "build —")
         labels["nodes"].setText(f"{len(self.patch.nodes)} nodes")
-        if self.engine is None:  # the window's own services (with an engine: its messages)
-            for name, status in self.context.services.statuses().items():
-                self.show_service(name, status)
 
     # ------------------------------------------------------------------ output window
     def toggle_output_window(self) -> None:
-        """View > Output Window: open the show output window, or close it."""
-        if self.engine is not None:
-            if self.engine.evaluator.output_open:
-                self.close_output_window()
-            else:
-                self.open_output_window()
-            return
-        if self.output_window is None:
-            self.open_output_window()
-        else:
+        """View > Output Window: open the engine's output window, or close it."""
+        if self.evaluator.output_open:
             self.close_output_window()
+        else:
+            self.open_output_window()
 
-    def open_output_window(self) -> QtOutputWindow | None:
-        """Show the output window (the patch's `gpu.output` texture); None without GL, and with
-        an engine (whose process shows it)."""
-        if self.engine is not None:
-            if self._can_show_output:
-                self.show_output_on(None, fullscreen=False)
-            return None
-        if self.gl is None:
-            return None
-        if self.output_window is None:
-            window = open_output_window(self.evaluator)  # frames come from tick()
-            window.installEventFilter(self)
-            self.output_window = window
-            log = self._frame_log = FrameLog.from_environment()
-            if log is not None:  # this process presents the output: it logs the frames
-                window.frameSwapped.connect(lambda: log.presented(self._frame - 1))
-        self.output_action.setChecked(True)
-        self.output_screen_menu.setEnabled(True)
-        return self.output_window
+    def open_output_window(self) -> None:
+        """Show the engine's output window (the patch's `gpu.output` texture); nothing when the
+        engine has no GL."""
+        if self._can_show_output:
+            self.show_output_on(None, fullscreen=False)
 
     def show_output_on(self, screen: int | None, *, fullscreen: bool) -> None:
-        """With an engine: its output window, on `screen` (an index), fullscreen or not."""
-        if self.engine is None:
-            return
+        """The engine's output window, on `screen` (an index), fullscreen or not."""
         message = {"type": "output", "open": True, "screen": screen, "fullscreen": fullscreen}
         self.engine.send(message)
-        self.engine.evaluator.output_open = True
+        self.evaluator.output_open = True
         self.output_action.setChecked(True)
         self.output_screen_menu.setEnabled(True)
 
     def close_output_window(self) -> None:
-        """Close the output window (through Qt's event loop: never left to Python's GC)."""
-        if self.engine is not None:
-            self.engine.send({"type": "output", "open": False})
-            self.engine.evaluator.output_open = False
-        window, self.output_window = self.output_window, None
-        if self._frame_log is not None:
-            self._frame_log.close()
-            self._frame_log = None
+        """Close the engine's output window."""
+        self.engine.send({"type": "output", "open": False})
+        self.evaluator.output_open = False
         self.output_action.setChecked(False)
         self.output_screen_menu.setEnabled(False)
-        if window is not None:
-            window.removeEventFilter(self)
-            close_output_window(window)
 
     def _fill_output_screen_menu(self) -> None:
         """Screens by name and resolution (as they are now: a projector may have been plugged
@@ -2151,25 +1810,14 @@ class QtEditorWindow(QMainWindow):
             menu.removeAction(action)
         for child in menu.findChildren(QMenu):
             child.deleteLater()
-        if self.output_window is not None:
-            menu.addActions(self.output_window.screen_menu(menu).actions())
-        elif self.engine is not None:
-            for index, label in screen_choices():
-                action = menu.addAction(f"Fullscreen on {label}")
-                action.triggered.connect(
-                    lambda _=False, i=index: self.show_output_on(i, fullscreen=True)
-                )
-            menu.addSeparator()
-            leave = menu.addAction("Leave fullscreen")
-            leave.triggered.connect(lambda _=False: self.show_output_on(None, fullscreen=False))
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.output_window and event.type() == QEvent.Type.Close:
-            # Closed by the window manager: close it the app's way, outside this event.
-            event.ignore()
-            QTimer.singleShot(0, self.close_output_window)
-            return True
-        return super().eventFilter(watched, event)
+        for index, label in screen_choices():
+            action = menu.addAction(f"Fullscreen on {label}")
+            action.triggered.connect(
+                lambda _=False, i=index: self.show_output_on(i, fullscreen=True)
+            )
+        menu.addSeparator()
+        leave = menu.addAction("Leave fullscreen")
+        leave.triggered.connect(lambda _=False: self.show_output_on(None, fullscreen=False))
 
     # ------------------------------------------------------------------ closing
     def end(self) -> None:
@@ -2191,20 +1839,8 @@ class QtEditorWindow(QMainWindow):
         if self.pack_watcher is not None:
             self.pack_watcher.close()
         self.learn.cancel(quiet=True)  # and its key filter leaves the application
-        if self.engine is not None:  # perform mode: an open output window plays on
-            self.send_edits()
-            self.engine.close(stop_engine=True, unless_showing=True)
-            self.session.close(keep_unsaved=ending)
-            event.accept()
-            return
-        self.close_output_window()
-        self.evaluator.close()
-        if self.output_preview is not None:
-            self.output_preview.set_source(None)
-        self.preview.set_outputs(None, [])
-        self.context.release_all()
-        if self.gl is not None:
-            self.gl.close()
+        self.send_edits()  # perform mode: an open output window plays on
+        self.engine.close(stop_engine=True, unless_showing=True)
         self.session.close(keep_unsaved=ending)
         event.accept()
 

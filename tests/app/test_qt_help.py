@@ -12,9 +12,9 @@ from PySide6.QtCore import QCoreApplication, QPointF, QRectF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMenu
 
+from app.engine import THUMBNAIL_SIZE
 from app.node_examples import example_patch, example_paths
 from app.qt_canvas import THUMBNAIL_GAP
-from app.qt_editor import THUMBNAIL_SIZE
 from app.qt_help import determinism_words
 from app.qt_library import TYPE_ROLE
 from nodes import LIBRARY, Patch, load_patch
