@@ -27,6 +27,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from app.engine_client import EngineClient, EngineProcess, default_state_dir
+from app.engine_local import LocalEngineLink
 from app.engine_protocol import ProtocolError
 from app.exit_codes import EXIT_BAD_INPUT
 from app.qt_editor import QtEditorWindow
@@ -64,8 +65,8 @@ def demo_patch_path() -> Path:
 
 def open_editor(
     path: str | None,
-    state_dir: Path | None = None,
-    engine: EngineClient | None = None,
+    state_dir: Path | None,
+    engine: EngineClient | LocalEngineLink,
     *,
     allow_send: bool = False,
 ) -> QtEditorWindow:
@@ -73,8 +74,8 @@ def open_editor(
     work first if the person wants it. A QApplication must exist. The window is shown before the
     file is read, so a file that does not open is reported over the (empty) editor. Temporary
     files left by killed saves, in the state folder and next to the file, are removed first.
-    With an `engine` client the patch runs in that engine (see app.qt_editor). `allow_send`
-    (`--allow-send`): patches from files may send OSC without asking."""
+    The patch runs in `engine` (a client, or an engine in this process: see app.qt_editor).
+    `allow_send` (`--allow-send`): patches from files may send OSC without asking."""
     window = QtEditorWindow(state_dir, engine=engine)
     window.always_allow_send = allow_send
     window.show()

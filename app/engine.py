@@ -56,7 +56,9 @@ collections look only at what came after, and take about a millisecond. (Without
 freeze, the full collections that a build's allocations trigger took seconds in all on a loaded
 2-core machine at 10,000 nodes, stalling the lazy frames meanwhile.) Objects stay freed by
 reference counting as usual; only reference cycles among frozen objects would outlive their use,
-and the evaluators break theirs when released.
+and the evaluators break theirs when released. An engine that shares its process with others
+(an editor's, a test's: `freeze_collector=False`) leaves the collector alone: frozen cycles there
+would never be collected.
 
 What plays survives the engine: when its editor leaves (closed in perform mode, or killed) the
 engine writes what it plays, the file name it came from and where its output window is to
@@ -98,6 +100,7 @@ import dataclasses
 import gc
 import ipaddress
 import json
+import math
 import os
 import queue
 import sys
@@ -389,7 +392,7 @@ class EditorLink:
         try:
             while not self.closed:
                 raw, blobs = self.channel.receive()
-                self._inbox.put((self, self._received(raw, blobs), blobs))
+                self._inbox.put((self, self.received(raw, blobs), blobs))
         except (EOFError, OSError, TypeError, ProtocolError) as error:
             # (TypeError: the connection was closed under this thread)
             if isinstance(error, ProtocolError):
@@ -397,9 +400,9 @@ class EditorLink:
         self._inbox.put((self, Gone(), []))
 
     @staticmethod
-    def _received(raw: dict[str, Any], blobs: list[bytes]) -> Any:
+    def received(raw: dict[str, Any], blobs: list[bytes]) -> Any:
         """What a frame puts in the inbox: its message, a patch built here (off the frame
-        thread), or why it is no message."""
+        thread), or why it is no message (also what an in-process link puts there)."""
         try:
             message = decode(raw, TO_ENGINE)
         except MessageError as error:
@@ -483,10 +486,14 @@ class Engine:
         services: dict[str, Any] | None = None,
         now: Callable[[], float] = time.perf_counter,
         build_first: bool = True,
+        freeze_collector: bool = True,
     ) -> None:
         """`build_first`: build the flat program before the first frame (see the module note);
-        a host that builds it itself, once it has set what the evaluator watches, says False."""
+        a host that builds it itself, once it has set what the evaluator watches, says False.
+        `freeze_collector`: `gc.freeze()` at loads (an engine process; not an engine in an
+        editor's process, whose frozen garbage cycles would never be collected)."""
         self.gpu = gpu
+        self.freeze_collector = freeze_collector  # gc.freeze() at loads (see the module note)
         self.supervised = supervised  # a supervisor process restarts it, not its editors
         self.playing_file = playing_file  # where what plays is kept when the editor leaves
         self.ctx = ExecutionContext(gpu)
@@ -525,10 +532,11 @@ class Engine:
         self._applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
         self._reported_revision = -1  # of the last report that listed every node id
         self._report_cursor = 0  # where the next report's slice of nodes starts
-        self._freeze_due = True  # freeze the collector's objects once this patch runs flat
+        self._freeze_due = freeze_collector  # freeze the collector's objects once this runs flat
         if build_first:
             self._build_first()
-        gc.freeze()  # and now: the build's collections need not look at the patch
+        if freeze_collector:
+            gc.freeze()  # and now: the build's collections need not look at the patch
         self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self.fps = 0.0
@@ -905,9 +913,10 @@ class Engine:
         self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
         self._watch()
         self.in_sync = True
-        self._freeze_due = True
+        self._freeze_due = self.freeze_collector
         self._build_first()
-        gc.freeze()
+        if self.freeze_collector:
+            gc.freeze()
 
     def _build_first(self) -> None:
         """A load has no edit to show at once, and its first frame computes every node either
@@ -918,6 +927,12 @@ class Engine:
         self.evaluator.build_now(code_now=False)
 
     # ----------------------------------------------------------------- reports
+    def report_next_step(self) -> None:
+        """Report (and picture textures) at the next `step()` even if a report went out less
+        than 1 / REPORT_HZ s ago: a host that steps frame by frame (app.engine_local, in tests)
+        sees each frame's results."""
+        self._report_at = self._pictures_at = -math.inf
+
     def _maybe_report(self, images: list[tuple[dict[str, Any], bytes]]) -> None:
         editor = self.editor
         now = time.perf_counter()

@@ -63,20 +63,16 @@ LEARN_TEXT = "Learn MIDI/OSC…"
 BIND_OSC_TEXT = "Bind to OSC address…"
 UNBIND_TEXT = "Remove binding"
 CANCEL_LEARN_TEXT = "Cancel learn"
-NO_LEARN_TIP = "Learning listens in the engine process (patchbay edit)"
 
 
 def binding_menu(owner: Any, node_id: str, pin: str) -> QMenu:
     """The menu that learns, binds to an OSC address or unbinds the target `node_id`.`pin` (a
     node's pin, a preset, the crossfader). `owner` (the inspector, the presets panel) is a widget
-    with `patch`, `learning` (the target learn waits for), `can_learn` and the signals
+    with `patch`, `learning` (the target learn waits for) and the signals
     `learn_requested`, `bind_osc_requested` and `unbind_requested` (node id, pin)."""
     menu = QMenu(owner)
     waiting = owner.learning == (node_id, pin)
     learn = menu.addAction(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
-    learn.setEnabled(owner.can_learn)
-    if not owner.can_learn:
-        learn.setToolTip(NO_LEARN_TIP)
     learn.triggered.connect(lambda _=False: owner.learn_requested.emit(node_id, pin))
     bind = menu.addAction(BIND_OSC_TEXT)
     bind.triggered.connect(lambda _=False: owner.bind_osc_requested.emit(node_id, pin))

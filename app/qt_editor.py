@@ -1,34 +1,30 @@
-"""The editor window: canvas, node library, inspector, preview, status bar, files and frame loop.
+"""The editor window: canvas, node library, inspector, preview, status bar, and its parts.
 
-The window owns the Patch being edited, the one undo stack every gesture goes to, and the
-DualEvaluator that runs the patch. A 60 fps timer calls `run_frame`; node colours, the preview and
-the inspector's status follow a few times per second, the status bar twice per second, so a large
-patch spends its frame time evaluating rather than repainting.
+The window owns the Patch being edited and the one undo stack every gesture goes to; an engine
+runs the patch (app.engine): the engine process through `EngineClient` (`patchbay edit`), or an
+engine in this process through `LocalEngineLink` (app.engine_local: tests, benches, tools), which
+speaks the same messages and runs one frame each turn of the window's loop. A 60 Hz timer turns
+that loop: it sends the document's edits, reads the engine's messages, and refreshes what shows
+the engine's reports (node colours, the inspector's state, link values: a few times a second;
+the status bar twice a second), so a large patch spends its time running rather than repainting.
 
-GPU: when Qt can make OpenGL contexts (there is a display), the window owns a GL service on a Qt
-context shared with every GL surface of the app (app.qt_output), and each frame runs between its
-`with gl.frame():`. Texture outputs are drawn straight from the patch's textures: the
-selected node's in the preview panel, the `gpu.output` texture in the Output panel (both repainted
-about 20 times per second) and in the output window (View > Output Window, repainted every frame,
-fullscreen on a screen chosen in View > Output Screen). Canvas nodes with a texture output show a
-small thumbnail of it under their body: each frame a few of them are refreshed round-robin, from
-the nodes on screen (none when zoomed out to plain rectangles), a new round starting at most
-every `THUMBNAIL_ROUND_S`, so each is refreshed at most 4 times per second (also while paused, so
-that nodes scrolled into view get theirs). A thumbnail is a GPU downscale into a small pooled
-target and one small readback (`GLService.readback_scaled`, counted in the frame's readbacks like
-any other).
+The window class keeps its docks and layout, the document and that loop; what the rest does lives
+in one module per part, each a class mixed into `QtEditorWindow`: the menus' actions
+(app.qt_actions_file, app.qt_actions_edit, app.qt_actions_view with Help and the output window,
+app.qt_actions_transport with the toolbar), live control (app.qt_live_control), the views of the
+engine's reports and pictures (app.qt_report_views) and profiling (app.qt_profiling).
 
-Every refresh step of a frame (running the frame, node colours, the preview, thumbnails, texture
-repaints, the output window, the status bar) runs isolated (app.refresh): one that raises never
-stops the others or the next frame, and each distinct failure is written to stderr once. A node
-whose thumbnail failed (a texture the GPU released, say) gets no thumbnail attempt until its
-output is another texture or the node is edited; the preview panel and the Output panel draw a
-released texture as black.
+Pictures: the window makes no GL object. The engine pictures what the window asks for (`images`):
+the selected node's textures while the Preview panel shows, the `gpu.output` texture while the
+Output panel shows, and small thumbnails of the textured nodes in view (a new round at most every
+`THUMBNAIL_ROUND_S`); they come back with its reports and the window shows them as images. The
+output window (View > Output Window, fullscreen on a screen chosen in View > Output Screen) is the
+engine's: the window asks for it. An engine without GL fails GPU nodes with "no GPU context";
+the output window cannot be opened then.
 
-Without OpenGL (no X server, or Qt's offscreen platform, which cannot composite GL widgets even
-when it can make contexts) no GL object or widget is made at all: GPU nodes fail with "no GPU
-context", textures are described in words, nodes have no thumbnails and the output window cannot
-be opened.
+Every refresh step of a turn (the engine's messages, node colours, thumbnails, the Output panel,
+the status bar) runs isolated (app.refresh): one that raises never stops the others or the next
+turn, and each distinct failure is written to stderr once.
 
 Files: New / Open / Open Recent / Save / Save As, with a prompt before unsaved changes are lost.
 A file that does not load is reported with its one-line reason and the current patch stays. The
@@ -50,7 +46,7 @@ only when a report brought new ones, and redraws node colours only when a report
 status (`RemoteEvaluator.states`) or the canvas changed. When the engine restarts (it died, or its
 watchdog stopped a hung node) the window resends the patch. Closing the window stops the engine
 unless its output window is open (perform mode: the show goes on; `patchbay edit --attach`
-attaches again). Without an engine the window runs a DualEvaluator itself, as tests and tools do.
+attaches again). An engine in this process goes with the window.
 
 Subpatches: Edit > Group (Ctrl+G) turns the selection into a definition and an instance, Ungroup
 (Ctrl+Shift+G) and Make Unique undo that for one instance; the canvas enters instances (see
@@ -68,10 +64,10 @@ in free space near the view's centre (app.placement).
 
 Live control (app.qt_bindings): the inspector's pin menu, and the presets panel's menus for a
 preset or the crossfader, learn a binding (the engine answers `learned` with the control that
-moved; the binding is added as an undo step) or bind an OSC address typed; without an engine the
-window's own controls recall bound presets and move the crossfader on its preset deck; the
-Bindings panel lists and edits them; `live_values` from the engine go into the document as live
-edits. A patch opened from a file with `osc.out` nodes sends nothing until the person allows it
+moved; the binding is added as an undo step) or bind an OSC address typed; the engine's
+controls recall bound presets and move the crossfader on its preset deck; the Bindings panel
+lists and edits them; `live_values` from the engine go into the document as live edits. A patch
+opened from a file with `osc.out` nodes sends nothing until the person allows it
 (app.qt_allow_send; `--allow-send` skips the question).
 
 Help: F1 opens the node help window (app.qt_help) for the library entry under the pointer, else
@@ -81,8 +77,8 @@ File > Examples opens each bundled example patch (resources/examples) the same w
 asks for a file name, so the bundled files are never overwritten.
 
 Profiling (app.qt_profiler): the Profiler dock lists the costliest nodes and why the selected one
-ran, from `profile` replies (app.profile_costs) the engine sends when asked (or the editor's own
-evaluator answers); View > Heat tint colours node bodies by cost through the canvas's tints.
+ran, from `profile` replies (app.profile_costs) the engine sends when asked; View > Heat tint
+colours node bodies by cost through the canvas's tints.
 
 Nothing silent: what changes what the show does reaches the window in one line, in the Messages
 panel (its tab says how many are unread): a service that could not start (app.qt_service_status:
@@ -98,45 +94,26 @@ Frozen exports (`meta["frozen"]`) open read-only, with a banner.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import queue
 import sys
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtGui import (
-    QAction,
-    QCloseEvent,
-    QColor,
-    QCursor,
-    QGuiApplication,
-    QImage,
-    QKeySequence,
-    QUndoStack,
-)
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QApplication,
-    QColorDialog,
-    QDialog,
     QDockWidget,
-    QDoubleSpinBox,
-    QFileDialog,
-    QInputDialog,
     QLabel,
     QMainWindow,
-    QMenu,
-    QMessageBox,
     QScrollArea,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
-from app.engine import FrameLog
 from app.engine_client import (
     EngineClient,
     EngineFailed,
@@ -144,168 +121,88 @@ from app.engine_client import (
     Restarted,
     default_state_dir,
 )
+from app.engine_local import LocalEngineLink
 from app.engine_messages import (
-    AllowSend,
-    DocumentPath,
     Error,
     FixedStep,
-    GetPatch,
     Images,
-    Learn,
     Learned,
     LearnUnreachable,
     Level,
     LiveValues,
     Message,
     NodeFailed,
-    Nudge,
-    Output,
-    PatchDocument,
     Pause,
     ProfileReply,
-    ProfileRequest,
     Rate,
-    ResetTime,
-    ResyncBeats,
     ResyncNeeded,
-    Retry,
     ServiceChanged,
-    Services,
-    Step,
     Watch,
     encode,
 )
-from app.engine_protocol import (
-    EditBatch,
-    ProtocolError,
-    decode_value,
-    patch_from_message,
-    patch_message,
-)
-from app.node_examples import example_patch, example_paths
-from app.patch_info import output_node
-from app.placement import free_position
-from app.profile_costs import ProfileAnswers
-from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
-from app.qt_bindings import (
-    QtBindingsPanel,
-    QtLearn,
-    bindings_of,
-    default_range,
-    is_special_target,
-    special_target_exists,
-    target_label,
-)
+from app.engine_protocol import EditBatch, patch_message
+from app.qt_actions_edit import EditActions
+from app.qt_actions_file import FileActions
+from app.qt_actions_transport import FRAME_INTERVAL_MS, TransportActions
+from app.qt_actions_view import ViewActions
+from app.qt_allow_send import osc_send_targets
+from app.qt_bindings import QtBindingsPanel, QtLearn
 from app.qt_breadcrumbs import QtBreadcrumbBar
 from app.qt_canvas import QtPatchCanvas
-from app.qt_commands import (
-    AddNodesCommand,
-    DocumentEditCommand,
-    NodeRecord,
-    RemoveNodesCommand,
-    RenameDefinitionCommand,
-    SetBindingCommand,
-    SetValueCommand,
-    same_value,
-)
-from app.qt_export import export_frozen_dialog
 from app.qt_failure_marks import QtFailureMarks
-from app.qt_focus import FieldUndoRouter, canvas_only
+from app.qt_focus import FieldUndoRouter
 from app.qt_fonts import register_bundled_fonts
 from app.qt_help import QtNodeHelp
 from app.qt_inspector import QtInspector
 from app.qt_legend import QtLegend
 from app.qt_library import QtLibraryPanel
-from app.qt_link_values import QtLinkValues, short_value
+from app.qt_link_values import QtLinkValues
+from app.qt_live_control import LiveControl
 from app.qt_messages import QtBubble, QtMessageLog, badge_dock
-from app.qt_output import (
-    QtOutputWindow,
-    QtTexturePreview,
-    close_output_window,
-    create_gl_service,
-    open_output_window,
-    output_source,
-    qt_gl_available,
-    screen_choices,
-)
 from app.qt_pin_hints import QtPinHints
 from app.qt_presets import QtPresetsPanel
-from app.qt_preview import QtPreview, fitted_pixmap, is_texture
-from app.qt_profiler import QtProfilerPanel, heat_color
-from app.qt_service_status import QtServiceStatus, service_line, status_of
-from app.qt_settings import QtSettingsDialog, SettingsChoice, SettingsCommand
-from app.refresh import FailedPictures, RefreshSteps
-from app.session import EditorSession, Recovery
-from evaluators import (
-    Controls,
-    DualEvaluator,
-    Evaluator,
-    ExecutionContext,
-    NodeClass,
-    NodeStatus,
-    ServiceStatus,
-)
-from evaluators.gl_service import GLService, texture_alive
+from app.qt_preview import QtPreview
+from app.qt_profiling import Profiling
+from app.qt_report_views import ReportViews
+from app.qt_service_status import QtServiceStatus, status_of
+from app.qt_settings import QtSettingsDialog
+from app.refresh import RefreshSteps
+from app.session import EditorSession
 from nodes import (
-    DEFAULT_BPM,
     DEFINITION_OPS,
     EditOp,
     PackWatcher,
     Patch,
-    PatchError,
     PatchEvent,
-    PresetDeck,
     TapTempo,
-    UnknownNodeError,
     apply_staged,
     library_revision,
-    nudge_beats,
-    resync_beats,
     sync_instances,
     user_nodes_folder,
 )
-from nodes._bindings import PRESET_TARGET, Binding
+from nodes._bindings import PRESET_TARGET
 
-FRAME_INTERVAL_MS = 16
-NUDGE_BEATS = 0.05  # how far one nudge shifts the beat (25 ms at 120 BPM)
-FIXED_STEP_FPS = 60.0  # the Fixed step toggle's frames per second of patch time
-MIN_RATE, MAX_EDITOR_RATE = 0.1, 4.0  # the rate box's range (the engine takes up to 16)
-DECORATE_EVERY = 6  # frames between node colour / preview updates (10 per second at 60 fps)
-TEXTURES_EVERY = 3  # frames between texture preview repaints (20 per second at 60 fps)
-THUMBNAILS_PER_FRAME = 2  # node thumbnails refreshed per frame, at most
+DECORATE_EVERY = 6  # turns between node colour / preview updates (10 per second at 60 Hz)
 THUMBNAIL_ROUND_S = 0.25  # a round over the visible nodes starts at most this often
-THUMBNAIL_SIZE = (96, 54)  # a texture is fitted into this, keeping its aspect ratio
-# Platforms that cannot composite GL widgets into a window, even when they can make contexts.
-NO_GL_WIDGET_PLATFORMS = ("offscreen", "minimal")
 STATUS_EVERY_S = 0.5
 AUTOSAVE_POLL_MS = 250  # how often the window lets the session start or collect an autosave
-FILE_FILTER = "patchbay patches (*.patchbay);;All files (*)"
-ATTACH_TIMEOUT_S = 30.0  # for the running engine's patch (a big one is tens of MB of blobs)
 
 
-def create_editor_gl() -> tuple[GLService | None, str]:
-    """The editor's GL service, or None with the reason when Qt has no usable OpenGL."""
-    platform = QGuiApplication.platformName()
-    if platform in NO_GL_WIDGET_PLATFORMS:
-        return None, f"Qt's {platform} platform does not show GL widgets"
-    if not qt_gl_available():
-        return None, "Qt cannot create an OpenGL context here (no display?)"
-    try:
-        return create_gl_service(), ""
-    except RuntimeError as error:
-        return None, str(error)
-
-
-class QtEditorWindow(QMainWindow):
-    """The patchbay editor; `use_gl=False` runs it without OpenGL even where Qt has it; with
-    `engine` the patch runs in that engine process (see the module note)."""
+class QtEditorWindow(
+    FileActions,
+    EditActions,
+    ViewActions,
+    TransportActions,
+    LiveControl,
+    ReportViews,
+    Profiling,
+    QMainWindow,
+):
+    """The patchbay editor; the patch runs in `engine`: a client of the engine process, or an
+    engine in this process that the window steps (see the module note)."""
 
     def __init__(
-        self,
-        state_dir: Path | None = None,
-        *,
-        use_gl: bool = True,
-        engine: EngineClient | None = None,
+        self, state_dir: Path | None = None, *, engine: EngineClient | LocalEngineLink
     ) -> None:
         super().__init__()
         register_bundled_fonts()  # text shows even on a machine with no fonts of its own
@@ -313,65 +210,47 @@ class QtEditorWindow(QMainWindow):
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.session = EditorSession(self.state_dir)
         self.engine = engine
-        if engine is not None:  # GL lives in the engine; the window shows its pictures
-            self.gl, self.gl_problem = None, "" if engine.hello.gl else "no GL in the engine"
-        else:
-            self.gl, self.gl_problem = create_editor_gl() if use_gl else (None, "turned off")
+        # An engine in this process runs a frame each turn of the window's loop.
+        self._local_engine = engine if isinstance(engine, LocalEngineLink) else None
+        self.gl_problem = "" if engine.hello.gl else "no GL in the engine"
         self.undo_stack = QUndoStack(self)
         self.canvas = QtPatchCanvas(self.undo_stack)
         self.breadcrumbs = QtBreadcrumbBar(self.canvas)
         self.inspector = QtInspector()
-        self.inspector.can_learn = engine is not None
         self.bindings_panel = QtBindingsPanel(self.undo_stack)
         self.learn = QtLearn(self._send_learn, self.statusBar().showMessage, self)
         self.always_allow_send = False  # `patchbay edit --allow-send`: every patch may send
         self.send_allowed = True  # whether the document's osc.out nodes may send
-        self.preview = QtPreview(self._texture_source if self.gl is not None else None)
-        # The gpu.output texture; GL widgets exist only when there is GL.
-        self.output_preview = QtTexturePreview() if self.gl is not None else None
-        self.output_picture = QLabel() if engine is not None else None  # the engine's output
-        self.output_window: QtOutputWindow | None = None
-        self._frame_log: FrameLog | None = None  # PATCHBAY_FRAME_LOG, while the window is open
+        self.preview = QtPreview()  # values, and the engine's pictures of textures
+        self.output_picture = QLabel()  # the engine's picture of the gpu.output texture
         self._output_node: str | None = None  # the gpu.output node the Output panel shows
         self._image_request: Images | None = None  # the last asked (None: ask anew)
         self._edits = EditBatch(Patch())  # the document's changes not yet sent to the engine
         self.library = QtLibraryPanel()
-        self.presets_panel = QtPresetsPanel(self.undo_stack)
+        self.presets_panel = QtPresetsPanel(self.undo_stack, self._send_to_engine)
         self.presets_panel.on_error = self._on_refused
-        self.presets_panel.can_learn = engine is not None
-        self.preset_deck = PresetDeck(Patch())  # recalls while the window runs the patch itself
         self.messages = QtMessageLog()
         self.bubble = QtBubble(self)
         self.service_status = QtServiceStatus()
         self.settings_dialog: QtSettingsDialog | None = None
-        self._local_options: dict[str, Any] = {}  # set in Settings, without an engine
         self.link_values = QtLinkValues(self.canvas, self._link_value, self._link_shape)
         self.pin_hints = QtPinHints(self.canvas)
         self.failure_marks = QtFailureMarks(self.canvas)
-        self._watched: list[str] = []  # what the evaluator (or engine) was last asked to watch
-        self.context = ExecutionContext(self.gl)  # the local evaluator's: node states, folder
         self.taps = TapTempo()
         self.tap_clock = time.monotonic  # tests tap on a clock of their own
-        self.evaluator: Evaluator = (
-            engine.evaluator if engine is not None else DualEvaluator(self.patch, self.context)
-        )
-        self.controls = self._local_controls(self.patch)  # live controls without an engine
+        self.evaluator: RemoteEvaluator = engine.evaluator  # the engine's reports
         self._unsubscribe: Any = None
-        self._prepare_due = False  # a structural edit's program is to be built between frames
         self._frame = 0
         self._ticks = 0
         self._textured: tuple[Any, list[str]] = ((), [])  # (shown patch, revisions), its nodes
         self._reports_shown = -1  # the engine's report whose pictures were last shown
         self._reports_decorated = -1  # the engine's report node colours were last made from
         self._decorated: tuple[Any, ...] = ()  # what the node colours last showed
-        self._fps_frames = 0
         self._fps_since = time.perf_counter()
         self._fps = 0.0
-        self._thumbnail_queue: deque[str] = deque()  # nodes left in this round
         self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
         self._ending = False  # closing on a signal: nobody is asked anything
         self.refresh_steps = RefreshSteps("patchbay editor")
-        self.failed_thumbnails = FailedPictures()
 
         self._build_layout()
         self._build_profiler()
@@ -425,7 +304,6 @@ class QtEditorWindow(QMainWindow):
         self._timer.start()
         self._autosave.start()
 
-    # ------------------------------------------------------------------ layout
     def _build_layout(self) -> None:
         self.banner = QLabel()
         self.banner.setStyleSheet("background: #6a4b00; color: white; padding: 4px;")
@@ -448,15 +326,12 @@ class QtEditorWindow(QMainWindow):
             scroll.setWidgetResizable(True)
             scroll.setWidget(widget)
             self.docks[title] = self._dock(title, scroll, area)
-        if self.output_preview is not None:
-            self.output_preview.setMinimumHeight(160)
-            output: QWidget = self.output_preview
-        elif self.output_picture is not None:
+        if self.engine.hello.gl:
             self.output_picture.setMinimumHeight(160)
             ignored = QSizePolicy.Policy.Ignored  # the picture follows the dock, not the reverse
             self.output_picture.setSizePolicy(ignored, ignored)
             self.output_picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            output = self.output_picture
+            output: QWidget = self.output_picture
         else:
             output = QLabel(f"No OpenGL: GPU nodes do not run ({self.gl_problem}).")
             output.setWordWrap(True)
@@ -499,17 +374,9 @@ class QtEditorWindow(QMainWindow):
             bar.addPermanentWidget(label)
             self.status_labels[key] = label
         gpu = self.status_labels["gpu"]
-        if self.engine is not None:
-            renderer = str(self.engine.hello.gl_renderer or "")
-            gpu.setText(f"engine GL: {renderer.split(' (')[0]}" if renderer else "engine: no GL")
-            gpu.setToolTip(f"The patch runs in engine process {self.engine.hello.pid}")
-        elif self.gl is None:
-            gpu.setText("no GL")
-            gpu.setToolTip(f"GPU nodes do not run: {self.gl_problem}")
-        else:
-            info = self.gl.info
-            gpu.setText(f"GL: {info.get('GL_RENDERER', '?').split(' (')[0]}")
-            gpu.setToolTip(f"{info.get('GL_RENDERER', '?')}, OpenGL {info.get('GL_VERSION', '?')}")
+        renderer = str(self.engine.hello.gl_renderer or "")
+        gpu.setText(f"engine GL: {renderer.split(' (')[0]}" if renderer else "engine: no GL")
+        gpu.setToolTip(f"The patch runs in engine process {self.engine.hello.pid}")
 
     def _action(self, menu: Any, text: str, slot: Any, *shortcuts: Any) -> QAction:
         action = QAction(text, self)
@@ -520,379 +387,36 @@ class QtEditorWindow(QMainWindow):
         return action
 
     def _build_actions(self) -> None:
+        """The menus, each built by its actions' module, and the transport's toolbar."""
         menu = self.menuBar()
-        file_menu = menu.addMenu("&File")
-        self._action(file_menu, "&New", self.new_patch, QKeySequence.StandardKey.New)
-        self._action(file_menu, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
-        self.recent_menu = file_menu.addMenu("Open &Recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
-        self.examples_menu = file_menu.addMenu("E&xamples")
-        for path in example_paths():
-            self._action(self.examples_menu, path.stem, lambda p=path: self.open_example(p))
-        self.save_action = self._action(
-            file_menu, "&Save", self.save, QKeySequence.StandardKey.Save
-        )
-        self._action(file_menu, "Save &As…", self.save_as, "Ctrl+Shift+S")
-        self._action(file_menu, "Export &Frozen…", self.export_frozen, "Ctrl+E")
-        file_menu.addSeparator()
-        self._action(file_menu, "Se&ttings…", self.open_settings, "Ctrl+,")
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-
-        edit = menu.addMenu("&Edit")
-        undo = self.undo_stack.createUndoAction(self, "&Undo")
-        undo.setShortcuts([QKeySequence("Ctrl+Z")])
-        redo = self.undo_stack.createRedoAction(self, "&Redo")
-        redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
-        edit.addActions([undo, redo])
-        edit.addSeparator()
-        self.edit_actions = [
-            self._action(edit, "&Copy", self.copy_selection, "Ctrl+C"),
-            self._action(edit, "&Paste", self.paste, "Ctrl+V"),
-            self._action(edit, "&Duplicate", self.duplicate_selection, "Ctrl+D"),
-            self._action(edit, "De&lete", self.delete_selection, "Delete"),
-            self._action(edit, "&Group", self.group_selection, "Ctrl+G"),
-            self._action(edit, "U&ngroup", self.ungroup_selection, "Ctrl+Shift+G"),
-            self._action(edit, "Make &Unique", self.make_unique_selection),
-            undo,
-            redo,
-        ]
-        # Enter and Backspace / U are the canvas's own keys (while it has the focus).
-        self._action(edit, "&Enter Instance (Enter)", self.canvas.enter_selected)
-        self._action(edit, "Lea&ve Instance (Backspace)", self.canvas.leave)
-        graph_menu = self.canvas.graph.get_context_menu("graph")
-        # The canvas menu offers the document's Undo / Redo (NodeGraphQt's own are removed).
-        graph_menu.qmenu.addActions([undo, redo])
-        graph_menu.qmenu.addSeparator()
-        for text, slot in (
-            ("Add Backdrop Around Selection", self.add_backdrop),
-            ("Rename Backdrop…", lambda: self.rename_backdrop(self._menu_backdrop())),
-            ("Recolour Backdrop…", lambda: self.recolor_backdrop(self._menu_backdrop())),
-            ("Remove Backdrop", lambda: self.remove_backdrop(self._menu_backdrop())),
-        ):
-            graph_menu.add_command(text, lambda _graph, slot=slot: slot())
-        graph_menu.qmenu.addSeparator()
-        for text, slot in (
-            ("Group (Ctrl+G)", self.group_selection),
-            ("Ungroup (Ctrl+Shift+G)", self.ungroup_selection),
-            ("Make Unique", self.make_unique_selection),
-            ("Enter Instance (Enter)", self.canvas.enter_selected),
-            ("Leave Instance (Backspace)", self.canvas.leave),
-        ):
-            graph_menu.add_command(text, lambda _graph, slot=slot: slot())
-        select_all = self._action(edit, "Select &All", self.select_all, "Ctrl+A")
-        self._action(edit, "New node (Tab search)", self.canvas.open_tab_search)
-        self._action(edit, "Add &Backdrop Around Selection", self.add_backdrop, "Ctrl+B")
-        # These act on the canvas: in a text field, Delete, Ctrl+C or Ctrl+A edit the field.
-        frame_action = QAction("&Frame selection", self)
-        canvas_only([*self.edit_actions[:6], select_all, frame_action], self.canvas.widget)
-
-        view = menu.addMenu("&View")
-        frame_action.setShortcut(QKeySequence("F"))
-        frame_action.triggered.connect(lambda _checked=False: self.frame_selection())
-        view.addAction(frame_action)
-        self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
-        self.pause_action = self._action(view, "&Pause / resume", self.toggle_pause, "Space")
-        self.step_action = self._action(view, "S&tep one frame", self.step_frame, ".")
-        self.step_back_action = self._action(view, "Step &back one frame", self.step_back, ",")
-        self.reset_time_action = self._action(view, "&Reset time", self.reset_time, "Ctrl+Home")
-        transport = self.addToolBar("Transport")
-        transport.setObjectName("Transport")
-        view.addSeparator()
-        self.tap_action = self._action(view, "Tap &tempo", self.tap_tempo)
-        self.nudge_earlier_action = self._action(
-            view, "Nudge beat &earlier", lambda: self.nudge_beat(NUDGE_BEATS)
-        )
-        self.nudge_later_action = self._action(
-            view, "Nudge beat &later", lambda: self.nudge_beat(-NUDGE_BEATS)
-        )
-        self.resync_action = self._action(view, "Resync to &downbeat", self.resync_beat)
-        self.fixed_step_action = self._action(
-            view, "&Fixed step (render)", lambda: self.set_fixed_step(not self._fixed_step)
-        )
-        self.fixed_step_action.setCheckable(True)
-        self.rate_box = QDoubleSpinBox()
-        self.rate_box.setRange(MIN_RATE, MAX_EDITOR_RATE)
-        self.rate_box.setSingleStep(0.1)
-        self.rate_box.setDecimals(2)
-        self.rate_box.setValue(1.0)
-        self.rate_box.setSuffix("×")
-        self.rate_box.setToolTip("Rate: patch time runs at this many times wall time")
-        self.rate_box.valueChanged.connect(self.set_rate)
-        # Short labels on the toolbar (the menu keeps the long ones, tooltips the keys).
-        for action, label in (
-            (self.pause_action, "Pause"),
-            (self.step_back_action, "◀ Step"),
-            (self.step_action, "Step ▶"),
-            (self.reset_time_action, "Reset"),
-            (self.fixed_step_action, "Fixed step"),
-            (self.tap_action, "Tap"),
-            (self.nudge_earlier_action, "Nudge −"),
-            (self.nudge_later_action, "Nudge +"),
-            (self.resync_action, "Resync"),
-        ):
-            action.setIconText(label)
-            keys, text = action.shortcut().toString(), action.text().replace("&", "")
-            action.setToolTip(f"{text} ({keys})" if keys else text)
-        self.fixed_step_action.setToolTip(
-            f"Fixed step: every frame advances 1/{FIXED_STEP_FPS:g} s of patch time (rendering)"
-        )
-        transport.addActions([self.pause_action, self.step_back_action, self.step_action,
-                              self.reset_time_action])  # fmt: skip
-        transport.addSeparator()
-        transport.addWidget(QLabel(" Rate "))
-        transport.addWidget(self.rate_box)
-        transport.addAction(self.fixed_step_action)
-        transport.addSeparator()
-        transport.addActions([self.tap_action, self.nudge_earlier_action,
-                              self.nudge_later_action, self.resync_action])  # fmt: skip
-        self.link_values_action = self._action(
-            view,
-            "Show &Values on Links",
-            lambda: self.show_link_values(not self.link_values.enabled),
-        )
-        self.link_values_action.setCheckable(True)
-        view.addSeparator()
-        self.output_action = self._action(
-            view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
-        )
-        self.output_action.setCheckable(True)
-        self.output_action.setEnabled(self._can_show_output)
-        if not self._can_show_output:
-            self.output_action.setStatusTip(f"No OpenGL: {self.gl_problem}")
-        self.output_screen_menu = view.addMenu("Output &Screen")
-        self.output_screen_menu.setEnabled(False)
-        self.output_screen_menu.aboutToShow.connect(self._fill_output_screen_menu)
-        self.allow_send_action = self._action(view, "Allow OSC &Sending…", self.offer_allow_send)
-        view.addSeparator()
-        self.legend_action = self._action(view, "&Legend", self._toggle_legend)
-        self.legend_action.setToolTip("Show or hide the legend (F1 when no node is chosen)")
-        self.legend_action.setCheckable(True)
-        self.legend_action.setChecked(True)
-        self.legend.closed.connect(lambda: self.legend_action.setChecked(False))
-        self._build_heat_action(view)
-        panels = view.addMenu("&Panels")
-        for dock in self.docks.values():
-            panels.addAction(dock.toggleViewAction())
+        self._build_file_menu(menu.addMenu("&File"))
+        frame_action = self._build_edit_menu(menu.addMenu("&Edit"))
+        self._build_view_menu(menu.addMenu("&View"), frame_action)
         help_menu = menu.addMenu("&Help")
         self.help_action = self._action(help_menu, "&Node Help", self.help_for_context, "F1")
 
-    # ------------------------------------------------------------------ help and examples
-    def help_for_context(self) -> None:
-        """F1: the help of the library entry pointed at, else of the node selected on the
-        canvas; with neither, the legend is shown or hidden."""
-        type_id = self.library.help_type()
-        if type_id is None:
-            selected = self.canvas.selected_ids()
-            shown = self.canvas.patch
-            if selected and selected[0] in shown.nodes:
-                type_id = shown.nodes[selected[0]].type_id
-        if type_id is None:
-            self.legend_action.trigger()
-            return
-        self.show_help(type_id)
-
-    def show_help(self, type_id: str) -> None:
-        self.node_help.show_type(type_id)
-
-    def open_node_example(self, type_id: str) -> bool:
-        """Open the help example of `type_id` as a new untitled document."""
-        if not self.maybe_save_changes():
-            return False
-        try:
-            patch = example_patch(type_id)
-        except PatchError as error:
-            self.report_error(str(error))
-            return False
-        self.set_patch(patch, None, from_file=True)
-        self.canvas.frame(None)
-        return True
-
-    def open_example(self, path: Path) -> bool:
-        """Open a bundled example patch as a new untitled document (Save asks for a name)."""
-        if not self.open_path(path, untitled=True):
-            return False
-        self.canvas.frame(None)
-        return True
-
-    # ------------------------------------------------------------------ profiler
-    def _build_profiler(self) -> None:
-        """The Profiler dock (app.qt_profiler), tabbed with Messages and Bindings."""
-        self.profiler_panel = QtProfilerPanel()
-        self._profile_answers = ProfileAnswers()  # for the editor's own evaluator
-        self.profiler_panel.request = self._request_profile
-        self.profiler_panel.type_of = self._type_at
-        self.profiler_panel.node_activated.connect(self.show_node_path)
-        self.profiler_panel.replied.connect(self._show_heat)
-        self.canvas.selection_changed.connect(self._explain_selected)
-        self.canvas.level_changed.connect(self._show_heat)
-        self.docks["Profiler"] = self._dock(
-            "Profiler", self.profiler_panel, Qt.DockWidgetArea.BottomDockWidgetArea
-        )
-        self.tabifyDockWidget(self.docks["Messages"], self.docks["Profiler"])
-        self.docks["Messages"].raise_()
-        self.resizeDocks([self.docks["Messages"]], [110], Qt.Orientation.Vertical)
-
-    def _build_heat_action(self, view: QMenu) -> None:
-        self.heat_action = self._action(
-            view, "&Heat tint", lambda: self.show_heat_tint(self.heat_action.isChecked())
-        )
-        self.heat_action.setCheckable(True)
-        self.heat_action.setStatusTip("Tint nodes by their cost per frame: blue-grey cold, red hot")
-
-    def show_heat_tint(self, shown: bool) -> None:
-        """View > Heat tint: node bodies coloured by cost (log scale of self time per frame;
-        an instance by its cumulative time), or their class colours again."""
-        self.heat_action.setChecked(shown)
-        self.profiler_panel.heat_wanted = shown
-        if shown:
-            self.profiler_panel.refresh()
-        self._show_heat()
-
-    def _show_heat(self) -> None:
-        if not self.profiler_panel.heat_wanted:
-            self.canvas.set_tints({})
-            return
-        cost = self.profiler_panel.cost_of
-        eval_id = self.canvas.eval_id
-        self.canvas.set_tints(
-            {node_id: heat_color(cost(eval_id(node_id))) for node_id in self.canvas.patch.nodes}
-        )
-
-    def _request_profile(self, node: str | None, top: int) -> None:
-        """Ask whoever runs the patch for a `profile` reply (the panel shows it)."""
-        if self.engine is not None:
-            self.engine.send(ProfileRequest(node, top))
-        elif isinstance(self.evaluator, DualEvaluator):
-            self.profiler_panel.show_reply(self._profile_answers.reply(self.evaluator, node, top))
-
-    def _type_at(self, path: str) -> str:
-        """The type of the node at an evaluator path (a definition's name for an instance)."""
-        instance = self.canvas.node_at(path)
-        if instance is None:
-            return ""
-        definition = instance.values.get("definition") if instance.type_id == "subpatch" else None
-        return f"subpatch {definition}" if isinstance(definition, str) else instance.type_id
-
-    def _explain_selected(self, node_ids: list[str]) -> None:
-        if node_ids:
-            self.profiler_panel.explain(self.canvas.eval_id(node_ids[0]))
-
-    def show_node_path(self, path: str) -> None:
-        """Select the node at an evaluator path (`blob1/lfo3`) on the canvas, entering the
-        instances on the way, and bring it into view."""
-        *through, node_id = path.split("/")
-        if self.canvas.trail != through:
-            if self.canvas.trail:
-                self.canvas.go_to(0)
-            for instance_id in through:
-                if not self.canvas.enter(instance_id):
-                    return
-        if node_id in self.canvas.patch.nodes:
-            self.canvas.select([node_id])
-            self.canvas.frame([node_id])
-
-    def _toggle_legend(self) -> None:
-        self.legend.setVisible(self.legend_action.isChecked())
-        if self.legend.isVisible():
-            self.legend.raise_()
-
-    # ------------------------------------------------------------------ backdrops
-    def _menu_backdrop(self) -> str | None:
-        """The backdrop under the canvas menu's click, else the one holding the selection."""
-        canvas = self.canvas
-        found = canvas.backdrops.at(canvas.menu_scene_pos) if canvas.menu_scene_pos else None
-        if found is None:
-            selected = set(canvas.selected_ids())
-            for backdrop in canvas.patch.backdrops.values():
-                if selected and selected <= set(canvas.backdrops.nodes_inside(backdrop)):
-                    found = backdrop.id
-        if found is None:
-            self._on_refused("no backdrop there: right-click inside a backdrop")
-        return found
-
-    def add_backdrop(self) -> None:
-        """Frame the selected nodes (or the view's centre) with a new backdrop."""
-        self.canvas.backdrops.create_around(self.canvas.selected_ids())
-
-    def ask_backdrop_title(self, current: str) -> str | None:
-        title, accepted = QInputDialog.getText(self, "Backdrop", "Title:", text=current)
-        return title.strip() if accepted else None
-
-    def ask_backdrop_color(self, current: tuple[int, int, int]) -> tuple[int, int, int] | None:
-        color = QColorDialog.getColor(QColor(*current), self, "Backdrop colour")
-        return (color.red(), color.green(), color.blue()) if color.isValid() else None
-
-    def rename_backdrop(self, backdrop_id: str | None) -> None:
-        if backdrop_id is None:
-            return
-        title = self.ask_backdrop_title(self.canvas.patch.backdrops[backdrop_id].title)
-        if title:
-            self.canvas.backdrops.retitle(backdrop_id, title)
-
-    def recolor_backdrop(self, backdrop_id: str | None) -> None:
-        if backdrop_id is None:
-            return
-        color = self.ask_backdrop_color(self.canvas.patch.backdrops[backdrop_id].color)
-        if color is not None:
-            self.canvas.backdrops.recolor(backdrop_id, color)
-
-    def remove_backdrop(self, backdrop_id: str | None) -> None:
-        if backdrop_id is not None:
-            self.canvas.backdrops.remove(backdrop_id)
-
-    @property
-    def _can_show_output(self) -> bool:
-        if self.engine is not None:
-            return bool(self.engine.hello.gl)
-        return self.gl is not None
-
-    # ------------------------------------------------------------------ the patch
     def set_patch(
         self, patch: Patch, path: Path | None, *, send: bool = True, from_file: bool = False
     ) -> None:
-        """Edit `patch` from now on (the undo history starts over). With an engine, the patch
-        is sent to it unless `send` is False (it came from the engine). A patch `from_file` (not
+        """Edit `patch` from now on (the undo history starts over). The patch is sent to the
+        engine unless `send` is False (it came from the engine). A patch `from_file` (not
         made in this editor) with `osc.out` nodes may not send until the person allows it
         (`offer_allow_send`)."""
         self.learn.cancel(quiet=True)
         self.send_allowed = self.always_allow_send or not from_file or not osc_send_targets(patch)
-        if self.engine is None:
-            self.evaluator.close()
-            self.context.release_all()  # GPU nodes give their textures back to the pool
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.undo_stack.clear()
         self.session.set_document(patch, path)
-        self._thumbnail_queue.clear()
-        self.failed_thumbnails.clear()
-        self._watched = []  # a new evaluator (or engine patch) watches nothing yet
         self.canvas.set_patch(patch)
         self.presets_panel.set_patch(patch)
-        self.preset_deck.attach(patch)
-        self.presets_panel.deck = self.preset_deck
-        self.presets_panel.engine_send = self._send_to_engine if self.engine is not None else None
-        if self.engine is not None:
-            self.evaluator = self.engine.evaluator
-            self._edits = EditBatch(patch)
-            unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._edits.add)]
-            self._unsubscribe = lambda: [stop() for stop in unsubscribe]
-            self._image_request = None
-            if send:
-                self.send_patch()
-        else:
-            self.context = ExecutionContext(self.gl)
-            self.context.services.options.update(self._local_options)
-            self.service_status.clear()
-            self._tell_send_allowed()
-            self.evaluator = DualEvaluator(patch, self.context)
-            self.controls = self._local_controls(patch)
-            self._unsubscribe = patch.subscribe(self._on_patch_event)
+        self._edits = EditBatch(patch)
+        unsubscribe = [patch.subscribe(self._on_patch_event), patch.subscribe(self._edits.add)]
+        self._unsubscribe = lambda: [stop() for stop in unsubscribe]
+        self._image_request = None
+        if send:
+            self.send_patch()
         self.bindings_panel.set_patch(patch)
-        if self.output_preview is not None:
-            self.output_preview.set_source(output_source(self.evaluator))
-        if self.output_window is not None:
-            self.output_window.source = output_source(self.evaluator)
         self.inspector.set_node(None, None)
         self.preview.set_outputs(None, [])
         self.breadcrumbs.refresh()
@@ -933,19 +457,7 @@ class QtEditorWindow(QMainWindow):
     def _update_title(self) -> None:
         self.setWindowTitle(self.session.title())
 
-    def _prepare_evaluator(self) -> None:
-        self._prepare_due = False
-        if isinstance(self.evaluator, DualEvaluator):
-            self.evaluator.prepare()
-
     def _on_patch_event(self, event: PatchEvent) -> None:
-        if self.engine is None and event.op == EditOp.SETTINGS and event.definition is None:
-            self.context.services.settings_changed(event.value)  # as the engine does
-        if event.kind == "structural" and not self._prepare_due:
-            # Once the edit is done (all its events), its program is built before the next
-            # frame, as the engine does for the edits it receives.
-            self._prepare_due = True
-            QTimer.singleShot(0, self._prepare_evaluator)
         if event.op in DEFINITION_OPS or (
             event.op in (EditOp.ADD_NODE, EditOp.REMOVE_NODE, EditOp.PINS)
             and event.kind == "structural"
@@ -959,7 +471,6 @@ class QtEditorWindow(QMainWindow):
                 f"Edited definition {inside}: affects {count} instance{'s' if count != 1 else ''}",
                 4000,
             )
-        self.failed_thumbnails.on_patch_event(event)
         learning = self.learn.target
         removed = (
             event.node_id if event.op == EditOp.REMOVE_NODE and event.definition is None else None
@@ -986,7 +497,6 @@ class QtEditorWindow(QMainWindow):
         if event.op == EditOp.BINDING:
             self.inspector.refresh_bindings()
 
-    # ------------------------------------------------------------------ the engine
     def _show_definitions(self) -> None:
         """The library's Definitions section: the document's definitions, with their use."""
         self.library.set_definitions(
@@ -994,23 +504,18 @@ class QtEditorWindow(QMainWindow):
         )
 
     def _on_level_changed(self) -> None:
-        self._thumbnail_queue.clear()
-        self.failed_thumbnails.clear()  # kept by shown node id: another level's nodes now
         self._send_level()
         self._on_selection(self.canvas.selected_ids())
         self.decorate_nodes()
 
     def _send_level(self) -> None:
         """Tell the engine which level the canvas shows: its reports carry those statuses."""
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send(Level("/".join(self.canvas.trail)))
+        self.send_edits()
+        self.engine.send(Level("/".join(self.canvas.trail)))
 
     def send_patch(self) -> None:
         """Send the whole document and what the window asks of it (after a start, a restart or
         a resync)."""
-        if self.engine is None:
-            return
         self._edits.clear()  # the whole patch supersedes them
         self._tell_send_allowed()  # first: the patch must not send before it may
         message, blobs = patch_message(self.patch)
@@ -1031,64 +536,33 @@ class QtEditorWindow(QMainWindow):
 
     def _send_to_engine(self, message: Message) -> None:
         """Send `message` after the edits before it (it may name what they made)."""
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send(message)
+        self.send_edits()
+        self.engine.send(message)
 
     def send_edits(self) -> None:
         """Send the document's changes since the last call (each turn of the loop, and before
         any other message, which may refer to them)."""
-        batch = self._edits.take() if self.engine is not None else None
-        if batch is not None and self.engine is not None:
+        batch = self._edits.take()
+        if batch is not None:
             self.engine.send(*batch)
 
     def _send_watch(self) -> None:
-        """Ask the evaluator (or the engine) to watch the previewed node; with an engine, also
-        for the values of the sources shown on the canvas (see app.qt_link_values)."""
+        """Ask the engine to watch the previewed node, and for the values of the sources shown
+        on the canvas (see app.qt_link_values)."""
         self.send_edits()
         node_id = self.preview.node_id
         watched = [node_id] if node_id else []
-        if self.engine is not None:
-            report = self.link_values.wanted()
-            self.engine.send(Watch(watched, report))
-        elif watched != self._watched:
-            self.evaluator.watch(watched)
-        self._watched = watched
+        report = self.link_values.wanted()
+        self.engine.send(Watch(watched, report))
 
-    def _on_panel_shown(self, _shown: bool) -> None:
-        self._request_images()
-
-    def _request_images(self, thumbnails: list[str] | None = None) -> None:
-        """Ask the engine for pictures: the selected node's textures while the Preview panel
-        shows, the `gpu.output` texture while the Output panel shows, and thumbnails of the
-        textured nodes in view."""
-        if self.engine is None:
-            return
-        self._output_node = output_node(self.patch)
-        output = self.output_picture
-        previews = (
-            [[self._output_node, "out"]]
-            if self._output_node and output is not None and output.isVisibleTo(self)
-            else []
-        )
-        node_id = self.preview.node_id  # an evaluator path inside an instance
-        node = self.canvas.node_at(node_id) if node_id is not None else None
-        if node is not None and self.preview.isVisibleTo(self):
-            previews += [[node_id, out.name] for out in node.spec.outputs
-                         if out.type == "texture"]  # fmt: skip
-        if thumbnails is None:
-            thumbnails = self._image_request.thumbnails if self._image_request else []
-        request = Images(thumbnails, previews)
-        if request != self._image_request:
-            self._image_request = request
-            self.send_edits()
-            self.engine.send(request)
-
-    def _tick_remote(self) -> None:
-        """One turn of the window's loop with an engine: its messages, then the views."""
-        assert self.engine is not None
+    def tick(self) -> None:
+        """One turn of the window's loop: node packs, the edits, a frame of an engine in this
+        process, the engine's messages, then the views of its reports."""
+        self.refresh_steps.run("packs", self.follow_packs)
         step = self.refresh_steps.run
         step("edits", self.send_edits)
+        if self._local_engine is not None:
+            step("engine frame", self._local_engine.step)
         for message, blobs in step("engine messages", self.engine.poll) or ():
             step("engine message", self._on_engine_message, message, blobs)
         remote = self.engine.evaluator
@@ -1118,7 +592,6 @@ class QtEditorWindow(QMainWindow):
             step("status bar", self._update_status)
 
     def _on_engine_message(self, message: Any, blobs: list[bytes] | None = None) -> None:
-        assert self.engine is not None
         if isinstance(message, LiveValues):
             self._apply_live_values(message.values, blobs or [], message.seq)
         elif isinstance(message, Restarted):
@@ -1148,627 +621,6 @@ class QtEditorWindow(QMainWindow):
         elif isinstance(message, ProfileReply):
             self.profiler_panel.show_reply(encode(message))
 
-    def show_service(self, name: str, status: ServiceStatus) -> None:
-        """A service's status: in its status-bar indicator and the open Settings dialog; in
-        Messages when it is off, or works again after being off."""
-        before = self.service_status.status(name)
-        if not self.service_status.show_status(name, status):
-            return
-        if self.settings_dialog is not None:
-            self.settings_dialog.show_status(name, status)
-        recovered = status.state == "on" and before is not None and before.state == "off"
-        if status.state == "off" or recovered:
-            self.messages.add("service", service_line(name, status))
-
-    def open_settings(self) -> QtSettingsDialog:
-        """File > Settings…: the dialog, open beside the window (app.qt_settings)."""
-        if self.settings_dialog is not None:
-            self.settings_dialog.raise_()
-            return self.settings_dialog
-        statuses = {
-            name: status
-            for name in ("osc", "midi")
-            if (status := self.service_status.status(name)) is not None
-        }
-        dialog = QtSettingsDialog(self.patch.settings, statuses, self)
-        dialog.applied.connect(self.apply_settings)
-        dialog.finished.connect(self._settings_closed)
-        self.settings_dialog = dialog
-        dialog.open()
-        return dialog
-
-    def _settings_closed(self) -> None:
-        if self.settings_dialog is not None:
-            self.settings_dialog.deleteLater()
-        self.settings_dialog = None
-
-    def apply_settings(self, choice: SettingsChoice) -> None:
-        """The Settings dialog's changes: patch settings as one undo step (the engine hears of
-        them as edits), the OSC host as the engine's own option."""
-        if choice.settings:  # valid by the dialog's ranges: the push applies them
-            self.undo_stack.push(SettingsCommand(self.patch, choice.settings, choice.previous))
-        if choice.osc_host is not None:
-            if self.engine is not None:
-                self.send_edits()  # a port changed with it is restarted first
-                self.engine.send(Services(choice.osc_host))
-            else:
-                self._local_options["osc_host"] = choice.osc_host
-                self.context.services.set_option("osc_host", choice.osc_host)
-        self.statusBar().showMessage("Settings applied", 4000)
-
-    def _apply_live_values(self, values: Any, blobs: list[bytes], seq: int = 0) -> None:
-        """What the engine's live controls set, as live edits of the document (not sent back,
-        not undone); the inspector follows through the patch's events. A pin the document set
-        in edits after `seq` (the last the engine had applied) keeps the document's value."""
-        for entry in values if isinstance(values, list) else ():
-            if not (isinstance(entry, list) and len(entry) == 3):
-                continue
-            node_id, pin, value = (str(entry[0]), str(entry[1]), entry[2])
-            instance = self.patch.nodes.get(node_id)
-            if instance is None or instance.input(pin) is None:
-                continue
-            if self._edits.edited_after(node_id, pin, seq):
-                continue
-            with contextlib.suppress(PatchError, ProtocolError, ValueError, TypeError):
-                value = decode_value(value, blobs)
-                if not same_value(instance.values.get(pin), value):
-                    self.patch.set_value(node_id, pin, value, live=True)
-
-    def _request_visible_thumbnails(self) -> None:
-        shown = self.canvas.thumbnail_candidates(self._textured_nodes())
-        self._request_images([self.canvas.eval_id(node_id) for node_id in shown])
-
-    def _show_engine_thumbnails(self) -> None:
-        """The thumbnails the engine sent, each isolated."""
-        assert self.engine is not None
-        remote = self.engine.evaluator
-        asked = self._image_request.thumbnails if self._image_request else []
-        for path in asked:  # paths inside an instance
-            node_id = path.rsplit("/", 1)[-1]
-            shown = self.canvas.eval_id(node_id) == path and node_id in self.canvas.patch.nodes
-            pin = self._thumbnail_pin(node_id) if shown else None
-            picture = remote.take_image(path, pin, "thumbnail") if pin else None
-            if picture is not None:
-                image = self.refresh_steps.run("thumbnail", _qimage, *picture)
-                if image is not None:
-                    self.canvas.set_thumbnail(node_id, image)
-
-    def _show_engine_output(self) -> None:
-        assert self.engine is not None
-        if self._output_node is not None and self.output_picture is not None:
-            picture = self.engine.evaluator.take_image(self._output_node, "out", "preview")
-            if picture is not None:
-                label = self.output_picture
-                label.setPixmap(fitted_pixmap(_qimage(*picture), label.width(), label.height()))
-
-    def attach(self, timeout: float = ATTACH_TIMEOUT_S) -> bool:
-        """Take the running engine's patch as the document (an editor attaching to a show);
-        False if it did not come within `timeout` seconds."""
-        if self.engine is None or not self.engine.send(GetPatch()):
-            return False
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for message, blobs in self.engine.poll():
-                if isinstance(message, PatchDocument):
-                    patch = patch_from_message(message, blobs)
-                    where = Path(message.path) if message.path is not None else None
-                    # Its osc.out nodes send once allowed here (as a file's: it may be one).
-                    self.set_patch(patch, where, send=False, from_file=True)
-                    self.session.mark_unsaved()  # what the engine plays may not be saved
-                    self._update_title()
-                    self._send_watch()
-                    if not self.send_allowed:
-                        self.offer_allow_send()
-                    return True
-            time.sleep(0.01)
-        return False
-
-    # ------------------------------------------------------------------ files
-    def new_patch(self) -> bool:
-        if not self.maybe_save_changes():
-            return False
-        self.set_patch(Patch(), None)
-        return True
-
-    def open_dialog(self) -> bool:
-        path = self.ask_open_path()
-        return self.open_path(path) if path else False
-
-    def open_path(self, path: str | Path, *, ask: bool = True, untitled: bool = False) -> bool:
-        """Open a patch file; a bad file is reported and the current patch stays. `untitled`:
-        as a new document that no file holds yet (an example), not a recent file."""
-        if ask and not self.maybe_save_changes():
-            return False
-        try:
-            patch = self.session.load(path)
-        except PatchError as error:
-            self.report_error(str(error))
-            return False
-        self.set_patch(patch, None if untitled else Path(path), from_file=True)
-        if not untitled:
-            self.session.remember_recent(Path(path))
-        if not self.send_allowed:
-            self.offer_allow_send()
-        return True
-
-    def save(self) -> bool:
-        if self.path is None:
-            return self.save_as()
-        return self._write(self.path)
-
-    def save_as(self) -> bool:
-        path = self.ask_save_path()
-        if not path:
-            return False
-        path = Path(path)
-        if not path.suffix:
-            path = path.with_suffix(".patchbay")
-        if not self._write(path):
-            return False
-        self.session.remember_recent(path)
-        return True
-
-    def export_frozen(self) -> None:
-        """File > Export Frozen…: the live patch as a frozen runtime patch (see app.qt_export)."""
-        export_frozen_dialog(
-            self, self.patch, self.path, saved=not self.modified, report_error=self.report_error
-        )
-
-    def _write(self, path: Path) -> bool:
-        folder = self.patch.folder
-        problem = self.session.save(path)
-        if problem is not None:
-            self.report_error(problem)
-            return False
-        if self.engine is None:
-            self.context.folder = self.patch.folder
-        elif self.patch.folder != folder:
-            self.send_patch()  # the engine's copy resolves file names in the new folder too
-        else:
-            self.engine.send(DocumentPath(str(path)))
-        self.undo_stack.setClean()
-        self._update_title()
-        self.statusBar().showMessage(f"Saved {path}", 3000)
-        return True
-
-    def maybe_save_changes(self) -> bool:
-        """True when it is fine to drop the current patch (saved, discarded or unchanged)."""
-        if not self.modified:
-            return True
-        answer = self.ask_unsaved()
-        if answer == "save":
-            return self.save()
-        return answer == "discard"
-
-    def recent_files(self) -> list[str]:
-        return self.session.recent_files()
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        for entry in self.recent_files():
-            action = self.recent_menu.addAction(entry)
-            action.triggered.connect(lambda _checked=False, p=entry: self.open_path(p))
-        self.recent_menu.setEnabled(bool(self.recent_files()))
-
-    # ------------------------------------------------------------------ recovery
-    def autosave(self) -> None:
-        """Start writing the patch to this editor's recovery file now (on the session's worker
-        thread; edits normally trigger it, a few seconds after the last one)."""
-        self.session.autosave()
-
-    def _poll_autosave(self) -> None:
-        for message in self.session.poll():
-            self.statusBar().showMessage(message, 8000)
-
-    def offer_recovery(self, playing: str | None = None) -> bool:
-        """If editors that are no longer running left autosaved work, offer to restore it
-        (one of it); True if restored. `playing` describes what the engine plays when this
-        editor attached to it: the offer shows it beside the autosaved work, and a restore
-        replaces it. Declining removes what was offered; work that fails to load is never
-        removed. This editor's own autosave has a file of its own: it never replaces what is
-        offered."""
-        offered = self.session.orphaned_recoveries()
-        if not offered:
-            return False
-        chosen = self.ask_restore(offered, playing)
-        if chosen is None:
-            self.session.discard(offered)
-            return False
-        self.session.release(r for r in offered if r != chosen)  # offered again next time
-        try:
-            patch = self.session.restore(chosen)
-        except PatchError as error:  # kept: offered again next time, and there to open by hand
-            self.session.release([chosen])
-            self.report_error(f"{error}; the autosaved work stays in {chosen.patch_file}")
-            return False
-        self.set_patch(patch, chosen.original, from_file=True)
-        self.session.mark_unsaved()
-        self._update_title()
-        if not self.send_allowed:
-            self.offer_allow_send()
-        return True
-
-    # ------------------------------------------------------------------ dialogs (tests replace)
-    def ask_unsaved(self) -> str:
-        """'save', 'discard' or 'cancel'."""
-        buttons = QMessageBox.StandardButton
-        answer = QMessageBox.question(
-            self,
-            "Unsaved changes",
-            f"Save the changes to {self.path.name if self.path else 'untitled'}?",
-            buttons.Save | buttons.Discard | buttons.Cancel,
-        )
-        return {buttons.Save: "save", buttons.Discard: "discard"}.get(answer, "cancel")
-
-    def ask_open_path(self) -> str | None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open patch", "", FILE_FILTER)
-        return path or None
-
-    def ask_save_path(self) -> str | None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save patch", "", FILE_FILTER)
-        return path or None
-
-    def ask_restore(
-        self, recoveries: list[Recovery], playing: str | None = None
-    ) -> Recovery | None:
-        """Which autosaved work to restore (newest first), or None; `playing`: what the engine
-        plays, shown beside it (see `offer_recovery`)."""
-        plays = (
-            f"\n\nThe engine plays {playing}. Restoring replaces it; declining keeps it."
-            if playing is not None
-            else ""
-        )
-        if len(recoveries) == 1:
-            answer = QMessageBox.question(
-                self,
-                "Recover unsaved work",
-                "An editor ended without saving. Restore its autosaved patch "
-                f"({recoveries[0].describe()})?{plays}",
-            )
-            return recoveries[0] if answer == QMessageBox.StandardButton.Yes else None
-        labels = [recovery.describe() for recovery in recoveries]
-        label, accepted = QInputDialog.getItem(
-            self,
-            "Recover unsaved work",
-            f"Editors ended without saving.{plays}\n\nRestore:",
-            labels,
-            0,
-            False,
-        )
-        return recoveries[labels.index(label)] if accepted and label in labels else None
-
-    def ask_definition_name(self, title: str, default: str) -> str | None:
-        """A definition name (None: cancelled); the Patch explains a name it refuses."""
-        name, accepted = QInputDialog.getText(self, title, "Definition name:", text=default)
-        return name.strip() if accepted else None
-
-    def ask_allow_send(self, targets: list[str]) -> bool:
-        """Whether the document's osc.out nodes may send to `targets`."""
-        name = self.path.name if self.path is not None else "This patch"
-        return QtAllowSendDialog(name, targets, self).exec() == QDialog.DialogCode.Accepted
-
-    def ask_osc_address(self, target: str, suggested: str) -> str | None:
-        """An OSC address to bind `target` (node.pin) to (None: cancelled)."""
-        address, accepted = QInputDialog.getText(
-            self, "Bind to OSC address", f"OSC address driving {target}:", text=suggested
-        )
-        return address.strip() if accepted else None
-
-    def report_error(self, message: str) -> None:
-        self.statusBar().showMessage(message, 10000)
-        QMessageBox.warning(self, "patchbay", message)
-
-    # ------------------------------------------------------------------ editing
-    def _on_refused(self, reason: str) -> None:
-        """A refused edit: in the status bar, the message log and a bubble at the pointer (where
-        it was last over the canvas, or where it is now)."""
-        self.statusBar().showMessage(f"Refused: {reason}", 8000)
-        self.messages.add("refused", reason)
-        pointer = self.link_values.pointer
-        viewport = self.canvas.viewer().viewport()
-        if pointer is None or not viewport.rect().contains(viewport.mapFromGlobal(pointer)):
-            pointer = QCursor.pos()
-        self.bubble.show_at(pointer, f"Refused: {reason}")
-
-    def _on_value_edited(self, node_id: str, pin: str, value: Any, gesture: Any) -> None:
-        shown = self.canvas.patch
-        if node_id in shown.nodes and same_value(shown.value(node_id, pin), value):
-            return  # e.g. Return, then leaving the field: one typed edit, one undo step
-        command = SetValueCommand(self.canvas.patch, node_id, pin, value, gesture)
-        try:
-            command.apply()
-        except PatchError as error:
-            self._on_refused(str(error))
-            self.inspector.refresh_values()
-            return
-        self.undo_stack.push(command)
-
-    # ------------------------------------------------------------------ bindings
-    def _send_learn(self, message: Learn) -> None:
-        if self.engine is not None:
-            self.send_edits()  # the pin's node may be new
-            self.engine.send(message)
-
-    def _on_learn_unreachable(self, message: LearnUnreachable) -> None:
-        """No source can reach the armed learn: say so now (learn stays armed; Esc cancels)."""
-        if self.learn.target != (message.node, message.pin):
-            return  # cancelled meanwhile
-        label = target_label(*self.learn.target)
-        advice = f" ({message.advice})" if message.advice else ""
-        line = f"nothing can reach {label}: {message.reason}{advice}"
-        self.messages.add("learn", line)
-        self.statusBar().showMessage(f"Learn: {line}", 15000)
-
-    def _on_learned(self, message: Learned) -> None:
-        """The engine's answer to learn: bind the pin to the control that moved."""
-        taken = self.learn.take(message)
-        if taken is None:
-            return  # cancelled meanwhile
-        node_id, pin, source, device = taken
-        if self.bind_pin(node_id, pin, source, device):
-            self.docks["Bindings"].raise_()
-            on = f" on {device}" if device else ""
-            label = target_label(node_id, pin)
-            self.statusBar().showMessage(f"Bound {label} to {source}{on}", 8000)
-
-    def bind_pin(self, node_id: str, pin: str, source: str, device: str = "") -> bool:
-        """Bind a target to a control as one undo step: a pin of the document over the pin's
-        range (app.qt_bindings.default_range), a preset (`@preset`, its name) or the
-        crossfader (`@crossfader`, `position`) over 0..1; False (and why) if it cannot be or
-        already is."""
-        patch = self.patch
-        label = target_label(node_id, pin)
-        if is_special_target(node_id):
-            if not special_target_exists(patch, node_id, pin):
-                what = "preset" if node_id == PRESET_TARGET else "target"
-                self._on_refused(f"cannot bind {label}: the document has no such {what}")
-                return False
-            low, high = 0.0, 1.0
-        else:
-            inst = patch.nodes.get(node_id)
-            spec = inst.input(pin) if inst is not None else None
-            if inst is None or spec is None:
-                self._on_refused(f"cannot bind {label}: the document has no such input")
-                return False
-            low, high = default_range(inst, spec)
-        for key in bindings_of(patch, node_id, pin):
-            if (patch.bindings[key].source, patch.bindings[key].device) == (source, device):
-                self.statusBar().showMessage(f"{label} is bound to {source} already", 6000)
-                return False
-        try:
-            binding = Binding(source, node_id, pin, low, high, device=device)
-        except PatchError as error:
-            self._on_refused(str(error))
-            return False
-        text = f"bind {label} to {source}"
-        self.undo_stack.push(SetBindingCommand(patch, patch.new_binding_id(), binding, text))
-        return True
-
-    def bind_to_osc_address(self, node_id: str, pin: str) -> None:
-        """ "Bind to OSC address…" (the inspector's pin menu, the presets panel): bind the
-        target to an address typed."""
-        label = target_label(node_id, pin)
-        if node_id == PRESET_TARGET:
-            suggested = "/preset/" + "_".join(pin.split())
-        elif is_special_target(node_id):
-            suggested = "/crossfader"
-        else:
-            suggested = f"/{node_id}/{pin}"
-        address = self.ask_osc_address(label, suggested)
-        if not address:
-            return
-        source = "osc:" + (address if address.startswith("/") else "/" + address)
-        if self.bind_pin(node_id, pin, source):
-            self.statusBar().showMessage(f"Bound {label} to {source}", 8000)
-
-    def unbind_pin(self, node_id: str, pin: str) -> None:
-        """Remove the bindings of a target, as one undo step."""
-        doomed = bindings_of(self.patch, node_id, pin)
-        if not doomed:
-            return
-        label = target_label(node_id, pin)
-        self.undo_stack.beginMacro(f"remove the binding of {label}")
-        for key in doomed:
-            self.undo_stack.push(SetBindingCommand(self.patch, key, None, "remove binding"))
-        self.undo_stack.endMacro()
-        self.statusBar().showMessage(f"{label} is no longer bound", 6000)
-
-    def _local_controls(self, patch: Patch) -> Controls:
-        """The live controls of a patch the window runs itself: bound presets and the
-        crossfader play on the window's preset deck."""
-        deck = self.preset_deck
-        return Controls(patch, self.context, on_preset=deck.recall, on_crossfade=deck.set_crossfade)
-
-    def show_node(self, node_id: str) -> None:
-        """Select a node of the document on the canvas and bring it into view."""
-        if self.canvas.trail:
-            self.canvas.go_to(0)
-        if node_id in self.canvas.patch.nodes:
-            self.canvas.select([node_id])
-            self.canvas.frame([node_id])
-
-    def _tell_send_allowed(self) -> None:
-        """Tell whoever runs the patch whether its osc.out nodes may send."""
-        if self.engine is not None:
-            self.engine.send(AllowSend(self.send_allowed))
-            return
-        services = self.context.services
-        services.options["allow_send"] = self.send_allowed
-        if "osc" in services:
-            self.context.service("osc").allow_send = self.send_allowed
-
-    def offer_allow_send(self) -> None:
-        """Ask whether the document's osc.out nodes may send (View > Allow OSC Sending…, and
-        on opening a file that has some)."""
-        targets = osc_send_targets(self.patch)
-        if not targets:
-            self.statusBar().showMessage("This patch has no osc.out node: it sends nothing", 6000)
-            return
-        self.send_allowed = self.ask_allow_send(targets)
-        self._tell_send_allowed()
-        if not self.send_allowed:
-            self.messages.add(
-                "send",
-                f"osc.out nodes send nothing to {', '.join(targets)} "
-                "(View > Allow OSC Sending… lets them)",
-            )
-        count = len(targets)
-        state = "may send" if self.send_allowed else "stays off"
-        plural = "s" if count != 1 else ""
-        self.statusBar().showMessage(f"OSC sending to {count} target{plural} {state}", 6000)
-
-    def _free_spot(self) -> tuple[float, float]:
-        """Where a node added from the library goes: near the view's centre, on no other
-        node (see app.placement)."""
-        x, y = self.canvas.view_center()
-        return free_position(self.canvas.node_rects(), (x - 80.0, y - 30.0))
-
-    def _create_at_center(self, type_id: str) -> None:
-        node_id = self.canvas.create_node(type_id, self._free_spot())
-        if node_id is not None:
-            self.canvas.select([node_id])
-
-    def _instance_at_center(self, name: str) -> None:
-        node_id = self.canvas.create_instance(name, self._free_spot())
-        if node_id is not None:
-            self.canvas.select([node_id])
-
-    def _document_edit(self, text: str, edit: Any) -> Any:
-        """Run a many-step edit of definitions and instances as one undo step; None (and the
-        reason in the status bar) if the Patch refuses it."""
-        command = DocumentEditCommand(self.patch, text, edit)
-        try:
-            command.apply()
-        except PatchError as error:
-            self._on_refused(str(error))
-            return None
-        self.undo_stack.push(command)
-        return command.result
-
-    def _new_definition_name(self, base: str) -> str:
-        taken = self.patch.definitions
-        return next(f"{base}{n}" for n in range(1, len(taken) + 2) if f"{base}{n}" not in taken)
-
-    def group_selection(self) -> None:
-        """Turn the selected nodes into a new definition and one instance in their place."""
-        ids = self.canvas.selected_ids()
-        if not ids:
-            self._on_refused("nothing to group: select nodes first")
-            return
-        name = self.ask_definition_name("Group", self._new_definition_name("group"))
-        shown = self.canvas.patch
-        if name is not None:
-            instance_id = self._document_edit(f"group {len(ids)} nodes as {name}",
-                                              lambda: shown.group(ids, name))  # fmt: skip
-            if instance_id is not None:
-                self.canvas.select([instance_id])
-
-    def _selected_instance(self, what: str) -> str | None:
-        ids = self.canvas.selected_ids()
-        shown = self.canvas.patch
-        if len(ids) != 1 or shown.nodes[ids[0]].type_id != "subpatch":
-            self._on_refused(f"{what}: select one instance of a definition")
-            return None
-        return ids[0]
-
-    def ungroup_selection(self) -> None:
-        """Put the selected instance's nodes in its place."""
-        instance_id = self._selected_instance("ungroup")
-        shown = self.canvas.patch
-        if instance_id is not None:
-            added = self._document_edit(f"ungroup {instance_id}",
-                                        lambda: shown.ungroup(instance_id))  # fmt: skip
-            if added is not None:
-                self.canvas.select(added)
-
-    def make_unique_selection(self) -> None:
-        """Detach the selected instance onto a copy of its definition."""
-        instance_id = self._selected_instance("make unique")
-        if instance_id is None:
-            return
-        shown = self.canvas.patch
-        old = str(shown.value(instance_id, "definition"))
-        name = self.ask_definition_name("Make unique", self._new_definition_name(old))
-        if name is not None:
-            self._document_edit(f"make {instance_id} unique as {name}",
-                                lambda: shown.make_unique(instance_id, name))  # fmt: skip
-
-    def rename_definition(self, old: str) -> None:
-        new = self.ask_definition_name(f"Rename {old}", old)
-        if new is None or new == old:
-            return
-        command = RenameDefinitionCommand(self.patch, old, new)
-        try:
-            command.apply()
-        except PatchError as error:
-            self._on_refused(str(error))
-            return
-        self.undo_stack.push(command)
-
-    def remove_definition(self, name: str) -> None:
-        """Remove a definition no instance uses (refused, with where it is used, otherwise)."""
-        self._document_edit(f"remove definition {name}", lambda: self.patch.remove_definition(name))
-
-    def _insert(self, piece: Patch, text: str) -> None:
-        """Add a copy of `piece` with fresh ids, offset, as one undo step; select it."""
-        target = self.canvas.patch
-        nodes, links = self.session.placed_copy(piece, target)
-        if not nodes:
-            return
-        records = [NodeRecord(*node) for node in nodes]
-        definitions = self.session.definitions_to_add(piece)
-
-        def add() -> bool:
-            for name, body in definitions:  # what its instances follow, if the document lacks it
-                self.patch.add_definition(name, body)
-            AddNodesCommand(target, records, links, text).redo()
-            return True
-
-        # One step for the whole document: an instance may be refused there (a definition
-        # inside itself), and definitions may come along.
-        if self._document_edit(text, add):
-            self.canvas.select([node[0] for node in nodes])
-
-    def copy_selection(self) -> None:
-        """Copy the selected nodes: to the system clipboard as a patch document, and kept in the
-        session (nodes with large arrays, which need a sidecar file, paste in this window only)."""
-        ids = self.canvas.selected_ids()
-        if not ids:
-            return
-        text = self.session.copy(ids, self.canvas.patch)
-        clipboard = QApplication.clipboard()
-        if text:
-            clipboard.setText(text)
-        else:  # large arrays: nothing to put there, but an older copy must go
-            clipboard.clear()
-
-    def paste(self) -> None:
-        """Paste the last copy: a patch on the system clipboard (copied in any patchbay window),
-        else this window's last copy."""
-        try:
-            piece = self.session.to_paste(QApplication.clipboard().text())
-        except PatchError as error:  # a patch on the clipboard that a file could not hold
-            self._on_refused(str(error))
-            return
-        if piece is not None:
-            self._insert(piece, "paste")
-
-    def duplicate_selection(self) -> None:
-        ids = self.canvas.selected_ids()
-        if ids:
-            self._insert(self.session.fragment(ids, self.canvas.patch), "duplicate")
-
-    def delete_selection(self) -> None:
-        ids = self.canvas.selected_ids()
-        if ids:
-            self.undo_stack.push(RemoveNodesCommand(self.canvas.patch, ids))
-
-    def select_all(self) -> None:
-        self.canvas.select(list(self.canvas.patch.nodes))
-
-    def frame_selection(self) -> None:
-        self.canvas.frame(self.canvas.selected_ids())
-
     def _on_selection(self, node_ids: list[str]) -> None:
         """Inspect the one node selected; inside an instance the inspector edits the body (every
         instance) and the preview shows the values of the instance entered through."""
@@ -1784,103 +636,6 @@ class QtEditorWindow(QMainWindow):
         self._send_watch()
         self._request_images()
         self._show_node_state()
-
-    # ------------------------------------------------------------------ frame loop
-    def toggle_pause(self) -> None:
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send(Pause(not self.paused))
-        self.session.clock.toggle()
-        self._fps_frames, self._fps_since = 0, time.perf_counter()  # paused time is no frame
-        self._update_status()
-
-    def step_frame(self) -> None:
-        """Pause (when playing) and run one frame of patch time, FRAME_INTERVAL_MS on."""
-        if not self.paused:
-            self.toggle_pause()
-        seconds = self._frame_seconds()
-        self.session.clock.advance(seconds)
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send(Step(seconds))
-        else:
-            self._run_frame(show_all=True)
-
-    def step_back(self) -> None:
-        """Pause (when playing) and run the frame one frame of patch time back."""
-        if not self.paused:
-            self.toggle_pause()
-        seconds = -self._frame_seconds()
-        self.session.clock.advance(seconds)
-        if self.engine is not None:
-            self._send_to_engine(Step(seconds))
-        else:
-            self._frame -= 2  # the frame about to run counts one: one frame back in all
-            self._run_frame(show_all=True)
-
-    def _frame_seconds(self) -> float:
-        fixed = self.session.clock.fixed_fps
-        return 1.0 / fixed if fixed is not None else FRAME_INTERVAL_MS / 1000
-
-    def set_rate(self, rate: float) -> None:
-        """Patch time runs at `rate` times wall time (continuous: no jump)."""
-        self.session.clock.set_rate(rate)
-        self._send_to_engine(Rate(rate))
-
-    @property
-    def _fixed_step(self) -> bool:
-        return self.session.clock.fixed_fps is not None
-
-    def set_fixed_step(self, fixed: bool) -> None:
-        """Every frame advances exactly 1 / FIXED_STEP_FPS of patch time (rendering), or real
-        time again from the time reached."""
-        fps = FIXED_STEP_FPS if fixed else None
-        self.session.clock.set_fixed_step(fps)
-        self.fixed_step_action.setChecked(fixed)
-        self._send_to_engine(FixedStep(fps))
-
-    def reset_time(self) -> None:
-        """Patch time and the frame count back to 0, so time nodes start over; paused, the
-        frame at time 0 shows."""
-        self.session.clock.reset()
-        if self.engine is not None:
-            self.send_edits()
-            self.engine.send(ResetTime())
-            return
-        self._frame = 0
-        if self.paused:
-            self._run_frame(show_all=True)
-
-    def tap_tempo(self) -> None:
-        """One tap (on `tap_clock`): from the third tap on in a series, the patch tempo follows
-        the taps (the `bpm` setting, which reaches the engine as any settings edit)."""
-        bpm = self.taps.tap(self.tap_clock())
-        if bpm is not None:
-            self.patch.update_settings(bpm=round(bpm, 1))
-        tempo = self.patch.settings.get("bpm", DEFAULT_BPM)
-        self.tap_action.setToolTip(f"Tap tempo ({tempo:g} BPM)")
-
-    def nudge_beat(self, beats: float) -> None:
-        """Shift the beat of every `time.beat` by `beats` (positive: earlier) next frame."""
-        if self.engine is not None:
-            self.engine.send(Nudge(beats))
-        else:
-            nudge_beats(self.context.states.values(), beats)
-
-    def resync_beat(self) -> None:
-        """Make the next frame the downbeat (beat 0 of a bar) of every `time.beat`."""
-        if self.engine is not None:
-            self.engine.send(ResyncBeats())
-        else:
-            resync_beats(self.context.states.values())
-
-    @property
-    def paused(self) -> bool:
-        return self.session.clock.paused
-
-    def clock(self) -> float:
-        """Seconds of patch time: wall time since start, minus the time spent paused."""
-        return self.session.clock.seconds()
 
     def watch_packs(self, folder: Path | None = None) -> None:
         """Follow the user's nodes folder (or `folder`): a pack file changed there is imported
@@ -1904,206 +659,11 @@ class QtEditorWindow(QMainWindow):
             print(f"patchbay: {problem}", file=sys.stderr)
             self.statusBar().showMessage(problem, 10000)
 
-    def tick(self) -> None:
-        """Run one frame (unless paused) and refresh what shows its results."""
-        self.refresh_steps.run("packs", self.follow_packs)
-        if self.engine is not None:
-            self._tick_remote()
-            return
-        step = self.refresh_steps.run
-        if self.paused:  # thumbnails still follow the view (nodes scrolled into it)
-            if self.gl is not None and self._thumbnails_due():
-                with self.gl.frame():
-                    step("thumbnails", self.refresh_thumbnails)
-            return
-        self._run_frame()
-
-    def _run_frame(self, *, show_all: bool = False) -> None:
-        """One frame of the local evaluator, and what shows its results (every view of them
-        with `show_all`, as after a step; else those due)."""
-        step = self.refresh_steps.run
-        t = self.session.clock.frame_time()
-        step("controls", self.controls.before_frame)
-        step("presets", self.preset_deck.step, t, self.context.bpm)
-        if self.gl is None:
-            step("frame", self.evaluator.run_frame, t, self._frame)
-        else:
-            with self.gl.frame():
-                step("frame", self.evaluator.run_frame, t, self._frame)
-                step("thumbnails", self.refresh_thumbnails)
-            if self.output_window is not None:
-                step("output window", self.output_window.present)
-        self._frame += 1
-        self._fps_frames += 1
-        if show_all or self._frame % DECORATE_EVERY == 0:
-            step("node colours", self.decorate_nodes)
-            step("node state", self._show_node_state)
-            step("link values", self.link_values.refresh, show_all)
-        if show_all or self._frame % TEXTURES_EVERY == 0:
-            step("texture previews", self.refresh_textures)
-        now = time.perf_counter()
-        if now - self._fps_since >= STATUS_EVERY_S:
-            self._fps = self._fps_frames / (now - self._fps_since)
-            self._fps_frames, self._fps_since = 0, now
-            step("status bar", self._update_status)
-
-    def refresh_textures(self) -> None:
-        """Repaint the GL previews (the preview panel's textures and the Output panel)."""
-        self.preview.refresh_textures()
-        if self.output_preview is not None and self.output_preview.isVisible():
-            self.output_preview.update()
-
-    def _texture_source(self, node_id: str, pin: str) -> Any:
-        """A callable returning the texture of `node_id`'s output `pin` now (None if it has
-        none), for the preview panel's GL widgets."""
-
-        def source() -> Any:
-            if self.canvas.node_at(node_id) is None:
-                return None
-            value = self.evaluator.output(node_id, pin)
-            return value if is_texture(value) and texture_alive(value) else None
-
-        return source
-
-    def _thumbnail_pin(self, node_id: str) -> str | None:
-        """The shown node's first texture output, if it has one."""
-        outputs = self.canvas.patch.nodes[node_id].spec.outputs
-        return next((out.name for out in outputs if out.type == "texture"), None)
-
-    def _textured_nodes(self) -> list[str]:
-        """The shown nodes with a texture output (worked out again after structural edits)."""
-        shown = self.canvas.patch
-        key = (shown, shown.revision, library_revision())
-        if self._textured[0] != key:
-            self._textured = (key, [n for n in shown.nodes if self._thumbnail_pin(n) is not None])
-        return self._textured[1]
-
-    def _thumbnails_due(self) -> bool:
-        return bool(self._thumbnail_queue) or time.perf_counter() >= self._thumbnail_round_at
-
-    def refresh_thumbnails(self) -> None:
-        """Refresh the next few canvas thumbnails of this round (see the module notes)."""
-        if self.gl is None:
-            return
-        now = time.perf_counter()
-        if not self._thumbnail_queue and now >= self._thumbnail_round_at:
-            self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
-            self._thumbnail_queue.extend(self.canvas.thumbnail_candidates(self._textured_nodes()))
-        for _ in range(min(THUMBNAILS_PER_FRAME, len(self._thumbnail_queue))):
-            node_id = self._thumbnail_queue.popleft()
-            if node_id in self.canvas.patch.nodes:
-                self.refresh_steps.run("thumbnail", self._refresh_thumbnail, node_id)
-
-    def _refresh_thumbnail(self, node_id: str) -> None:
-        """The node's thumbnail now; none tried for a texture whose thumbnail failed (it raises
-        then, once, for the caller to report)."""
-        pin = self._thumbnail_pin(node_id)
-        path = self.canvas.eval_id(node_id)
-        value = self.evaluator.output(path, pin) if pin and self.gl is not None else None
-        if pin is None or not is_texture(value):
-            self.canvas.set_thumbnail(node_id, None)
-            return
-        if self.failed_thumbnails.known_bad(node_id, pin, value):
-            return
-        image = self.failed_thumbnails.picture(
-            node_id, pin, value, lambda: self.thumbnail_image(node_id)
-        )
-        self.canvas.set_thumbnail(node_id, image)
-
-    def thumbnail_image(self, node_id: str) -> QImage | None:
-        """A small picture of the node's texture output now: a GPU downscale, then one small
-        readback; None without GL or without a texture. Raises ValueError for a texture that was
-        released."""
-        pin = self._thumbnail_pin(node_id)
-        path = self.canvas.eval_id(node_id)
-        value = self.evaluator.output(path, pin) if pin and self.gl is not None else None
-        if not is_texture(value):
-            return None
-        width, height = value.size
-        scale = min(THUMBNAIL_SIZE[0] / width, THUMBNAIL_SIZE[1] / height)
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        pixels = self.gl.readback_scaled(value, size)
-        image = QImage(pixels.data, size[0], size[1], size[0] * 4, QImage.Format.Format_RGBX8888)
-        return image.copy()  # owns its pixels
-
-    def node_state(self, path: str) -> tuple[NodeClass, NodeStatus, str | None]:
-        """The evaluator's class, status and error of a node (an instance's inner node by its
-        path, `blob1/lfo3`); one the evaluator does not know (yet) is idle."""
-        ev = self.evaluator
-        try:
-            return ev.node_class(path), ev.status(path), ev.error(path)
-        except (UnknownNodeError, KeyError):
-            return NodeClass.CONST, NodeStatus.IDLE, None
-
-    def decorate_nodes(self) -> None:
-        """Node colours by class and status, and the marks of failures and what they hold back."""
-        failed: dict[str, str] = {}
-        last_good: dict[str, str] = {}
-        shown = self.canvas.patch
-        for node_id in shown.nodes:
-            path = self.canvas.eval_id(node_id)
-            node_class, status, error = self.node_state(path)
-            self.canvas.decorate(node_id, node_class, status, error)
-            if status == NodeStatus.FAILED:
-                failed[node_id] = error or "no message"
-                outputs = shown.nodes[node_id].spec.outputs
-                if outputs and outputs[0].type != "texture":  # a texture's is its thumbnail
-                    last_good[node_id] = short_value(self._link_value(path, outputs[0].name))
-        self.failure_marks.update(failed, last_good)
-
-    def show_link_values(self, shown: bool) -> None:
-        """View > Show Values on Links."""
-        self.link_values_action.setChecked(shown)
-        self.link_values.set_enabled(shown)
-
-    def _link_value(self, path: str, pin: str) -> Any:
-        return self.evaluator.output(path, pin)
-
-    def _link_shape(self, path: str, pin: str) -> tuple[int, ...] | None:
-        if isinstance(self.evaluator, RemoteEvaluator):
-            return self.evaluator.output_shape(path, pin)
-        return getattr(self.evaluator.output(path, pin), "shape", None)
-
-    def _show_node_state(self) -> None:
-        path = self.preview.node_id
-        node = self.canvas.node_at(path) if path is not None else None
-        if path is None or node is None:
-            return
-        ev = self.evaluator
-        node_class, status, error = self.node_state(path)
-        self.inspector.set_state(node_class, status, error, self.is_bypassed(path))
-        try:
-            values = {o.name: ev.output(path, o.name) for o in node.spec.outputs}
-        except (UnknownNodeError, KeyError):
-            return
-        failed = (error or "no message") if status == NodeStatus.FAILED else None
-        self.preview.show_values(values, failed)
-        outputs = node.spec.outputs
-        if isinstance(ev, RemoteEvaluator):
-            for out in outputs:
-                picture = ev.take_image(path, out.name, "preview")
-                if picture is not None:
-                    self.preview.show_picture(out.name, _qimage(*picture))
-
-    def is_bypassed(self, node_id: str) -> bool:
-        """Whether the node is bypassed (it took too long in a frame, or hung the engine)."""
-        if isinstance(self.evaluator, RemoteEvaluator):
-            return node_id in self.evaluator.bypassed
-        return node_id in self.context.bypassed
-
-    def retry_node(self, node_id: str) -> None:
-        """Run a bypassed node again from the next frame (the inspector's Retry)."""
-        if self.engine is not None:
-            self.engine.send(Retry(node_id))
-        elif isinstance(self.evaluator, DualEvaluator):
-            self.evaluator.retry(node_id)
-        self.statusBar().showMessage(f"Retrying {node_id}", 3000)
-
     def _update_status(self) -> None:
         ev = self.evaluator
         labels = self.status_labels
         mode = str(ev.mode)
-        if isinstance(ev, RemoteEvaluator) and ev.problem is not None:
+        if ev.problem is not None:
             mode = "engine restarting"
         labels["mode"].setText(f"{mode}{' · paused' if self.paused else ''}")
         labels["fps"].setText("paused" if self.paused else f"{self._fps:.0f} fps")
@@ -2111,97 +671,7 @@ class QtEditorWindow(QMainWindow):
         build = ev.last_build_seconds
         labels["build"].setText(f"build {build * 1000:.1f} ms" if build else "build —")
         labels["nodes"].setText(f"{len(self.patch.nodes)} nodes")
-        if self.engine is None:  # the window's own services (with an engine: its messages)
-            for name, status in self.context.services.statuses().items():
-                self.show_service(name, status)
 
-    # ------------------------------------------------------------------ output window
-    def toggle_output_window(self) -> None:
-        """View > Output Window: open the show output window, or close it."""
-        if self.engine is not None:
-            if self.engine.evaluator.output_open:
-                self.close_output_window()
-            else:
-                self.open_output_window()
-            return
-        if self.output_window is None:
-            self.open_output_window()
-        else:
-            self.close_output_window()
-
-    def open_output_window(self) -> QtOutputWindow | None:
-        """Show the output window (the patch's `gpu.output` texture); None without GL, and with
-        an engine (whose process shows it)."""
-        if self.engine is not None:
-            if self._can_show_output:
-                self.show_output_on(None, fullscreen=False)
-            return None
-        if self.gl is None:
-            return None
-        if self.output_window is None:
-            window = open_output_window(self.evaluator)  # frames come from tick()
-            window.installEventFilter(self)
-            self.output_window = window
-            log = self._frame_log = FrameLog.from_environment()
-            if log is not None:  # this process presents the output: it logs the frames
-                window.frameSwapped.connect(lambda: log.presented(self._frame - 1))
-        self.output_action.setChecked(True)
-        self.output_screen_menu.setEnabled(True)
-        return self.output_window
-
-    def show_output_on(self, screen: int | None, *, fullscreen: bool) -> None:
-        """With an engine: its output window, on `screen` (an index), fullscreen or not."""
-        if self.engine is None:
-            return
-        self.engine.send(Output(True, screen, fullscreen))
-        self.engine.evaluator.output_open = True
-        self.output_action.setChecked(True)
-        self.output_screen_menu.setEnabled(True)
-
-    def close_output_window(self) -> None:
-        """Close the output window (through Qt's event loop: never left to Python's GC)."""
-        if self.engine is not None:
-            self.engine.send(Output(False))
-            self.engine.evaluator.output_open = False
-        window, self.output_window = self.output_window, None
-        if self._frame_log is not None:
-            self._frame_log.close()
-            self._frame_log = None
-        self.output_action.setChecked(False)
-        self.output_screen_menu.setEnabled(False)
-        if window is not None:
-            window.removeEventFilter(self)
-            close_output_window(window)
-
-    def _fill_output_screen_menu(self) -> None:
-        """Screens by name and resolution (as they are now: a projector may have been plugged
-        in), to put the output window fullscreen on, and "Leave fullscreen"."""
-        menu = self.output_screen_menu
-        for action in menu.actions():
-            menu.removeAction(action)
-        for child in menu.findChildren(QMenu):
-            child.deleteLater()
-        if self.output_window is not None:
-            menu.addActions(self.output_window.screen_menu(menu).actions())
-        elif self.engine is not None:
-            for index, label in screen_choices():
-                action = menu.addAction(f"Fullscreen on {label}")
-                action.triggered.connect(
-                    lambda _=False, i=index: self.show_output_on(i, fullscreen=True)
-                )
-            menu.addSeparator()
-            leave = menu.addAction("Leave fullscreen")
-            leave.triggered.connect(lambda _=False: self.show_output_on(None, fullscreen=False))
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.output_window and event.type() == QEvent.Type.Close:
-            # Closed by the window manager: close it the app's way, outside this event.
-            event.ignore()
-            QTimer.singleShot(0, self.close_output_window)
-            return True
-        return super().eventFilter(watched, event)
-
-    # ------------------------------------------------------------------ closing
     def end(self) -> None:
         """Close without asking (SIGINT, SIGTERM): unsaved work stays in this editor's recovery
         file, which the next editor offers back; the engine goes as on a normal close."""
@@ -2221,26 +691,7 @@ class QtEditorWindow(QMainWindow):
         if self.pack_watcher is not None:
             self.pack_watcher.close()
         self.learn.cancel(quiet=True)  # and its key filter leaves the application
-        if self.engine is not None:  # perform mode: an open output window plays on
-            self.send_edits()
-            self.engine.close(stop_engine=True, unless_showing=True)
-            self.session.close(keep_unsaved=ending)
-            event.accept()
-            return
-        self.close_output_window()
-        self.evaluator.close()
-        if self.output_preview is not None:
-            self.output_preview.set_source(None)
-        self.preview.set_outputs(None, [])
-        self.context.release_all()
-        if self.gl is not None:
-            self.gl.close()
+        self.send_edits()  # perform mode: an open output window plays on
+        self.engine.close(stop_engine=True, unless_showing=True)
         self.session.close(keep_unsaved=ending)
         event.accept()
-
-
-def _qimage(size: tuple[int, int], pixels: bytes) -> QImage:
-    """A QImage owning a copy of RGBA pixels (rows top to bottom, as `GLService.readback`)."""
-    width, height = size
-    image = QImage(pixels, width, height, width * 4, QImage.Format.Format_RGBX8888)
-    return image.copy()

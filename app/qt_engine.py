@@ -43,30 +43,21 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSocketNotifier, Qt, QTimer
-from PySide6.QtGui import QGuiApplication, QWindow
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from app.engine import PLAYING_FILE, WATCHDOG_S, Engine, EngineServer, FrameLog, load_playing
 from app.engine_client import engine_address, engine_key
-from app.engine_messages import Output
 from app.engine_protocol import ProtocolError
 from app.exit_codes import EXIT_BAD_INPUT
 from app.limit_options import add_limit_arguments, apply_limits
-from app.patch_info import output_node, parse_size
+from app.patch_info import parse_size
 from app.qt_fonts import register_bundled_fonts
-from app.qt_output import (
-    QtOutputWindow,
-    close_output_window,
-    configure_qt_gl,
-    create_gl_service,
-    qt_gl_available,
-    screen_choices,
-)
+from app.qt_output import configure_qt_gl, screen_choices
+from app.qt_output_host import QtOutputHost, create_engine_gl
 from app.qt_signals import on_signals
 from app.service_options import add_service_arguments, service_options
 from nodes import Patch, PatchError, PresetPlayer, load_packs, load_patch
-
-NO_WINDOW_PLATFORMS = ("offscreen", "minimal")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,16 +88,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class QtEngineHost:
-    """The Qt side of the engine process: timer, GL service, output window."""
+    """The Qt side of the engine process: the frame timer, and the output window
+    (app.qt_output_host)."""
 
     def __init__(self, app: QApplication, engine: Engine, fps: float) -> None:
         self.app = app
         self.engine = engine
-        self.window: QtOutputWindow | None = None
+        self.output = QtOutputHost(engine)  # the output window
         self.frames_limit: int | None = None
-        self.player = False  # `patchbay run`: the output window's quit keys end the engine
-        self._output_node: tuple[int, str | None] = (-1, None)
-        engine.on_output_request = self.on_output_request
         engine.on_quit = lambda: self.quit("its editor closed it")
         self.period = 1.0 / fps
         self._due = time.perf_counter()
@@ -156,10 +145,7 @@ class QtEngineHost:
             self.app.quit()  # the end asked for (--frames): nothing to explain
             return
         self.engine.step()
-        if self.window is not None:
-            self.window.present()
-            if self.engine.frame % 15 == 0:  # Esc or F in the window change these
-                self._describe_window(self.window)
+        self.output.present()
         now = time.perf_counter()
         self._due += self.period
         if self._due < now - self.period:  # far behind (a stall): start again from now
@@ -170,79 +156,6 @@ class QtEngineHost:
         """Stop the event loop before the end asked for, saying why in the engine's log."""
         print(f"patchbay engine: quitting ({why})", file=sys.stderr, flush=True)
         self.app.quit()
-
-    def output_texture(self) -> Any:
-        """The texture of the running patch's `gpu.output` node (the first by id)."""
-        patch = self.engine.patch
-        revision, node_id = self._output_node
-        if revision != patch.revision:
-            node_id = output_node(patch)
-            self._output_node = (patch.revision, node_id)
-        if node_id is None or node_id not in patch.nodes:
-            return None
-        return self.engine.evaluator.output(node_id)
-
-    def on_output_request(self, message: Output) -> None:
-        if message.open:
-            self.open_window(message.screen, message.fullscreen)
-        else:
-            self.close_window()
-
-    def open_window(self, screen: int | None, fullscreen: bool) -> bool:
-        """Show the output window (False when this process cannot show windows)."""
-        if self.engine.gpu is None or QGuiApplication.platformName() in NO_WINDOW_PLATFORMS:
-            self.engine.output_open = False
-            return False
-        if self.window is None:
-            self.window = QtOutputWindow(self.output_texture)
-            if self.player:
-                self.window.on_quit = lambda: self.quit("quit from the output window")
-            log = self.engine.frame_log
-            if log is not None:
-                self.window.frameSwapped.connect(lambda: log.presented(self.engine.frame - 1))
-                self.engine.presents_frames = True
-        screens = QGuiApplication.screens()
-        if screen is not None and not 0 <= screen < len(screens):
-            screen = None
-        if fullscreen:
-            self.window.show_fullscreen(screen)
-        else:
-            if screen is not None:
-                target = screens[screen]
-                self.window.setScreen(target)
-                self.window.setPosition(target.geometry().topLeft())
-            self.window.show()
-        self.engine.output_open = True
-        return True
-
-    def _describe_window(self, window: QtOutputWindow) -> None:
-        screens = QGuiApplication.screens()
-        screen = window.screen()
-        index = screens.index(screen) if screen in screens else 0
-        self.engine.output_screen = dict(screen_choices()).get(index)
-        self.engine.output_fullscreen = window.visibility() == QWindow.Visibility.FullScreen
-
-    def close_window(self) -> None:
-        window, self.window = self.window, None
-        self.engine.output_open = False
-        self.engine.presents_frames = False
-        if window is not None:
-            close_output_window(window)
-
-
-def create_engine_gl(size: tuple[int, int]) -> Any:
-    """A GL service the output window can share (with a display), else standalone EGL, else
-    None (GPU nodes then fail with "no GPU context")."""
-    if QGuiApplication.platformName() not in NO_WINDOW_PLATFORMS and qt_gl_available():
-        with contextlib.suppress(RuntimeError):
-            return create_gl_service(size)
-    try:
-        from evaluators.gl_service import GLService
-
-        return GLService.standalone(size)
-    except Exception as error:  # no EGL either: the patch still plays its CPU nodes
-        print(f"patchbay engine: no OpenGL ({error}); GPU nodes will fail", file=sys.stderr)
-        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -298,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine.watch_packs()
     host = QtEngineHost(app, engine, options.fps)
     host.frames_limit = options.frames
-    host.player = options.player
+    if options.player:  # `patchbay run`: the output window's quit keys end the engine
+        host.output.on_quit = lambda: host.quit("quit from the output window")
     server = EngineServer(engine_address(run_dir), engine_key(run_dir), engine.inbox)
     info_path = run_dir / "engine.json"
     info = {"pid": os.getpid(), "address": server.address}
@@ -311,9 +225,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if resumed is not None and resumed.get("output"):  # where the show was
         screen = resumed.get("screen")
-        host.open_window(screen if isinstance(screen, int) else None, bool(resumed["fullscreen"]))
+        host.output.open_window(
+            screen if isinstance(screen, int) else None, bool(resumed["fullscreen"])
+        )
     elif options.output:
-        host.open_window(options.screen, options.fullscreen)
+        host.output.open_window(options.screen, options.fullscreen)
     host.start()
     try:
         app.exec()
@@ -326,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             if json.loads(info_path.read_text("utf-8")).get("pid") == os.getpid():
                 info_path.unlink()
-        host.close_window()
+        host.output.close_window()
         engine.close()
         if gl is not None:
             gl.close()

@@ -57,7 +57,6 @@ class QtInspector(QWidget):
         self._setters: dict[str, Callable[[Any], None]] = {}
         self._labels: dict[str, QLabel] = {}  # pin -> its name in the form
         self.bindings_enabled = True  # False while the inspected node is a definition's
-        self.can_learn = True  # learning needs a process that receives controls
         self.learning: tuple[str, str] | None = None  # the pin learn waits for
         self.menu: QMenu | None = None  # the last pin menu opened
         self._code_fields: dict[str, QtCodeField] = {}

@@ -6,18 +6,17 @@ Pieces:
   whether Qt can make GL contexts at all (no X server: no), before any GL widget is made.
 - `create_gl_service(size)`: the GL service of a patch that runs inside Qt. Its context is a Qt
   `QOpenGLContext` on a `QOffscreenSurface`, shared with Qt's global share context, so every
-  preview widget and the output window sample its textures directly, without copies. Any failure
+  output window samples its textures directly, without copies. Any failure
   is a RuntimeError, so callers need not import moderngl.
 - `QtOutputWindow`: a top-level `QOpenGLWindow` that shows the `gpu.output` texture, letterboxed.
   Fullscreen on a chosen screen (`show_fullscreen(screen)`), movable between screens at runtime,
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
   With `on_quit` set (the player's window) q, Ctrl+Q, and Esc when not fullscreen, call it.
-- `open_output_window()` opens one on a running patch; the process that runs the frames (the
-  engine, or an editor running its patch itself) presents it after each frame (`present()`).
+  The process that runs the frames presents it after each frame (`present()`; app.qt_output_host
+  opens one for an engine). `close_output_window()` frees and hides one.
 
 Running frames and playing a patch (`patchbay run`) are not here: the engine process
 (app.qt_engine) and the player (app.player) use these windows.
-- `QtTexturePreview`: a `QOpenGLWidget` showing any texture of the patch (node previews).
 
 Rules from the GL notes that this module follows:
 - moderngl contexts are made with a Qt-based function loader (`QtGLLoader`), never with a bare
@@ -49,10 +48,8 @@ from PySide6.QtGui import (
     QWindow,
 )
 from PySide6.QtOpenGL import QOpenGLWindow
-from PySide6.QtOpenGLWidgets import QOpenGLWidget
 from PySide6.QtWidgets import QMenu
 
-from app.patch_info import output_node
 from evaluators.gl_service import GLService, GLTarget, texture_alive
 
 TextureSource = Callable[[], Any]
@@ -346,88 +343,13 @@ class QtOutputWindow(QOpenGLWindow):
             super().mousePressEvent(event)
 
 
-class QtTexturePreview(QOpenGLWidget):
-    """A widget showing a texture of the running patch; call `set_source` and `update()` (at a
-    throttled rate: it repaints only when asked)."""
-
-    def __init__(self, parent: Any = None, source: TextureSource | None = None) -> None:
-        super().__init__(parent)
-        self.source: TextureSource = source or (lambda: None)
-        self.view: QtTextureView | None = None
-        self.setMinimumSize(64, 36)
-
-    def set_source(self, source: TextureSource | GLTarget | None) -> None:
-        """What to show: a callable returning a texture (or None), or a texture."""
-        self.source = source if callable(source) else (lambda: source)
-        self.update()
-
-    def initializeGL(self) -> None:
-        self.view = QtTextureView(_moderngl_for_current_qt_context())
-        self.context().aboutToBeDestroyed.connect(self._release_gl)
-
-    def paintGL(self) -> None:
-        if self.view is None:
-            return
-        ratio = self.devicePixelRatio()
-        width, height = round(self.width() * ratio), round(self.height() * ratio)
-        self.view.draw(self.source(), self.defaultFramebufferObject(), width, height)
-
-    def _release_gl(self) -> None:
-        _release_view(self)
-
-
-def _release_view(surface: QtOutputWindow | QtTexturePreview) -> None:
+def _release_view(surface: QtOutputWindow) -> None:
     """Free a GL surface's texture view, with the surface's context current."""
     if surface.view is not None:
         surface.makeCurrent()
         surface.view.release()
         surface.view = None
         surface.doneCurrent()
-
-
-def output_source(evaluator: Any, node_id: str | None = None) -> TextureSource:
-    """A callable returning the texture of `node_id`'s output (default: the patch's first
-    `gpu.output` node, looked up again after structural edits)."""
-    cached: dict[str, Any] = {"revision": None, "node": node_id}
-
-    def source() -> Any:
-        patch = evaluator.patch
-        if node_id is None and cached["revision"] != patch.revision:
-            cached["revision"] = patch.revision
-            cached["node"] = output_node(patch)
-        found = cached["node"]
-        if found is None or found not in patch.nodes:
-            return None
-        return evaluator.output(found)
-
-    return source
-
-
-def open_output_window(
-    evaluator: Any,
-    *,
-    node_id: str | None = None,
-    screen: int | None = None,
-    fullscreen: bool = False,
-) -> QtOutputWindow:
-    """Show an output window for a running patch (its `gpu.output` texture) and return it.
-
-    The patch's textures must come from the GL service of `create_gl_service()`. Whoever runs the
-    frames calls `window.present()` after each one (repainting after every swap would spin
-    without vsync).
-    """
-    window = QtOutputWindow(output_source(evaluator, node_id))
-    if fullscreen or screen is not None:
-        if fullscreen:
-            window.show_fullscreen(screen)
-        else:
-            target = QGuiApplication.screens()[screen or 0]
-            window.setScreen(target)
-            window.setPosition(target.geometry().topLeft())
-            window.show()
-    else:
-        window.show()
-    return window
 
 
 def close_output_window(window: QtOutputWindow) -> None:

@@ -7,10 +7,9 @@ Each is one undo command (`SetPresetCommand`, `RenamePresetCommand`) editing the
 
 Recalls: a double click jumps to a preset; Recall goes there as the row below it says (over a
 duration with an easing and a switch point for toggles and strings, starting now or on the next
-beat or bar; 0 s is a jump). The crossfader blends the presets chosen as A and B. With an engine
-(`engine_send`) these become `preset` and `crossfade` messages and the engine's preset deck plays
-them; without one, a jump from the document is an undoable edit (`RecallPresetCommand`) and the
-rest goes to the editor's own deck (`deck`), which its frame loop steps.
+beat or bar; 0 s is a jump). The crossfader blends the presets chosen as A and B. These become
+`preset` and `crossfade` messages to the engine (`engine_send`), whose preset deck plays them:
+what they set comes back as live values, not undo steps.
 
 Bindings: right-click a preset for "Learn MIDI/OSC…" (bind a control to recall it: target
 `@preset`, the name as pin), "Bind to OSC address…" and "Remove binding"; right-click the
@@ -48,16 +47,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine_messages import Crossfade, Message, PresetRecall
-from app.engine_protocol import DeckMessage, ProtocolError, apply_deck_message
-from app.qt_bindings import CANCEL_LEARN_TEXT, LEARN_TEXT, NO_LEARN_TIP, binding_menu, bindings_of
-from app.qt_commands import same_value
+from app.qt_bindings import CANCEL_LEARN_TEXT, LEARN_TEXT, binding_menu, bindings_of
 from nodes import (
     EASINGS,
     START_POINTS,
     SWITCH_POINTS,
     EditOp,
     Patch,
-    PatchError,
     PatchEvent,
     capture,
 )
@@ -120,46 +116,20 @@ class RenamePresetCommand(QUndoCommand):
         self._move(self.new, self.old)
 
 
-class RecallPresetCommand(QUndoCommand):
-    """Jump to a preset in the document: the values of its pins that differ (of nodes there
-    are), undone back to the values before."""
-
-    def __init__(self, patch: Patch, name: str) -> None:
-        super().__init__(f"recall preset {name}")
-        self._patch = patch
-        self.changes = [
-            (node_id, pin, patch.value(node_id, pin), value)
-            for (node_id, pin), value in patch.presets[name].items()
-            if node_id in patch.nodes
-            and patch.node(node_id).input(pin) is not None
-            and not same_value(patch.value(node_id, pin), value)
-        ]
-
-    def redo(self) -> None:
-        for node_id, pin, _, new in self.changes:
-            self._patch.set_value(node_id, pin, new)
-
-    def undo(self) -> None:
-        for node_id, pin, old, _ in reversed(self.changes):
-            self._patch.set_value(node_id, pin, old)
-
-
 class QtPresetsPanel(QWidget):
-    """The presets of the document: see the module note. `engine_send` (a message to the
-    engine) is set while an engine plays the patch; `deck` is the editor's own deck."""
+    """The presets of the document: see the module note. `engine_send` sends a message to the
+    engine that plays the patch."""
 
     learn_requested = Signal(str, str)  # target node, pin: bind it to the next control moved
     bind_osc_requested = Signal(str, str)  # target node, pin: bind it to an OSC address typed
     unbind_requested = Signal(str, str)  # target node, pin: remove its bindings
 
-    def __init__(self, undo_stack: QUndoStack) -> None:
+    def __init__(self, undo_stack: QUndoStack, engine_send: Callable[[Message], None]) -> None:
         super().__init__()
         self.undo_stack = undo_stack
         self.patch = Patch()
-        self.engine_send: Callable[[Message], None] | None = None
-        self.deck: Any = None  # a nodes.PresetDeck
+        self.engine_send = engine_send
         self.on_error: Callable[[str], None] = lambda _message: None
-        self.can_learn = True  # learning needs a process that receives controls
         self.learning: tuple[str, str] | None = None  # the target learn waits for
         self.menu: QMenu | None = None  # the last binding menu opened
         self._unsubscribe: Callable[[], None] | None = None
@@ -330,10 +300,9 @@ class QtPresetsPanel(QWidget):
         waiting = self.learning == CROSSFADER
         sources = self._sources(*CROSSFADER)
         self.crossfader_learn.setText(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
-        self.crossfader_learn.setEnabled(self.can_learn)
         tip = f"Bound to {', '.join(sources)}. " if sources else ""
         learn_tip = "Bind the crossfader to the next MIDI/OSC control moved"
-        self.crossfader_learn.setToolTip(tip + (learn_tip if self.can_learn else NO_LEARN_TIP))
+        self.crossfader_learn.setToolTip(tip + learn_tip)
         self.crossfader_label.setText(CROSSFADE_TITLE + _mark(sources, waiting))
         self.crossfader.setToolTip(
             "Blend A and B" + (f" (bound to {', '.join(sources)})" if sources else "")
@@ -419,13 +388,8 @@ class QtPresetsPanel(QWidget):
 
     # ------------------------------------------------------------------ recalls
     def jump(self, name: str) -> None:
-        """Jump to preset `name` now: the engine's deck, or an undoable edit of the document."""
-        if self.engine_send is not None:
-            self.engine_send(PresetRecall(name, mode="jump", start="now"))
-        elif name in self.patch.presets:
-            command = RecallPresetCommand(self.patch, name)
-            if command.changes:  # a recall that changes nothing is no undo step
-                self.undo_stack.push(command)
+        """Jump to preset `name` now, on the engine's deck."""
+        self.engine_send(PresetRecall(name, mode="jump", start="now"))
 
     def recall_selected(self) -> None:
         """Recall the selected preset as the transition row says."""
@@ -437,7 +401,7 @@ class QtPresetsPanel(QWidget):
         if seconds == 0 and start == "now":
             self.jump(name)
             return
-        self._play(
+        self.engine_send(
             PresetRecall(
                 name,
                 mode="transition" if seconds > 0 else "jump",
@@ -454,13 +418,4 @@ class QtPresetsPanel(QWidget):
         if not a or not b:
             return
         position = self.crossfader.value() / CROSSFADE_STEPS
-        self._play(Crossfade(a, b, position))
-
-    def _play(self, message: DeckMessage) -> None:
-        if self.engine_send is not None:
-            self.engine_send(message)
-        elif self.deck is not None:
-            try:
-                apply_deck_message(self.deck, message)
-            except (PatchError, ProtocolError) as error:
-                self.on_error(str(error))
+        self.engine_send(Crossfade(a, b, position))

@@ -1,19 +1,16 @@
 """The preview panel: the latest values of the selected node's outputs.
 
 Numbers, booleans and text are shown as text; 1-D numeric arrays as a small line plot with their
-range; other arrays as their shape and first values. A texture output is drawn by a GL widget
-(`QtTexturePreview`, sampling the patch's texture with no copy) when the panel was given a
-`texture_source`; the editor gives one only when Qt has OpenGL, and without it the texture is
-described in words. Texture widgets repaint only in `refresh_textures()`, which the editor calls
-at a throttled rate. When the patch runs in the engine process, textures arrive as small pictures
-(`show_picture`) instead. For a failed node a line at the top, always in the same place, says
+range; other arrays as their shape and first values. A texture output shows the engine's small
+picture of it (`show_picture`; the engine sends one when its pixels change, so the last one stays
+while they do not), and its size in words until a picture comes (an engine without GL sends
+none). For a failed node a line at the top, always in the same place, says
 so with its error, and each output reads `failed · last good: <value>`: what the evaluator still
 holds is the last value the node made before it failed, not a result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,13 +18,10 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
-from app.qt_output import QtTexturePreview
+from app.engine_client import RemoteTexture
 
 MAX_PLOT_POINTS = 512
 TEXTURE_PREVIEW_HEIGHT = 150
-
-#: (node id, output name) -> a callable returning that output's current texture (or None).
-TextureSourceFactory = Callable[[str, str], Callable[[], Any]]
 
 
 class QtArrayPlot(QWidget):
@@ -102,16 +96,10 @@ def _is_plottable(value: Any) -> bool:
     )
 
 
-def is_texture(value: Any) -> bool:
-    """A GPU texture: a GL service target (texture + framebuffer) or a bare texture."""
-    texture = getattr(value, "texture", value)
-    return hasattr(texture, "glo") and hasattr(texture, "size")
-
-
 class QtPreview(QWidget):
     """Shows the values of a node's outputs; `show_values` is called every few frames."""
 
-    def __init__(self, texture_source: TextureSourceFactory | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -126,7 +114,6 @@ class QtPreview(QWidget):
         layout.addWidget(rows)
         layout.addStretch(1)
         self._rows: dict[str, QWidget] = {}
-        self._texture_source = texture_source
         self.node_id: str | None = None
 
     def set_outputs(self, node_id: str | None, output_names: list[str]) -> None:
@@ -153,7 +140,7 @@ class QtPreview(QWidget):
             row = self._rows.get(name)
             if row is None:
                 continue
-            if is_texture(value):
+            if isinstance(value, RemoteTexture):
                 self.show_texture(name, value)
                 continue
             plot = _is_plottable(value)
@@ -166,20 +153,16 @@ class QtPreview(QWidget):
                 text = describe(value)
                 row.setText(f"failed · last good: {text}" if failed is not None else text)
 
-    def show_texture(self, name: str, texture: Any) -> None:
-        """A GL widget drawing the output `name` (or its size in words without GL)."""
+    def show_texture(self, name: str, texture: RemoteTexture) -> None:
+        """The output `name` is a texture: its picture stays shown (a text would replace it),
+        else its size in words."""
         row = self._rows[name]
         size = "x".join(str(v) for v in texture.size)
-        if self._texture_source is None or self.node_id is None:
-            if not isinstance(row, QLabel):
-                row = self._replace_row(name, QLabel())
+        if not isinstance(row, QLabel):
+            row = self._replace_row(name, QLabel())
+        assert isinstance(row, QLabel)
+        if row.pixmap().isNull():
             row.setText(f"texture {size}")
-            return
-        if not isinstance(row, QtTexturePreview):
-            row = self._replace_row(
-                name, QtTexturePreview(source=self._texture_source(self.node_id, name))
-            )
-            row.setMinimumHeight(TEXTURE_PREVIEW_HEIGHT)
         row.setToolTip(f"texture {size}")
 
     def show_picture(self, name: str, image: QImage) -> None:
@@ -193,12 +176,6 @@ class QtPreview(QWidget):
         row.setMinimumHeight(TEXTURE_PREVIEW_HEIGHT)
         row.setAlignment(Qt.AlignmentFlag.AlignCenter)
         row.setPixmap(fitted_pixmap(image, max(64, self.width() - 60), TEXTURE_PREVIEW_HEIGHT))
-
-    def refresh_textures(self) -> None:
-        """Repaint the texture widgets (their textures change as the patch runs)."""
-        for row in self._rows.values():
-            if isinstance(row, QtTexturePreview):
-                row.update()
 
     def _replace_row(self, name: str, widget: QWidget) -> QWidget:
         if isinstance(widget, QLabel):

@@ -71,8 +71,9 @@ def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 
 class PatchClock(TransportClock):
-    """The patch time of the editor's own evaluator: plays, pauses, steps both ways, runs at a
-    rate or a fixed step per frame, as the engine's does (app.transport)."""
+    """The editor's side of the transport: whether the patch plays, its rate, its fixed step and
+    its time, as the editor asked the engine (whose clock is the same, app.transport); a patch
+    resent to an engine carries them along."""
 
 
 @dataclass(frozen=True)

@@ -11,19 +11,19 @@ the show played for a few seconds by `patchbay run` with no editor at all (`no e
 "normal" is on this machine):
 
 - `engine`: `patchbay edit` as shipped, the output in the engine process;
-- `in_editor`: the output window in the editor's own process, driven by the editor's frame loop
-  (how patchbay ran before the engine process, and what tests still use).
+- `in_editor`: an engine in the editor's own process (app.engine_local) with its output window,
+  stepped by the editor's loop (how patchbay ran before the engine process).
 
 The editor waits in Qt's event loop, as `patchbay edit` does, and its stresses start once its
 canvas has drawn the show patch (a large patch is drawn in slices): `idle` is an editor with
 nothing to do.
 
 Edit-to-output latency: a value edit's time against the presentation time of the first frame that
-shows it (the engine reports which frame applied each batch of edits; in the editor's process it
-is the next frame the editor runs). In `engine` mode the bench also kills the editor (SIGKILL)
-and starts another that attaches, and reports the intervals meanwhile; that editor then kills the
-engine (SIGKILL), and the bench reports how long after the kill the engine the editor restarted
-presented its first frame (`engine killed: output back after s`).
+shows it (the engine reports which frame applied each batch of edits). In `engine` mode the bench
+also kills the editor (SIGKILL) and starts another that attaches, and reports the intervals
+meanwhile; that editor then kills the engine (SIGKILL), and the bench reports how long after
+the kill the engine the editor restarted presented its first frame (`engine killed: output back
+after s`).
 
 Run as `python -m app.show_bench MODE STATE_DIR WORK_DIR` it is the editor side of one mode.
 """
@@ -248,6 +248,7 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     from app.engine_client import RemoteEvaluator
     from app.qt_editor import QtEditorWindow
     from app.qt_output import configure_qt_gl
+    from app.qt_output_host import local_engine_with_output
 
     configure_qt_gl(swap_interval=0)
     app = QApplication(sys.argv[:1])
@@ -286,7 +287,8 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     if mode == "engine":
         window = launch_editor(str(show_path), output=True, state_dir=state)
     else:
-        window = QtEditorWindow(state)
+        link, _output = local_engine_with_output()
+        window = QtEditorWindow(state, engine=link)
         window.show()
         window.open_path(show_path, ask=False)
         window.open_output_window()
@@ -368,16 +370,13 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     for step in range(10 if quick else 20):
         sent_at = time.monotonic()
         window._on_value_edited("contrast", "value", 1.0 + step / 10, None)
-        if isinstance(remote, RemoteEvaluator):
-            window.send_edits()
-            seq = window._edits.sent
-            deadline = time.monotonic() + 5
-            while remote.applied[0] != seq and time.monotonic() < deadline:
-                app.processEvents()
-                time.sleep(0.001)
-            frame = remote.applied[1]
-        else:
-            frame = window._frame
+        window.send_edits()
+        seq = window._edits.sent
+        deadline = time.monotonic() + 5
+        while remote.applied[0] != seq and time.monotonic() < deadline:
+            app.processEvents()
+            time.sleep(0.001)
+        frame = remote.applied[1]
         if frame is not None:
             edits.append([sent_at, frame])
         run_for(0.2)

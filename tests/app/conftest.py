@@ -1,5 +1,11 @@
 """Fixtures for editor tests: a shown editor window whose dialogs are answered by the test, and
-`ui`, helpers that drive the real widgets (mouse drags on the canvas viewport, key presses)."""
+`ui`, helpers that drive the real widgets (mouse drags on the canvas viewport, key presses).
+
+The window drives an engine in the test's process (app.engine_local) through the messages of
+`patchbay edit`, so editor tests run the production path: edits reach the engine's own copy of
+the patch, and what the window shows comes from the engine's reports. `run_frames` turns the
+window's loop frame by frame (each frame reported), for tests that need exactly those frames;
+`played` is the engine's evaluator, for tests that look at what plays."""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from PySide6.QtCore import QCoreApplication, QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-import tests.qt_setup  # noqa: F401  (before any QApplication exists)
+from app.engine_local import LocalEngineLink
 from app.qt_editor import QtEditorWindow
 from nodes import Patch
 from tests.waiting import TIMEOUT_S, wait_for
@@ -55,14 +61,30 @@ class ScriptedDialogs:
 def make_editor(
     qtbot: Any, state_dir: Path, dialogs: ScriptedDialogs, engine: Any = None
 ) -> QtEditorWindow:
-    """A shown editor window (driving `engine`, a test's fake engine, when given)."""
-    window = QtEditorWindow(state_dir, engine=engine)
+    """A shown editor window driving `engine` (a test's fake engine), else an engine in this
+    process (app.engine_local): the messages of `patchbay edit`, without the engine process."""
+    window = QtEditorWindow(state_dir, engine=engine if engine is not None else LocalEngineLink())
     dialogs.install(window)
     qtbot.addWidget(window)
     window.resize(1400, 850)
     window.show()
     qtbot.waitExposed(window)
     return window
+
+
+def run_frames(editor: QtEditorWindow, count: int = 1) -> None:
+    """Turn the window's loop `count` times, each running one frame of its in-process engine
+    and showing that frame's report: what the window shows then follows from those frames
+    alone, without waiting on the window's timer."""
+    engine = editor.engine.engine
+    for _ in range(count):
+        engine.report_next_step()
+        editor.tick()
+
+
+def played(editor: QtEditorWindow) -> Any:
+    """The evaluator of the window's in-process engine (what plays the document)."""
+    return editor.engine.engine.evaluator
 
 
 def wait_built(editor: QtEditorWindow) -> None:
@@ -75,11 +97,14 @@ def wait_built(editor: QtEditorWindow) -> None:
 
 
 def show_patch(editor: QtEditorWindow, patch: Patch) -> None:
-    """Show `patch`, framed, once the canvas has built it."""
+    """Show `patch`, framed, once the canvas has built it; an in-process engine plays it from
+    then on (it has run a frame of it)."""
     editor.set_patch(patch, None)
     editor.canvas.frame(None)
     wait_built(editor)
     QCoreApplication.processEvents()
+    if isinstance(editor.engine, LocalEngineLink):
+        run_frames(editor)
 
 
 def viewport_point(editor: QtEditorWindow, scene_pos: QPointF) -> QPoint:
@@ -180,4 +205,6 @@ def ui() -> SimpleNamespace:
         wait_built=wait_built,
         view_links=view_links,
         make_editor=make_editor,
+        run_frames=run_frames,
+        played=played,
     )

@@ -1,7 +1,8 @@
 """Run by test_editor_gpu.py in a subprocess on an X display with two screens: opens the editor on
-a GPU example patch with OpenGL, checks what its GL previews, its node thumbnails and its output
-window show against the patch's textures read back from the GL service, saves a screenshot of the
-whole editor, and prints a JSON report.
+a GPU example patch, driving an engine in its process with a GL service and an output window
+(app.qt_output_host), checks what the engine's pictures show in the Preview and Output panels and
+the node thumbnails, and what its output window shows, against the patch's textures read back from
+the GL service, saves a screenshot of the whole editor, and prints a JSON report.
 
 Usage: editor_gpu_probe.py STATE_DIR PATCH SCREENSHOT. A separate process because Qt's platform
 (xcb here, offscreen for the other app tests) is chosen once per process.
@@ -15,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, QPoint, Qt
+from PySide6.QtCore import QEvent, QPoint, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QKeyEvent, QWindow
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from app.editor import open_editor
-from app.qt_output import QtTexturePreview, configure_qt_gl
-from tests.waiting import run_for, wait_for, wait_until
+from app.qt_output import configure_qt_gl
+from app.qt_output_host import local_engine_with_output
+from tests.waiting import wait_for, wait_until
 
 
 def image_array(image: QImage) -> np.ndarray:
@@ -75,53 +77,71 @@ def grab_window(app: QApplication, window) -> np.ndarray | None:
     return image_array(captured["image"]) if "image" in captured else None
 
 
-class PaintCounter(QObject):
-    """Counts the paint events each of `widgets` receives from now on."""
+def label_array(label: QLabel) -> np.ndarray:
+    """The picture a label shows (its pixmap)."""
+    return image_array(label.pixmap().toImage())
 
-    def __init__(self, *widgets: QWidget) -> None:
-        super().__init__()
-        self.paints = {widget: 0 for widget in widgets}
-        for widget in widgets:
-            widget.installEventFilter(self)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Paint and watched in self.paints:
-            self.paints[watched] += 1
-        return False
+def shown_picture(label: QLabel) -> bool:
+    pixmap = label.pixmap()
+    return pixmap is not None and not pixmap.isNull()
 
-    def all_painted(self) -> bool:
-        return all(self.paints.values())
+
+def drawn_in(shot: QImage, editor: QWidget, label: QLabel) -> np.ndarray:
+    """The part of a screenshot of `editor` where `label` draws its pixmap (centred in it)."""
+    size = label.pixmap().size()
+    corner = label.mapTo(editor, QPoint((label.width() - size.width()) // 2,
+                                        (label.height() - size.height()) // 2))  # fmt: skip
+    ratio = shot.width() / editor.width()
+    x0, y0 = round(corner.x() * ratio), round(corner.y() * ratio)
+    pixels = image_array(shot)
+    return pixels[y0 : y0 + round(size.height() * ratio), x0 : x0 + round(size.width() * ratio)]
 
 
 def main() -> int:
     state_dir, patch_path, screenshot = (Path(arg) for arg in sys.argv[1:4])
     configure_qt_gl(swap_interval=0)
     app = QApplication(sys.argv[:1])
-    editor = open_editor(str(patch_path), state_dir)
+    link, output = local_engine_with_output()
+    engine = link.engine
+    gl = engine.gpu
+    editor = open_editor(str(patch_path), state_dir, engine=link)
     editor.resize(1400, 850)
     editor.move(0, 0)
     wait_for(app, editor.isVisible, "the editor to show")
-    ev = editor.evaluator
+    remote = editor.evaluator  # what the window knows: the engine's reports
+
+    def ev():  # the engine's evaluator (a new one for each patch it is sent)
+        return engine.evaluator
+
+    def reports(count: int, what: str) -> None:
+        """Turn the loop until `count` more reports came (each picture due was taken)."""
+        done = remote.reports + count
+        wait_for(app, lambda: remote.reports >= done, what)
+
     report: dict[str, Any] = {
         "platform": app.platformName(),
-        "gl": editor.gl is not None,
+        "gl": bool(link.hello.get("gl")),
         "gpu_label": editor.status_labels["gpu"].text(),
         "output_action_enabled": editor.output_action.isEnabled(),
     }
     wait_for(
         app,
-        lambda: ev.mode == "flat" and ev.status("output") in ("ok", "cached"),
+        lambda: ev().mode == "flat" and remote.status("output") in ("ok", "cached"),
         "the patch to run flat with its output ok",
     )
-    report["statuses"] = {node_id: ev.status(node_id) for node_id in editor.patch.nodes}
-    report["errors"] = {n: ev.error(n) for n in editor.patch.nodes if ev.error(n)}
+    report["statuses"] = {node_id: remote.status(node_id) for node_id in editor.patch.nodes}
+    report["errors"] = {n: remote.error(n) for n in editor.patch.nodes if remote.error(n)}
 
-    # the selected GPU node's texture in the preview panel
+    # the selected GPU node's picture in the preview panel
     editor.canvas.select(["noise"])
     wait_for(
         app,
-        lambda: isinstance(editor.preview.row_widget("out"), QtTexturePreview),
-        "a GL texture preview of the selected node",
+        lambda: (
+            isinstance(editor.preview.row_widget("out"), QLabel)
+            and shown_picture(editor.preview.row_widget("out"))
+        ),
+        "the engine's picture of the selected node",
     )
     row = editor.preview.row_widget("out")
     report["preview_widget"] = type(row).__name__
@@ -140,63 +160,58 @@ def main() -> int:
     QTest.keyClick(viewer, Qt.Key.Key_Space)
     report["paused"] = editor.paused
     report["status_mode"] = editor.status_labels["mode"].text()
-    frames = editor._frame
-    run_for(app, 0.2)
-    report["frames_while_paused"] = editor._frame - frames
+    reports(2, "the pause to reach the engine")
+    frames = engine.frame
+    reports(20, "reports while paused")  # the paused frame's pictures, all of them
+    report["frames_while_paused"] = engine.frame - frames
 
-    gl = editor.gl
-    noise = gl.readback(ev.output("noise"))
-    output = gl.readback(ev.output("output"))
-    report["textures_differ"] = int(np.abs(noise.astype(int) - output).max())
+    noise = gl.readback(ev().output("noise"))
+    output_texture = gl.readback(ev().output("output"))
+    report["textures_differ"] = int(np.abs(noise.astype(int) - output_texture).max())
 
-    # canvas thumbnails: the paused frame's, once the one from before the pause is taken away
-    canvas.set_thumbnail("noise", None)
-    wait_for(app, lambda: canvas.thumbnail_item("noise") is not None, "a paused thumbnail")
+    # canvas thumbnails: the paused frame's
     item = canvas.thumbnail_item("noise")
     thumb = image_array(item.pixmap().toImage()) if item is not None else None
     if thumb is not None:
         report["thumbnail_size"] = [thumb.shape[1], thumb.shape[0]]
         report["thumbnail"] = compare(thumb, noise)
-        scaled = gl.readback_scaled(ev.output("noise"), (thumb.shape[1], thumb.shape[0]))
+        scaled = gl.readback_scaled(ev().output("noise"), (thumb.shape[1], thumb.shape[0]))
         report["thumbnail_vs_scaled"] = int(np.abs(thumb.astype(int) - scaled[..., :3]).max())
     report["thumbnails_of_other_nodes"] = {
         node_id: canvas.thumbnail_item(node_id) is not None for node_id in editor.patch.nodes
     }
-    report["preview"] = compare(image_array(row.grabFramebuffer()), noise)
-    report["output_panel"] = compare(image_array(editor.output_preview.grabFramebuffer()), output)
+    report["preview"] = compare(label_array(row), noise)
+    report["output_panel"] = compare(label_array(editor.output_picture), output_texture)
 
-    # the whole editor, GL widgets composited
-    painted = PaintCounter(row, editor.output_preview)
-    editor.refresh_textures()
-    wait_for(app, painted.all_painted, "a paint of both GL previews")
+    # the whole editor, pictures included
     shot = editor.grab().toImage()
     screenshot.parent.mkdir(parents=True, exist_ok=True)
     report["screenshot_saved"] = shot.save(str(screenshot))
-    shot_pixels = image_array(shot)
-    corner = row.mapTo(editor, QPoint(0, 0))
-    ratio = shot.width() / editor.width()
-    x0, y0 = round(corner.x() * ratio), round(corner.y() * ratio)
-    inside = shot_pixels[
-        y0 : y0 + round(row.height() * ratio), x0 : x0 + round(row.width() * ratio)
-    ]
-    report["screenshot_preview"] = compare(inside, noise)
+    report["screenshot_preview"] = compare(drawn_in(shot, editor, row), noise)
     if item is not None:  # the thumbnail as drawn on the canvas, scaled by the view's zoom
+        ratio = shot.width() / editor.width()
         box = viewer.mapFromScene(item.sceneBoundingRect()).boundingRect()
         corner = viewer.viewport().mapTo(editor, box.topLeft())
         x0, y0 = round(corner.x() * ratio), round(corner.y() * ratio)
-        drawn = shot_pixels[y0 : y0 + round(box.height() * ratio),
-                            x0 : x0 + round(box.width() * ratio)]  # fmt: skip
+        drawn = image_array(shot)[y0 : y0 + round(box.height() * ratio),
+                                  x0 : x0 + round(box.width() * ratio)]  # fmt: skip
         report["screenshot_thumbnail"] = compare(drawn, noise)
 
-    # View > Output Window: a separate window with the gpu.output texture
+    # View > Output Window: the engine's window with the gpu.output texture
     editor.output_action.trigger()
-    window = editor.output_window
     wait_for(
-        app, lambda: window.isExposed() and window.view is not None, "the output window to show"
+        app,
+        lambda: (
+            output.window is not None
+            and output.window.isExposed()
+            and output.window.view is not None
+        ),
+        "the output window to show",
     )
+    window = output.window
     report["output_checked"] = editor.output_action.isChecked()
     shown = grab_window(app, window)
-    report["output_window"] = compare(shown, output) if shown is not None else None
+    report["output_window"] = compare(shown, output_texture) if shown is not None else None
 
     # View > Output Screen: fullscreen on the second screen, Esc leaves fullscreen
     menu = editor.output_screen_menu
@@ -212,7 +227,7 @@ def main() -> int:
     report["fullscreen_on_last"] = (window.visibility() == QWindow.Visibility.FullScreen
                                     and window.screen() is screens[-1])  # fmt: skip
     shown = grab_window(app, window)
-    report["fullscreen_window"] = compare(shown, output) if shown is not None else None
+    report["fullscreen_window"] = compare(shown, output_texture) if shown is not None else None
     app.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
                                     Qt.KeyboardModifier.NoModifier))  # fmt: skip
     wait_for(
@@ -232,8 +247,11 @@ def main() -> int:
     report["resumed_frames"] = editor._frame - frames
     report["status_after_resume"] = editor.status_labels["mode"].text()
 
-    # zoomed out to plain rectangles, no thumbnail is made; zoomed back in, it is
+    # zoomed out to plain rectangles, no thumbnail is asked for; zoomed back in, it is
     viewer.scale(0.1, 0.1)
+    wait_for(app, lambda: editor._image_request.get("thumbnails") == [],
+             "no thumbnail asked for")  # fmt: skip
+    reports(2, "the request to reach the engine")
     canvas.set_thumbnail("noise", None)
     frames = editor._frame
     wait_for(app, lambda: editor._frame >= frames + 30, "30 frames zoomed out")
@@ -241,29 +259,27 @@ def main() -> int:
     viewer.scale(10.0, 10.0)
     report["thumbnail_zoomed_in"] = wait_until(app, lambda: thumbnail_of("noise") is not None)
 
-    # closing the window from the window manager goes through the editor; the action follows
-    window.close()
-    wait_for(app, lambda: editor.output_window is None, "the output window to close")
-    report["closed_by_wm"] = editor.output_window is None
-    report["output_unchecked"] = not editor.output_action.isChecked()
-    editor.output_action.trigger()  # and it opens again
+    # the action closes the window and opens it again
+    editor.output_action.trigger()
+    wait_for(app, lambda: output.window is None, "the output window to close")
+    report["toggled_closed"] = output.window is None and not editor.output_action.isChecked()
+    editor.output_action.trigger()
     wait_for(
         app,
-        lambda: editor.output_window is not None and editor.output_window.isExposed(),
+        lambda: output.window is not None and output.window.isExposed(),
         "the output window to open again",
     )
-    report["reopened"] = editor.output_window is not None
-    editor.output_action.trigger()
-    report["toggled_closed"] = editor.output_window is None
+    report["reopened"] = editor.output_action.isChecked()
 
     # File > New: the old patch's textures go back to the pool
     report["in_use_before_new"] = gl.pool_stats()["in_use"]
     editor.undo_stack.setClean()
     editor.new_patch()
-    report["in_use_after_new"] = gl.pool_stats()["in_use"]
+    report["textures_back"] = wait_until(app, lambda: gl.pool_stats()["in_use"] == 0)
 
     editor.close()
     app.processEvents()
+    report["output_closed"] = output.window is None
     report["gl_closed"] = gl.closed
     print("REPORT " + json.dumps(report))
     return 0

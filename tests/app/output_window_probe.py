@@ -1,5 +1,5 @@
 """Run by test_output_window.py in a subprocess on an X display with two screens: opens the output
-window and a texture preview on a patch, checks what they show, and prints a JSON report.
+window on a patch, checks what it shows, and prints a JSON report.
 
 A separate process because Qt's platform (xcb here, offscreen for the other app tests) is chosen
 once per process.
@@ -17,11 +17,10 @@ from PySide6.QtGui import QColor, QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication
 
 from app.qt_output import (
-    QtTexturePreview,
+    QtOutputWindow,
     close_output_window,
     configure_qt_gl,
     create_gl_service,
-    open_output_window,
     screen_choices,
 )
 from evaluators import FlatEvaluator
@@ -55,11 +54,6 @@ def grab(app: QApplication, window) -> list[tuple[int, int, int]]:
     wait_for(app, lambda: "pixels" in captured, "a paint of the output window")
     window.paint_hooks.remove(hook)
     return captured.get("pixels", [])
-
-
-def painted(image) -> bool:
-    """Whether the picture is more than one colour (the clear colour before the first paint)."""
-    return QColor(image.pixel(32, 12)) != QColor(image.pixel(32, 36))
 
 
 class FrameLoop:
@@ -96,7 +90,8 @@ def main() -> int:
     evaluator = FlatEvaluator(patch, gpu=gl)
     screens = QGuiApplication.screens()
     target = screens[-1]
-    window = open_output_window(evaluator, fullscreen=True, screen=len(screens) - 1)
+    window = QtOutputWindow(lambda: evaluator.output(out))
+    window.show_fullscreen(len(screens) - 1)
     frames = FrameLoop(evaluator, gl, window)
     wait_for(app, lambda: frames.count >= 5, "5 frames")
     report["frames"] = frames.count
@@ -142,18 +137,7 @@ def main() -> int:
     menu = window.screen_menu()
     report["menu"] = [action.text() for action in menu.actions()]
 
-    # the preview widget shows the same texture
-    preview = QtTexturePreview(source=lambda: evaluator.output(shader))
-    preview.resize(64, 48)
-    preview.show()
-    wait_for(app, lambda: preview.isVisible() and preview.view is not None, "the preview to show")
-    preview.update()
-    wait_for(app, lambda: painted(preview.grabFramebuffer()), "a paint of the preview")
-    image = preview.grabFramebuffer()
-    report["preview_pixels"] = [QColor(image.pixel(32, 12)).getRgb()[:3],
-                                QColor(image.pixel(32, 36)).getRgb()[:3]]  # fmt: skip
     report["pool"] = gl.pool_stats()
-    preview.close()
     frames.timer.stop()
     close_output_window(window)
     print("REPORT " + json.dumps(report))

@@ -1,8 +1,9 @@
 """GPU failures never flood the editor: with a texture released under a node (as a failed
-reallocation leaves it), 100 frames of the editor's own loop (GL in the editor, under Xvfb, in a
-subprocess: editor_refresh_probe.py) let no exception escape, try that node's thumbnail once,
-keep the other nodes' thumbnails and the GL previews updating, and log the failure once. An edit
-of the node tries again. The engine's side is in tests/gl/test_engine_gl.py."""
+reallocation leaves it), 100 turns of the editor's loop driving an engine with GL in its process
+(under Xvfb, in a subprocess: editor_refresh_probe.py) let no exception escape, keep the other
+nodes' thumbnails and the pictures of the Preview and Output panels updating, and log the failure
+once. An edit of the node shows its thumbnail again. How often the engine tries that node's
+picture is in tests/gl/test_engine_gl.py."""
 
 from __future__ import annotations
 
@@ -29,8 +30,6 @@ def test_a_released_texture_never_floods_the_editor(tmp_path: Path) -> None:
     report = json.loads(lines[0].removeprefix("REPORT "))
     assert report["escaped"] == []
     assert report["frames"] >= 100
-    # once, then not until it changes (the output node shows the same texture)
-    assert report["tried"].get("still") == 1 and report["tried"].get("still_output") == 1, report
     assert report["shown"].get("noise", 0) >= 3, report  # the others go on
     assert report["preview_paints"] >= 10 and report["output_paints"] >= 10, report
     assert report["failures"] == 2 and report["logged"] == 1, report  # one distinct failure
@@ -38,4 +37,4 @@ def test_a_released_texture_never_floods_the_editor(tmp_path: Path) -> None:
     assert log.count("reported once") == 1, log[-3000:]
     assert log.count("Traceback") == 1, log[-3000:]
     assert "its texture was released" in log
-    assert report["tried_after_edit"] >= 1
+    assert report["shown_after_edit"]

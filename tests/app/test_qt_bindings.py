@@ -52,7 +52,7 @@ from app.qt_editor import QtEditorWindow
 from app.qt_inspector import QtInspector
 from nodes import LIBRARY, Patch, node, save_patch
 from nodes._bindings import Binding
-from tests.app.conftest import ScriptedDialogs, make_editor, press, show_patch
+from tests.app.conftest import ScriptedDialogs, make_editor, press, run_frames, show_patch
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -237,13 +237,13 @@ def test_bind_to_a_typed_osc_address_and_no_menu_for_linked_or_text_pins(
     assert remote.undo_stack.count() == 1
 
 
-def test_learn_is_off_without_an_engine(editor: QtEditorWindow) -> None:
+def test_learn_is_on_with_the_in_process_engine(editor: QtEditorWindow) -> None:
     show_patch(editor, knobs_patch())
     inspect(editor, "add")
     menu = editor.inspector.pin_menu("b")
     assert menu is not None
     learn = next(a for a in menu.actions() if a.text() == LEARN_TEXT)
-    assert not learn.isEnabled()
+    assert learn.isEnabled()
 
 
 def bound_patch() -> Patch:
@@ -449,17 +449,22 @@ def test_a_file_with_osc_out_sends_only_once_allowed(
     assert len(dialogs.asked_allow_send) == 3 and remote.send_allowed
 
 
-def test_allow_send_without_an_engine(
+def test_allow_send_reaches_the_in_process_engine(
     tmp_path: Path, editor: QtEditorWindow, dialogs: ScriptedDialogs
 ) -> None:
+    options = editor.engine.engine.ctx.services.options
     path = osc_patch_file(tmp_path)
-    assert editor.context.services.options.get("allow_send") is True  # a new patch
+    assert editor.new_patch()
+    run_frames(editor)
+    assert options.get("allow_send") is True  # a new patch, made here
     assert editor.open_path(path)
-    assert editor.context.services.options["allow_send"] is False
+    run_frames(editor)
+    assert options["allow_send"] is False
     assert osc_send_targets(editor.patch) == ["10.0.0.7:7000 /x"]
     dialogs.allow_send = True
     editor.offer_allow_send()
-    assert editor.context.services.options["allow_send"] is True
+    run_frames(editor)
+    assert options["allow_send"] is True
 
 
 def test_edit_passes_allow_send_to_the_editor(monkeypatch: Any) -> None:

@@ -15,9 +15,11 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLineEdit, QMenu, QToolTip
 
 from app.editor import open_editor
+from app.engine_local import LocalEngineLink
 from app.qt_backdrops import HEADER
 from app.qt_canvas import PIPE_Z, READABLE_TITLE_PX, SEARCH_SEPARATOR
 from nodes import LIBRARY, Backdrop, Patch, load_patch, patch_to_dict, save_patch
+from tests.app.conftest import played
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "demo_first_launch.png"
 
@@ -254,7 +256,10 @@ def test_pin_tooltip_tells_type_doc_and_value(editor, ui, qtbot):
     patch = small_patch()
     patch.connect("b", "out", "c", "in")  # an output needs it: b runs
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: editor.evaluator.output("b", "out") == 3.0)
+    qtbot.waitUntil(lambda: played(editor).output("b", "out") == 3.0)
+    editor.show_link_values(True)  # the engine reports the values its links carry
+    shown = editor.evaluator  # what the window was told
+    qtbot.waitUntil(lambda: (shown.output("a"), shown.output("b")) == (2.0, 3.0))
     canvas = editor.canvas
     viewer = canvas.viewer()
     add_docs = LIBRARY["math.add"].pin_docs
@@ -275,7 +280,7 @@ def test_pin_tooltip_tells_type_doc_and_value(editor, ui, qtbot):
 
 
 def test_demo_opens_with_readable_titles(qtbot, tmp_path, dialogs):
-    window = open_editor(None, tmp_path / "state")
+    window = open_editor(None, tmp_path / "state", LocalEngineLink())
     dialogs.install(window)
     qtbot.addWidget(window)
     window.resize(1400, 850)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider
 
 from app.qt_pin_types import QtSliderField
 from nodes import Patch, load_patch, patch_to_dict, save_patch
+from tests.app.conftest import played
 from tests.app.editor_process import CRASH, KEEP_RUNNING, run_editor
 from tests.waiting import TIMEOUT_S
 
@@ -37,7 +38,7 @@ def handle_center(slider: QSlider) -> QPoint:
 
 def test_slider_drag_changes_downstream_value_and_is_one_undo_step(editor, ui, qtbot):
     ui.show_patch(editor, slider_patch())
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 2.0)
+    qtbot.waitUntil(lambda: played(editor).output("out") == 2.0)
     editor.canvas.select(["speed"])
     field = editor.inspector.pin_widget("value")
     assert isinstance(field, QtSliderField)
@@ -52,11 +53,11 @@ def test_slider_drag_changes_downstream_value_and_is_one_undo_step(editor, ui, q
     value = editor.patch.value("speed", "value")
     assert value > 0.2
     assert editor.undo_stack.count() == 1  # the whole drag is one step
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == value * 10.0)
+    qtbot.waitUntil(lambda: played(editor).output("out") == value * 10.0)
     editor.undo_stack.undo()
     assert editor.patch.value("speed", "value") == 0.2
     assert field.number.value() == 0.2  # the inspector follows undo
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 2.0)
+    qtbot.waitUntil(lambda: played(editor).output("out") == 2.0)
 
 
 def test_number_field_edit_is_undoable(editor, ui):
@@ -73,14 +74,14 @@ def test_number_field_edit_is_undoable(editor, ui):
 def test_a_structural_edit_shows_on_the_next_frame_and_stays_flat(editor, ui, qtbot):
     """A small edit: the program is built from the running one, so no frame runs lazily."""
     ui.show_patch(editor, slider_patch())
-    qtbot.waitUntil(lambda: editor.evaluator.mode == "flat")
-    running = editor.evaluator.program
+    qtbot.waitUntil(lambda: played(editor).mode == "flat")
+    running = played(editor).program
     ui.drag_link(editor, "speed", "out", "gain", "b")
     assert editor.undo_stack.count() == 1
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.2 * 0.2)
-    program = editor.evaluator.program
+    qtbot.waitUntil(lambda: played(editor).output("out") == 0.2 * 0.2)
+    program = played(editor).program
     assert program is not None and program is not running and program.derived
-    assert editor.evaluator.derived_swaps == 1
+    assert played(editor).derived_swaps == 1
     editor._update_status()
     assert editor.status_labels["mode"].text() == "flat"
 
@@ -89,18 +90,18 @@ def test_a_structural_edit_is_built_between_frames_even_while_paused(editor, ui,
     """With the frame loop paused, no frame can build the edit's program: the editor builds it
     once the edit is done, between frames, as the engine does for the edits it receives."""
     ui.show_patch(editor, slider_patch())
-    qtbot.waitUntil(lambda: editor.evaluator.mode == "flat")
-    running = editor.evaluator.program
+    qtbot.waitUntil(lambda: played(editor).mode == "flat")
+    running = played(editor).program
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Space)
     assert editor.paused
-    frame = editor._frame
+    frame = editor.engine.engine.frame
     ui.drag_link(editor, "speed", "out", "gain", "b")
-    qtbot.waitUntil(lambda: editor.evaluator.program not in (None, running))
-    assert editor.evaluator.program.derived and editor._frame == frame
+    qtbot.waitUntil(lambda: played(editor).program not in (None, running))
+    assert played(editor).program.derived and editor.engine.engine.frame == frame
     ui.press(viewer, Qt.Key.Key_Space)
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.2 * 0.2)
+    qtbot.waitUntil(lambda: played(editor).output("out") == 0.2 * 0.2)
 
 
 def test_space_pauses_and_resumes_the_frame_loop(editor, ui, qtbot):
@@ -109,17 +110,17 @@ def test_space_pauses_and_resumes_the_frame_loop(editor, ui, qtbot):
     patch.add_node("output.value", None, (300, 0), node_id="out")
     patch.connect("frame", "out", "out", "in")
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)
+    qtbot.waitUntil(lambda: played(editor).output("out") > 2)
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Space)
     assert editor.paused
-    frozen = editor.evaluator.output("out")
+    frozen = played(editor).output("out")
     qtbot.wait(100)
-    assert editor.evaluator.output("out") == frozen
+    assert played(editor).output("out") == frozen
     ui.press(viewer, Qt.Key.Key_Space)
     assert not editor.paused
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") > frozen)
+    qtbot.waitUntil(lambda: played(editor).output("out") > frozen)
 
 
 def test_failed_node_is_red_with_its_message(editor, ui, qtbot):
@@ -129,7 +130,7 @@ def test_failed_node_is_red_with_its_message(editor, ui, qtbot):
     patch.add_node("value.float", None, (0, 200), node_id="loose")
     patch.connect("bad", "out", "out", "in")
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: editor.evaluator.status("bad") == "failed")
+    qtbot.waitUntil(lambda: played(editor).status("bad") == "failed")
     editor.decorate_nodes()
     bad = editor.canvas.view_node("bad")
     assert tuple(bad.color()[:3]) == (190, 30, 30)
@@ -246,11 +247,10 @@ def test_autosave_follows_edits_without_a_save(editor, ui, qtbot):
 
 
 def test_a_save_that_fails_is_reported_in_one_line(editor, ui, dialogs, tmp_path):
-    import numpy as np
-
     ui.show_patch(editor, slider_patch())
-    editor.patch.add_node("value.array", {"value": np.array([1j, 2j])}, node_id="complex")
-    dialogs.save_path = str(tmp_path / "x.patchbay")
+    editor.patch.set_value("speed", "value", 0.5)  # unsaved
+    (tmp_path / "file").write_text("a file, not a folder")
+    dialogs.save_path = str(tmp_path / "file" / "x.patchbay")
     assert not editor.save()
     assert len(dialogs.errors) == 1 and "cannot save" in dialogs.errors[0]
     assert "\n" not in dialogs.errors[0] and editor.modified and editor.path is None
@@ -347,15 +347,15 @@ def test_a_node_bypassed_for_taking_too_long_can_be_retried_from_the_inspector(e
     patch.connect("frame", "out", "slow", "x")
     patch.connect("slow", "out", "out", "in")
     ui.show_patch(editor, patch)
-    editor.context.time_budget = 0.1
+    editor.engine.engine.ctx.time_budget = 0.1
     editor.canvas.select(["slow"])
     qtbot.waitUntil(lambda: editor.is_bypassed("slow"))
     retry = editor.inspector.retry_button
     qtbot.waitUntil(lambda: not retry.isHidden())
-    assert "bypassed" in editor.evaluator.error("slow")
-    editor.context.time_budget = 10.0  # the machine got faster: the same node now fits
+    assert "bypassed" in played(editor).error("slow")
+    editor.engine.engine.ctx.time_budget = 10.0  # the machine got faster: the same node now fits
     retry.click()
-    qtbot.waitUntil(lambda: editor.evaluator.status("slow") == "ok")
+    qtbot.waitUntil(lambda: played(editor).status("slow") == "ok")
     assert not editor.is_bypassed("slow")
     qtbot.waitUntil(lambda: retry.isHidden())
 
@@ -413,7 +413,7 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     from PySide6.QtWidgets import QToolBar
 
     ui.show_patch(editor, clock_patch())
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)
+    qtbot.waitUntil(lambda: played(editor).output("out") > 2)
     toolbar = editor.findChild(QToolBar, "Transport")
     assert [a.text() for a in toolbar.actions() if a.text()] == [  # the rate box has none
         "&Pause / resume", "Step &back one frame", "S&tep one frame", "&Reset time",
@@ -425,21 +425,25 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Period)  # playing: a step pauses first
     assert editor.paused
-    frame, seconds = editor.evaluator.output("frame"), editor.evaluator.output("t")
+    ui.run_frames(editor)  # the engine hears of the pause and the step
+    frame, seconds = played(editor).output("frame"), played(editor).output("t")
     qtbot.wait(100)
-    assert editor.evaluator.output("frame") == frame  # paused: nothing runs by itself
+    assert played(editor).output("frame") == frame  # paused: nothing runs by itself
     ui.press(viewer, Qt.Key.Key_Period)
-    assert editor.evaluator.output("frame") == frame + 1
-    assert editor.evaluator.output("t") == pytest.approx(seconds + 0.016)
+    ui.run_frames(editor)
+    assert played(editor).output("frame") == frame + 1
+    assert played(editor).output("t") == pytest.approx(seconds + 0.016)
     button = toolbar.widgetForAction(editor.step_action)  # the toolbar's button does the same
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert editor.evaluator.output("frame") == frame + 2
-    assert editor.evaluator.output("t") == pytest.approx(seconds + 0.032)
+    ui.run_frames(editor)
+    assert played(editor).output("frame") == frame + 2
+    assert played(editor).output("t") == pytest.approx(seconds + 0.032)
     ui.press(viewer, Qt.Key.Key_Home, Qt.KeyboardModifier.ControlModifier)
     assert editor.paused
-    assert editor.evaluator.output("frame") == 0.0 and editor.evaluator.output("t") == 0.0
+    ui.run_frames(editor)
+    assert played(editor).output("frame") == 0.0 and played(editor).output("t") == 0.0
     ui.press(viewer, Qt.Key.Key_Space)
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") > 2)  # playing again
+    qtbot.waitUntil(lambda: played(editor).output("out") > 2)  # playing again
 
 
 def test_tap_nudge_and_resync_from_the_transport_toolbar(editor, ui, qtbot):
@@ -454,6 +458,7 @@ def test_tap_nudge_and_resync_from_the_transport_toolbar(editor, ui, qtbot):
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Period)  # paused: frames run only when stepped
+    ui.run_frames(editor)
     now = [50.0]
     editor.tap_clock = lambda: now[0]
     tap = toolbar.widgetForAction(editor.tap_action)
@@ -464,20 +469,24 @@ def test_tap_nudge_and_resync_from_the_transport_toolbar(editor, ui, qtbot):
     assert "150 BPM" in editor.tap_action.toolTip()
 
     def beats() -> float:
-        return editor.evaluator.output("beat", "beat") + editor.evaluator.output("beat", "phase")
+        return played(editor).output("beat", "beat") + played(editor).output("beat", "phase")
 
     ui.press(viewer, Qt.Key.Key_Period)
+    ui.run_frames(editor)
     before = beats()
     qtbot.mouseClick(
         toolbar.widgetForAction(editor.nudge_earlier_action), Qt.MouseButton.LeftButton
     )
     ui.press(viewer, Qt.Key.Key_Period)  # 16 ms at 150 BPM is 0.04 beats, plus the nudge
+    ui.run_frames(editor)
     assert beats() == pytest.approx(before + 0.04 + 0.05)
     qtbot.mouseClick(toolbar.widgetForAction(editor.nudge_later_action), Qt.MouseButton.LeftButton)
     ui.press(viewer, Qt.Key.Key_Period)
+    ui.run_frames(editor)
     assert beats() == pytest.approx(before + 0.08)
     qtbot.mouseClick(toolbar.widgetForAction(editor.resync_action), Qt.MouseButton.LeftButton)
     ui.press(viewer, Qt.Key.Key_Period)
-    assert editor.evaluator.output("beat", "phase") == 0.0
-    assert editor.evaluator.output("beat", "beat") % 4 == 0
-    assert editor.evaluator.output("beat", "pulse") is True
+    ui.run_frames(editor)
+    assert played(editor).output("beat", "phase") == 0.0
+    assert played(editor).output("beat", "beat") % 4 == 0
+    assert played(editor).output("beat", "pulse") is True

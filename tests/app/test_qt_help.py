@@ -12,12 +12,13 @@ from PySide6.QtCore import QCoreApplication, QPointF, QRectF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMenu
 
+from app.engine import THUMBNAIL_SIZE
 from app.node_examples import example_patch, example_paths
 from app.qt_canvas import THUMBNAIL_GAP
-from app.qt_editor import THUMBNAIL_SIZE
 from app.qt_help import determinism_words
 from app.qt_library import TYPE_ROLE
 from nodes import LIBRARY, Patch, load_patch
+from tests.app.conftest import played, run_frames
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACT = ROOT / "tests" / "artifacts" / "node_help.png"
@@ -101,8 +102,9 @@ def test_open_example_makes_an_untitled_patch_with_the_node(editor, ui, qtbot):
     (lfo,) = lfos
     assert patch.link_into(lfo.id, "hz") is not None  # a slider feeds it
     assert any(link.src == lfo.id for link in patch.links)  # and its output goes somewhere
-    qtbot.waitUntil(lambda: editor.evaluator.status(lfo.id) != "idle")
-    assert editor.evaluator.status(lfo.id) != "failed"
+    run_frames(editor)  # the engine plays the example from its next frame
+    qtbot.waitUntil(lambda: played(editor).status(lfo.id) != "idle")
+    assert played(editor).status(lfo.id) != "failed"
 
 
 def test_library_shows_summaries_and_f1_opens_the_entry_pointed_at(editor, ui, qtbot):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pythonosc.udp_client import SimpleUDPClient
 
 from nodes._bindings import Binding
+from tests.app.conftest import played
 from tests.app.test_qt_editor import slider_patch
 from tests.evaluators.test_osc import free_udp_port
 
@@ -30,7 +31,7 @@ def test_without_an_engine_the_editor_plays_bindings(editor, ui, qtbot):
     patch.set_binding("binding1", Binding("osc:/speed", "speed", "value", 0.0, 4.0))
     ui.show_patch(editor, patch)
     editor.canvas.select(["speed"])
-    qtbot.waitUntil(lambda: "osc" in editor.context.services)
+    qtbot.waitUntil(lambda: "osc" in editor.engine.engine.ctx.services)
     SimpleUDPClient("127.0.0.1", port).send_message("/speed", 0.75)
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 30.0)
+    qtbot.waitUntil(lambda: played(editor).output("out") == 30.0)
     assert editor.inspector.pin_widget("value").number.value() == 3.0

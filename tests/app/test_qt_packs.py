@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from nodes import LIBRARY, load_packs
+from tests.app.conftest import played, run_frames
 from tests.nodes.test_packs import (  # noqa: F401  (library: a fixture)
     PLACEHOLDER_FILE,
     library,
@@ -42,8 +43,9 @@ def test_a_placeholder_opens_with_its_ports_fails_in_one_line_and_saves_unchange
     view = editor.canvas.view_node("ghost")
     assert [port.name() for port in view.inputs().values()] == ["x", "mode", "table", "extra"]
     assert [port.name() for port in view.outputs().values()] == ["out"]
-    qtbot.waitUntil(lambda: editor.evaluator.status("ghost") == "failed")
-    assert editor.evaluator.error("ghost") == (
+    run_frames(editor)  # the engine plays the file from its next frame
+    qtbot.waitUntil(lambda: played(editor).status("ghost") == "failed")
+    assert played(editor).error("ghost") == (
         "MissingNodeTypeError: node type 'mypack.scale' is not installed (missing pack?)"
     )
     assert editor.save()  # over the file it came from
@@ -53,7 +55,7 @@ def test_a_placeholder_opens_with_its_ports_fails_in_one_line_and_saves_unchange
     # the pack arrives: the placeholder becomes the real node, and runs; the library lists it
     write_pack(nodes_dir, 3.0)
     assert load_packs() == []
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 15.0)
+    qtbot.waitUntil(lambda: played(editor).output("out") == 15.0)
     assert listed(editor, "mypack.scale")
     assert editor.patch.nodes["ghost"].spec is LIBRARY["mypack.scale"]
     assert [port.name() for port in view.inputs().values()] == ["x"]
@@ -67,13 +69,13 @@ def test_a_pack_edited_while_the_editor_runs_reaches_its_patch(
     patch, out = scale_patch()
     ui.show_patch(editor, patch)
     editor.watch_packs()
-    qtbot.waitUntil(lambda: editor.evaluator.output(out) == 10.0)
+    qtbot.waitUntil(lambda: played(editor).output(out) == 10.0)
     write_pack(nodes_dir, 3.0)
-    qtbot.waitUntil(lambda: editor.evaluator.output(out) == 15.0)
+    qtbot.waitUntil(lambda: played(editor).output(out) == 15.0)
     (nodes_dir / "mypack.py").write_text("def (\n")
     qtbot.waitUntil(lambda: "node pack 'mypack' not loaded" in editor.statusBar().currentMessage())
     editor.tick()
-    assert editor.evaluator.output(out) == 15.0
+    assert played(editor).output(out) == 15.0
 
 
 def test_deleting_a_placeholder_is_undone_with_its_values_and_links(

@@ -26,7 +26,7 @@ from evaluators._services import FACTORIES
 from evaluators.midi_service import MidiService
 from nodes import Patch
 from nodes._bindings import Binding
-from tests.app.conftest import ScriptedDialogs, press, show_patch
+from tests.app.conftest import ScriptedDialogs, played, press, show_patch
 from tests.app.test_qt_bindings import FakeEngine
 from tests.evaluators.test_midi import KEYS, FakeBackend
 
@@ -221,7 +221,7 @@ def test_the_crossfader_learns_from_its_button_and_its_menu(
     assert len(remote.patch.bindings) == 2
 
 
-def test_without_an_engine_learn_is_off_and_bound_controls_play_the_editors_deck(
+def test_in_process_learn_is_on_and_bound_controls_play_the_engines_deck(
     qtbot: Any, editor: QtEditorWindow, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     backend = FakeBackend([KEYS])
@@ -235,16 +235,16 @@ def test_without_an_engine_learn_is_off_and_bound_controls_play_the_editors_deck
     show_patch(editor, patch)
     panel = editor.presets_panel
     learn = next(a for a in preset_menu(panel, "A") if a.text() == LEARN_TEXT)
-    assert not learn.isEnabled() and not panel.crossfader_learn.isEnabled()
+    assert learn.isEnabled() and panel.crossfader_learn.isEnabled()
     panel.menu.close()
 
-    qtbot.waitUntil(lambda: "midi" in editor.context.services)  # made by the window's frames
-    midi: MidiService = editor.context.service("midi")
+    qtbot.waitUntil(lambda: "midi" in editor.engine.engine.ctx.services)  # made by its frames
+    midi: MidiService = editor.engine.engine.ctx.service("midi")
     # a note bound to a preset that is gone is skipped, the others still play
     midi.receive(mido.Message("note_on", channel=0, note=37, velocity=100), KEYS)
     midi.receive(mido.Message("note_on", channel=0, note=36, velocity=100), KEYS)
     qtbot.waitUntil(lambda: editor.patch.value("x", "value") == 10.0)
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 10.0)
+    qtbot.waitUntil(lambda: played(editor).output("out") == 10.0)
     midi.receive(mido.Message("control_change", channel=0, control=1, value=0), KEYS)
     qtbot.waitUntil(lambda: editor.patch.value("x", "value") == 0.0)  # all A
     midi.receive(mido.Message("control_change", channel=0, control=1, value=64), KEYS)

@@ -14,6 +14,7 @@ from PySide6.QtTest import QTest
 
 from app.engine_messages import encode
 from nodes import Patch
+from tests.app.conftest import played
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "presets_panel.png"
 
@@ -82,37 +83,36 @@ def test_update_rename_and_delete_are_undoable(editor, ui, qtbot):
     assert sorted(list_names(panel)) == ["A", "B"]  # a renamed preset comes last
 
 
-def test_double_click_recalls_and_undo_brings_the_values_back(editor, ui, qtbot):
+def test_double_click_recalls_on_the_engine_and_the_document_follows_live(editor, ui, qtbot):
     panel = captured_a_and_b(editor, ui)
+    steps = editor.undo_stack.count()
     item = panel.list.findItems("A", Qt.MatchFlag.MatchExactly)[0]
     center, viewport = panel.list.visualItemRect(item).center(), panel.list.viewport()
     # A real double click: a click, then the second press arrives as a double click.
     QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, center)
     QTest.mouseDClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, center)
+    ui.run_frames(editor)  # the engine's deck jumps; its live values come back
     assert (editor.patch.value("x", "value"), editor.patch.value("on", "value")) == (0.0, False)
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 0.0)
-    assert editor.undo_stack.undoText() == "recall preset A"
-    steps = editor.undo_stack.count()
-    panel.jump("A")  # nothing differs: no undo step
-    assert editor.undo_stack.count() == steps
-    editor.undo_stack.undo()
-    assert editor.patch.value("x", "value") == 10.0
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == 20.0)
+    assert played(editor).output("out") == 0.0
+    assert editor.undo_stack.count() == steps  # live values: no undo step
 
 
 def test_the_crossfader_at_a_quarter_gives_a_quarter_of_the_way(editor, ui, qtbot):
     panel = captured_a_and_b(editor, ui)
     panel.crossfader.setValue(250)
+    ui.run_frames(editor)  # the engine's deck blends; its live values come back
     assert editor.patch.value("x", "value") == pytest.approx(2.5)
     assert editor.patch.value("on", "value") is False  # A is heavier
-    qtbot.waitUntil(lambda: editor.evaluator.output("out") == pytest.approx(5.0))
+    qtbot.waitUntil(lambda: played(editor).output("out") == pytest.approx(5.0))
     panel.crossfader.setValue(1000)
+    ui.run_frames(editor)
     assert editor.patch.value("x", "value") == 10.0
     assert editor.undo_stack.undoText() == "capture preset B"  # live: no undo steps
     panel.b.setCurrentText("A")  # a new pair, chosen by hand: it plays, and bound faders use it
     panel.b.activated.emit(panel.b.currentIndex())
+    ui.run_frames(editor)
     assert editor.patch.value("x", "value") == 0.0
-    assert editor.preset_deck.crossfade_pair == ("A", "A")
+    assert editor.engine.engine.presets.crossfade_pair == ("A", "A")
 
 
 def test_a_transition_plays_in_the_frame_loop(editor, ui, qtbot):
@@ -122,7 +122,7 @@ def test_a_transition_plays_in_the_frame_loop(editor, ui, qtbot):
     panel.buttons["Recall"].click()
     qtbot.waitUntil(lambda: 0.0 < editor.patch.value("x", "value") < 10.0)  # on its way
     qtbot.waitUntil(lambda: editor.patch.value("x", "value") == 0.0)  # arrived
-    assert not editor.preset_deck.player.busy
+    assert not editor.engine.engine.presets.player.busy
 
 
 def test_with_an_engine_the_panel_sends_deck_messages(editor, ui, qtbot):
@@ -155,26 +155,30 @@ def test_step_back_rate_and_fixed_step_on_the_toolbar(editor, ui, qtbot):
     patch.connect("t", "out", "out", "in")
     patch.connect("frame", "out", "frames", "in")
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: editor.evaluator.output("frames") > 3)
+    qtbot.waitUntil(lambda: played(editor).output("frames") > 3)
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Period)  # pause and step
     assert editor.paused
-    t, frame = editor.evaluator.output("out"), editor.evaluator.output("frames")
+    ui.run_frames(editor)
+    t, frame = played(editor).output("out"), played(editor).output("frames")
     ui.press(viewer, Qt.Key.Key_Comma)
-    assert editor.evaluator.output("out") == pytest.approx(t - 0.016)
-    assert editor.evaluator.output("frames") == frame - 1
+    ui.run_frames(editor)
+    assert played(editor).output("out") == pytest.approx(t - 0.016)
+    assert played(editor).output("frames") == frame - 1
     editor.rate_box.setValue(2.0)
     assert editor.session.clock.rate == 2.0
     editor.fixed_step_action.trigger()
     assert editor.fixed_step_action.isChecked() and editor.session.clock.fixed_fps == 60.0
     ui.press(viewer, Qt.Key.Key_Period)  # a step is one fixed frame now
-    assert editor.evaluator.output("out") == pytest.approx(t - 0.016 + 1 / 60)
+    ui.run_frames(editor)
+    assert played(editor).output("out") == pytest.approx(t - 0.016 + 1 / 60)
     ui.press(viewer, Qt.Key.Key_Space)  # play: each frame 1/60 s on
-    before = editor.evaluator.output("out")
-    qtbot.waitUntil(lambda: editor.evaluator.output("frames") >= frame + 10)
-    played = editor.evaluator.output("frames") - frame
-    assert editor.evaluator.output("out") == pytest.approx(before + (played - 1) / 60)
+    ui.run_frames(editor)
+    before = played(editor).output("out")
+    qtbot.waitUntil(lambda: played(editor).output("frames") >= frame + 10)
+    ran = played(editor).output("frames") - frame
+    assert played(editor).output("out") == pytest.approx(before + (ran - 1) / 60)
     editor.fixed_step_action.trigger()
     assert editor.session.clock.fixed_fps is None
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtGui import QImage
 
 from app.editor import open_editor
+from app.engine_local import LocalEngineLink
 from app.qt_canvas import CLASS_COLORS, FAILED_COLOR
 from app.qt_editor import DECORATE_EVERY
 
@@ -25,7 +26,7 @@ def count_color(image: QImage, rgb: tuple[int, int, int], tolerance: int = 10) -
 
 
 def test_demo_patch_screenshot(qtbot, tmp_path, dialogs):
-    window = open_editor(None, tmp_path / "state")
+    window = open_editor(None, tmp_path / "state", LocalEngineLink())
     dialogs.install(window)
     qtbot.addWidget(window)
     window.resize(1400, 850)

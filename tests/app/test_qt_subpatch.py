@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QApplication
 from app.engine import Engine
 from app.qt_editor import DECORATE_EVERY
 from nodes import Patch
-from tests.app.conftest import wait_built
+from tests.app.conftest import played, wait_built
 from tests.app.test_engine import EditorEnd
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -97,7 +97,7 @@ def test_ctrl_g_groups_the_selection_as_one_undo_step(editor, ui, qtbot):
     assert editor.library.definition_item("group1") is not None
     assert editor.undo_stack.count() == 1
     body = patch.definition("group1")
-    qtbot.waitUntil(lambda: editor.evaluator.output("speed") == 0.5)
+    qtbot.waitUntil(lambda: played(editor).output("speed") == 0.5)
 
     editor.undo_stack.undo()
     assert set(patch.nodes) == {"speed", "gain", "add", "out"}
@@ -261,7 +261,7 @@ def test_rename_and_remove_definitions_are_undoable(editor, ui):
 def test_inside_an_instance_the_inspector_shows_that_instances_values(editor, ui, qtbot):
     ui.show_patch(editor, amp_patch())
     canvas = editor.canvas
-    qtbot.waitUntil(lambda: editor.evaluator.output("o2", "out") == 6.0)
+    qtbot.waitUntil(lambda: played(editor).output("o2", "out") == 6.0)
     for instance, expected in (("amp1", 3.0), ("amp2", 6.0)):
         canvas.go_to(0)
         double_click(editor, instance)
@@ -284,8 +284,8 @@ def test_screenshot_inside_an_instance(editor, ui, qtbot):
     assert editor.breadcrumbs.affects.text() == "editing definition amp: affects 3 instances"
     # the preview and the node colours follow the evaluator a few times per second
     qtbot.waitUntil(lambda: editor.preview.row_widget("out").text() == "6")
-    frame = editor._frame
-    qtbot.waitUntil(lambda: editor._frame >= frame + 2 * DECORATE_EVERY)
+    frame = editor.engine.engine.frame
+    qtbot.waitUntil(lambda: editor.engine.engine.frame >= frame + 2 * DECORATE_EVERY)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert editor.centralWidget().grab().save(str(ARTIFACTS / "subpatch_inside.png"))
     # and the top level: each instance's badge

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from nodes import Patch, save_patch
@@ -38,8 +37,10 @@ def test_saving_a_value_that_would_not_load_back_is_refused(editor, dialogs, tmp
     save_patch(Patch(), target)
     before = target.read_bytes()
     patch = Patch()
-    patch.add_node("value.any", {"value": np.array([1 + 2j])}, node_id="v")
+    patch.add_node("value.any", {"value": 1.0}, node_id="v")
     editor.set_patch(patch, target)
+    # The engine can be told of it (an edit), but a file would read an array back.
+    editor.patch.set_value("v", "value", {"$array": {"dtype": "float64", "data": [1.0]}})
     assert not editor.save()
     assert len(dialogs.errors) == 1 and "cannot be saved" in dialogs.errors[0]
     assert target.read_bytes() == before
