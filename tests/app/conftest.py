@@ -20,6 +20,7 @@ from PySide6.QtCore import QCoreApplication, QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+import tests.qt_setup  # noqa: F401  (before any QApplication exists)
 from app.engine_local import LocalEngineLink
 from app.qt_editor import QtEditorWindow
 from nodes import Patch
