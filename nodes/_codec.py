@@ -17,13 +17,13 @@ body an editor sends gets a file's schema checks, limits and placeholders for un
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
 
 from nodes._errors import UnsavableValueError, shown
 from nodes._limits import Limits, active_limits
-from nodes._patch import Patch
 
 SIDECAR_THRESHOLD_BYTES = 64 * 1024
 #: Array dtypes a value may hold: they round-trip exactly through JSON lists, `.npz` and bytes.
@@ -114,10 +114,7 @@ def encode_value(value: Any, sink: ArraySink, key: str) -> Any:
             }
         }
     if isinstance(value, dict) and is_array_reference(value):
-        raise UnsavableValueError(
-            f'{key}: a dict whose only key is "$array" cannot be saved (files keep that key for '
-            "arrays: it would load as one)"
-        )
+        raise _array_reference_refused(key)
     if isinstance(value, tuple):
         return list(value)
     if isinstance(value, np.generic):
@@ -192,7 +189,37 @@ def checked_elements(shape: Any, limits: Limits) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def body_to_dict(patch: Patch, sink: ArraySink, prefix: str) -> dict[str, Any]:
+class Body(Protocol):
+    """What `body_to_dict` reads of a patch or a definition's body (a nodes.Patch)."""
+
+    @property
+    def nodes(self) -> Mapping[str, Any]: ...
+
+    @property
+    def links(self) -> Iterable[Any]: ...
+
+    @property
+    def backdrops(self) -> Mapping[str, Any]: ...
+
+
+def check_value(value: Any, key: str) -> None:
+    """UnsavableValueError (one line naming `key`) for a value that neither a file nor the
+    channel to the engine can carry as it is; the document refuses such values when they are
+    set, so no edit it accepted can fail to reach the engine or the file."""
+    if isinstance(value, np.ndarray):
+        check_savable(value, key)
+    elif isinstance(value, dict) and is_array_reference(value):
+        raise _array_reference_refused(key)
+
+
+def _array_reference_refused(key: str) -> UnsavableValueError:
+    return UnsavableValueError(
+        f'{key}: a dict whose only key is "$array" cannot be saved (files keep that key for '
+        "arrays: it would load as one)"
+    )
+
+
+def body_to_dict(patch: Body, sink: ArraySink, prefix: str) -> dict[str, Any]:
     """The `nodes`, `links` and `backdrops` of a patch or a definition's body (array keys start
     with `prefix`)."""
     nodes = []

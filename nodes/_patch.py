@@ -36,6 +36,7 @@ from typing import Any, Literal, NamedTuple
 
 from nodes import _definitions as defs
 from nodes._bindings import Binding
+from nodes._codec import check_value
 from nodes._errors import (
     CycleError,
     DuplicateNodeError,
@@ -886,9 +887,16 @@ def checked_resolution(value: Any, limits: Limits | None = None) -> list[int]:
     return [width, height]
 
 
+_PLAIN = (float, int, bool, str, type(None))
+
+
 def _coerce(node_id: str, pin: PinSpec, value: Any) -> Any:
+    """The value the pin holds, or PatchValueError; a value no file or channel could carry
+    (nodes._codec) is refused here, before the document changes."""
     try:
         coerced = coerce_value(pin.type, value)
     except ValueError as error:
         raise PatchValueError(f"{node_id}.{pin.name}: {error}") from None
+    if not isinstance(coerced, _PLAIN):
+        check_value(coerced, f"{node_id}.{pin.name}")
     return coerced

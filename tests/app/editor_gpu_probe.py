@@ -121,7 +121,7 @@ def main() -> int:
 
     report: dict[str, Any] = {
         "platform": app.platformName(),
-        "gl": bool(link.hello.get("gl")),
+        "gl": bool(link.hello.gl),
         "gpu_label": editor.status_labels["gpu"].text(),
         "output_action_enabled": editor.output_action.isEnabled(),
     }
@@ -249,8 +249,8 @@ def main() -> int:
 
     # zoomed out to plain rectangles, no thumbnail is asked for; zoomed back in, it is
     viewer.scale(0.1, 0.1)
-    wait_for(app, lambda: editor._image_request.get("thumbnails") == [],
-             "no thumbnail asked for")  # fmt: skip
+    asked = lambda: editor._image_request is not None and not editor._image_request.thumbnails  # noqa: E731
+    wait_for(app, asked, "no thumbnail asked for")
     reports(2, "the request to reach the engine")
     canvas.set_thumbnail("noise", None)
     frames = editor._frame

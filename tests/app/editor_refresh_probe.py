@@ -70,6 +70,7 @@ def main() -> int:
         ev = engine.evaluator  # the engine's: a new one for each patch it is sent
         return (
             ev.mode == "flat"
+            and "still_output" in ev.patch.nodes  # the patch sent, not the empty one it began with
             and ev.status("still_output") in ("ok", "cached")
             and ev.status("output") in ("ok", "cached")
         )

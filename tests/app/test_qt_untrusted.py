@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nodes import Patch, save_patch
+from nodes import Patch, UnsavableValueError
 from tests.hostile_files import CASES
 
 SLOW_TO_MAKE = ("zip_bomb_referenced", "over_file_limit")
@@ -32,15 +32,21 @@ def test_a_hostile_file_is_one_line_over_the_current_patch(editor, dialogs, tmp_
     assert case.says in message
 
 
-def test_saving_a_value_that_would_not_load_back_is_refused(editor, dialogs, tmp_path: Path):
+def test_a_value_that_would_not_load_back_is_refused_at_the_edit(
+    editor, dialogs, ui, tmp_path: Path
+):
+    """A value neither a file nor the channel to the engine could carry is refused when it is
+    set, in one line naming the pin: the document, the engine and the file keep what they had."""
     target = tmp_path / "show.patchbay"
-    save_patch(Patch(), target)
-    before = target.read_bytes()
     patch = Patch()
     patch.add_node("value.any", {"value": 1.0}, node_id="v")
     editor.set_patch(patch, target)
-    # The engine can be told of it (an edit), but a file would read an array back.
-    editor.patch.set_value("v", "value", {"$array": {"dtype": "float64", "data": [1.0]}})
-    assert not editor.save()
-    assert len(dialogs.errors) == 1 and "cannot be saved" in dialogs.errors[0]
+    assert editor.save()
+    before = target.read_bytes()
+    with pytest.raises(UnsavableValueError, match=r'^v\.value: a dict whose only key is "\$array"'):
+        editor.patch.set_value("v", "value", {"$array": {"dtype": "float64", "data": [1.0]}})
+    assert editor.patch.value("v", "value") == 1.0
+    ui.run_frames(editor)
+    assert editor.engine.engine.patch.value("v", "value") == 1.0
+    assert editor.save() and not dialogs.errors
     assert target.read_bytes() == before
