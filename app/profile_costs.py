@@ -1,9 +1,9 @@
 """The `profile` reply: the costliest nodes of a running patch and why a node ran, from the
 profiler its evaluator keeps (evaluators/_profiler.py, always on).
 
-Both places a patch runs answer with it: the engine process to an editor's `profile` message
-(app/engine_protocol.py), and the editor itself for the DualEvaluator it runs without an engine;
-the editor's Profiler panel (app/qt_profiler.py) reads nothing else.
+The engine answers an editor's `profile` message with it (app/engine_messages.py), in its own
+process or in the editor's (app/engine_local.py); the editor's Profiler panel
+(app/qt_profiler.py) reads nothing else.
 
 A cost row is `[node path, runs, self ms per frame, median ms, reason]`: runs since profiling
 began, the estimated self time per profiled frame (mean measured time x runs / frames), the median
