@@ -3,8 +3,7 @@ and the colours of the canvas's heat tint.
 
 The panel asks for a `profile` reply (app/profile_costs.py) through `request(node, top)` about
 twice a second while it is shown or the heat tint is on, and shows what `show_reply` hands it: the
-editor asks the engine (the reply comes back as a message) or, without an engine, answers from
-its own evaluator at once. The table lists nodes (self ms per frame, which is also their
+editor asks the engine (the reply comes back as a message). The table lists nodes (self ms per frame, which is also their
 cumulative time) and subpatch instances (cumulative: the self times of the nodes under their
 path); it is sorted by any column (numbers as numbers), and keeps the selected row across
 refreshes. The "GPU ms/frame" column shows each node's mean GPU time per frame from GL timer
