@@ -1,17 +1,17 @@
 """The editor's Profiler panel: the costliest nodes in a sortable table, why the selected node ran,
 and the colours of the canvas's heat tint.
 
-The panel asks for a `profile` reply (app/profile_costs.py) through `request(node, top)` about
-twice a second while it is shown or the heat tint is on, and shows what `show_reply` hands it: the
-editor asks the engine (the reply comes back as a message). The table lists nodes (self ms per frame, which is also their
-cumulative time) and subpatch instances (cumulative: the self times of the nodes under their
-path); it is sorted by any column (numbers as numbers), and keeps the selected row across
-refreshes. The "GPU ms/frame" column shows each node's mean GPU time per frame from GL timer
-queries (blank for a node that does not draw); it reads "n/a" in every row when the patch's draws
-cannot be timed (no GL context, or no timer queries), the reason in its tooltip and the summary.
-Double-clicking a row asks the editor to select that node on the canvas
-(`node_activated`); selecting a row, or a node on the canvas (`explain`), shows that node's
-`explain` lines under "Why did this run?".
+The panel asks for a `profile` reply (app/profile_costs.py) through `request(node, top)` about twice
+a second while it is shown or the heat tint is on, and shows what `show_reply` hands it: the editor
+asks the engine (the reply comes back as a message). The table lists nodes (self ms per frame, which
+is also their cumulative time) and subpatch instances (cumulative: the self times of the nodes under
+their path); it is sorted by any column (numbers as numbers), and keeps the selected row across
+refreshes. The "GPU ms/frame" column shows each node's mean GPU time per frame from GL timer queries
+(blank for a node that does not draw); it reads "n/a" in every row when the patch's draws cannot be
+timed (no GL context, or no timer queries), the reason in its tooltip and the summary.
+Double-clicking a row asks the editor to select that node on the canvas (`node_activated`);
+selecting a row, or a node on the canvas (`explain`), shows that node's `explain` lines under "Why
+did this run?".
 
 Heat: `heat_color(ms)` maps self time per frame on a log scale from `HEAT_COLD_MS` (cold blue-grey)
 to `HEAT_HOT_MS` (a 60 fps frame: red). Replies come from the engine, so every field is checked;
