@@ -79,7 +79,6 @@ from evaluators._context import (
     bind_capture,
     bind_compute,
     busy_clock,
-    collector_seconds,
     default_outputs,
     error_text,
     last_output,
@@ -109,15 +108,14 @@ from evaluators._profiler import (
     hot_chain,
 )
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._steps import Step, StepProgram
 from evaluators._view import expanded
-from nodes import Deferred, Link, NodeInstance, Patch, PatchEvent
+from nodes import Link, NodeInstance, Patch, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
-FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
+FAILED = NodeStatus.FAILED
 
-Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
 Pause = Callable[[], None]
-_OUT = itemgetter(2)
 _EAGER = frozenset({EAGER})
 _DEPENDS = frozenset({EAGER, LAZY})
 _POOL_HOOKS = ("release_output", "gave_back")  # what a state giving targets back has
@@ -127,11 +125,6 @@ SMALL_CODE_STEPS = 4 * CHUNK_STEPS
 #: A program built from the previous one compiles this many chunks of code at once, in the build
 #: (the rest of its code was the previous program's).
 SMALL_CODE_CHUNKS = 4
-
-
-def _indices(steps: list[Step]) -> dict[int, int]:
-    """Output slot -> position of each step of a list."""
-    return dict(zip(map(_OUT, steps), range(len(steps)), strict=True))
 
 
 class NotDerived(Exception):
@@ -154,8 +147,9 @@ class _ProgramPull:
         return self.program.slots[self.slot]
 
 
-class FlatProgram:
-    """A compiled patch at one revision; see the module note."""
+class FlatProgram(StepProgram):
+    """A compiled patch at one revision; see the module note. Its step lists run in the step
+    runtime (evaluators/_steps.py), which reports a node by its index."""
 
     def __init__(
         self,
@@ -295,7 +289,7 @@ class FlatProgram:
         pause()
         self.hot_count = len(hot)
         self.hot_steps = self._memory_planned(hot)
-        self._step_index: dict[int, dict[int, int]] = {}  # id of a list -> its `_indices`
+        self._step_index: dict[int, dict[int, int]] = {}  # id of a list -> its `step_indices`
         pause()
         self.hot_info = self._steps_info(self.hot_steps)
         self._all_info: HotSteps | None = None  # made when caching is off
@@ -303,11 +297,20 @@ class FlatProgram:
         # lists that give GPU targets back: a failure there stops its cone (`_stale_output`),
         # which only the step loop does.
         generate = self.codegen and not self.released
-        self.hot_code = HotCode(self.hot_steps, self._hot_failed, self, reuse) if generate else None
+        self.hot_code = HotCode(self.hot_steps, reuse) if generate else None
 
-    def _hot_failed(self, n: int, problem: Exception) -> None:
-        """A step of the generated HOT code raised: recorded as the step loop does."""
-        self._record_failure(self.owner[self.hot_steps[n][2]], problem)
+    # ----------------------------------------------------------------- the step runtime's hooks
+    def step_owners(self) -> dict[int, int]:
+        return self.owner
+
+    def step_node_id(self, node: int) -> str:
+        return self.ir.ids[node]
+
+    def step_deferred(self, node: int) -> None:
+        self.tainted.add(node)
+
+    def stale_cone(self, node: int) -> set[int]:
+        return self._hot_cone(node) if self._stale_output(node) else set()
 
     def _pooled_states(self, nodes: Iterable[int]) -> dict[int, Any]:
         """The states of main HOT nodes among `nodes` that can give their output back to the
@@ -382,7 +385,7 @@ class FlatProgram:
     def _steps_info(self, steps: list[Step]) -> HotSteps:
         """What the profiler records for a step list: node and reason per step (static)."""
         owner, ids, reasons = self.owner, self.ir.ids, self.reasons
-        nodes = list(map(owner.__getitem__, map(_OUT, steps)))
+        nodes = [owner[out] for _, _, out in steps]
         reasons.update((i, self._reason(i)) for i in set(nodes).difference(reasons))
         return HotSteps(list(map(ids.__getitem__, nodes)), list(map(reasons.__getitem__, nodes)))
 
@@ -652,13 +655,13 @@ class FlatProgram:
         if self.timing or profiler.timing:
             self.timing = False
             mark = profiler.since()
-            starts, times = self._run_timed(steps)
+            starts, times = self.run_timed(steps)
             profiler.hot_ran(info, started, busy_clock() - started, starts, times, mark)
             return
         if code is not None and code.error is None:
-            code.run(self.slots)  # chunks not generated yet run as the step loop
+            self.run_code(code)  # chunks not generated yet run as the step loop
         else:
-            self._run_list(steps)
+            self.run_list(steps)
         took = busy_clock() - started
         if took > self.ctx.time_budget:
             self.timing = True
@@ -666,104 +669,9 @@ class FlatProgram:
         if code is not None and code.pending and not code.background:
             code.advance()  # not generated by a build (a bypass changed the list): a chunk a frame
 
-    def _run_list(self, steps: list[Step]) -> None:
-        slots = self.slots
-        start = 0
-        while True:
-            try:
-                for call, get, out in steps[start:] if start else steps:
-                    slots[out] = call(*get(slots))
-                return
-            except Exception as problem:
-                i = self.owner[out]
-                self._record_failure(i, problem)
-                start = self._position(steps, out) + 1
-                if self._stale_output(i):
-                    self._run_skipping(steps[start:], self._hot_cone(i))
-                    return
-
-    def _position(self, steps: list[Step], out: int) -> int:
-        """Where the step writing `out` is in `steps` (a list of this program's, indexed on the
-        first failure in it)."""
-        index = self._step_index.get(id(steps))
-        if index is None:
-            index = self._step_index[id(steps)] = _indices(steps)
-        return index[out]
-
     def _hot_cone(self, i: int) -> set[int]:
         """The nodes downstream of `i` (eager and lazy links)."""
         return set(self.ir.traverse([i], kinds=_DEPENDS)) - {i}
-
-    def _run_skipping(self, steps: list[Step], skipped: set[int]) -> None:
-        """The rest of a HOT list after a failed node whose last output went back to the pool
-        (`_stale_output`): what it feeds does not run this frame (it would read a target another
-        node drew into) and keeps what it showed last."""
-        slots, owner = self.slots, self.owner
-        for call, get, out in steps:
-            i = owner[out]
-            if i in skipped:
-                continue
-            try:
-                slots[out] = call(*get(slots))
-            except Exception as problem:
-                self._record_failure(i, problem)
-                if self._stale_output(i):
-                    skipped |= self._hot_cone(i)
-
-    def _run_timed(self, steps: list[Step]) -> tuple[np.ndarray, np.ndarray]:
-        """The HOT loop with a clock read after each step: bypasses the nodes over the budget.
-        Returns the start (on `busy_clock`) and the seconds of each step.
-
-        One `perf_counter` read a step, the differences taken afterwards; a step over the budget
-        in a frame the garbage collector ran in is not bypassed but timed again next frame. The
-        loop does nothing else until a step raises (`_run_timed_after`)."""
-        slots, clock = self.slots, time.perf_counter
-        collected = collector_seconds()
-        offset = busy_clock() - clock()
-        stamps = [clock()]
-        stamp = stamps.append
-        try:
-            for call, get, out in steps:
-                slots[out] = call(*get(slots))
-                stamp(clock())
-        except Exception as problem:
-            self._run_timed_after(steps, len(stamps) - 1, problem, stamps)
-        ends = np.asarray(stamps)
-        times = np.diff(ends)
-        over = np.flatnonzero(times > self.ctx.time_budget)
-        if over.size and collector_seconds() != collected:
-            self.timing = True  # the collector ran: time the steps again
-        elif over.size:
-            for k in over.tolist():
-                self._bypass(self.owner[steps[k][2]], float(times[k]))
-        return ends[:-1] + offset, times
-
-    def _run_timed_after(
-        self, steps: list[Step], failed: int, problem: Exception, stamps: list[float]
-    ) -> None:
-        """The rest of a timed HOT list from step `failed`, which raised `problem`: what a failed
-        node with a stale output feeds is skipped (as in `_run_skipping`); a clock read is
-        appended to `stamps` after each step."""
-        slots, clock, stamp, owner = self.slots, time.perf_counter, stamps.append, self.owner
-        i = owner[steps[failed][2]]
-        self._record_failure(i, problem)
-        skipped = self._hot_cone(i) if self._stale_output(i) else set()
-        stamp(clock())
-        for call, get, out in steps[failed + 1 :]:
-            i = owner[out]
-            if i not in skipped:
-                try:
-                    slots[out] = call(*get(slots))
-                except Exception as raised:
-                    self._record_failure(i, raised)
-                    if self._stale_output(i):
-                        skipped |= self._hot_cone(i)
-            stamp(clock())
-
-    def _bypass(self, i: int, seconds: float) -> None:
-        node_id = self.ir.ids[i]
-        self.observer.status[node_id] = FAILED
-        self.observer.errors[node_id] = self.ctx.bypass(node_id, seconds)
 
     def _run_steps_timed(
         self, i: int, reason: int, detail: str | None, phase: str
@@ -774,19 +682,12 @@ class FlatProgram:
         mark = profiler.since()
         before = self._outputs_of(i)
         started = busy_clock()
-        failed: Exception | None = None
-        for call, get, out in self.node_steps[i]:
-            try:
-                self.slots[out] = call(*get(self.slots))
-            except Exception as problem:
-                self._record_failure(i, problem)
-                failed = problem
-                break
-        else:
+        failed = self.run_node_steps(self.node_steps[i])
+        if failed is None:
             failed = self._charge(i, before)
         took = busy_clock() - started
         if took > self.ctx.time_budget:
-            self._bypass(i, took)
+            self.bypass(i, took)
         own = took - profiler.nested_seconds(mark)  # lazy inputs it pulled are recorded apart
         profiler.ran(self.ir.ids[i], started, own, reason, detail, phase)
         return failed
@@ -839,15 +740,6 @@ class FlatProgram:
         i = self.ir.index.get(node_id)
         if i is not None:
             self._mark_dirty(i)
-
-    def _record_failure(self, i: int, problem: Exception) -> None:
-        node_id = self.ir.ids[i]
-        if isinstance(problem, Deferred):
-            self.observer.status[node_id] = DEFERRED
-            self.tainted.add(i)
-        else:
-            self.observer.status[node_id] = FAILED
-            self.observer.errors[node_id] = error_text(problem)
 
     def _run_cold(self, i: int, phase: str) -> None:
         """Run a CONST/USER node and cache its result, unless something it read is unsettled."""
