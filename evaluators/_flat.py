@@ -105,9 +105,9 @@ from evaluators._profiler import (
     NONDETERMINISTIC,
     PULLED_PHASE,
     HotSteps,
-    hot_chain,
 )
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._queries import ProgramView, explain
 from evaluators._steps import Step, StepProgram
 from evaluators._view import expanded
 from nodes import Link, NodeInstance, Patch, PatchEvent
@@ -902,24 +902,10 @@ class FlatProgram(StepProgram):
         return self.observer.error(node_id, self.status(node_id), self.ctx.bypassed, None)
 
     def explain(self, node_id: str) -> list[str]:
-        """Why the node runs (or is served from its cache), in plain words (see
-        `Profiler.explain`)."""
-        i = self.ir.index[node_id]
-        ir, classes = self.ir, self.classes
-        cls = classes[i]
-
-        def hot_sources(node: str) -> list[str]:
-            edges = ir.in_edges[ir.index[node]]
-            return [ir.ids[e.src] for e in edges if e.kind != FEEDBACK and classes[e.src] == HOT]
-
-        def own_hot(node: str) -> bool:
-            return OWN_CLASS[ir.nodes[ir.index[node]].spec.determinism] == HOT
-
-        chain = hot_chain(node_id, hot_sources, own_hot) if cls == HOT else [node_id]
-        return self.observer.profiler.explain(
-            node_id, cls, chain, ir.nodes[ir.index[chain[0]]].spec.id, self.status(node_id),
-            self.ctx.bypassed.get(node_id), self.ctx.frame,
-        )  # fmt: skip
+        """Why the node runs (or is served from its cache), in plain words
+        (evaluators/_queries.py)."""
+        view = ProgramView(self.ir, self.classes)
+        return explain(view, node_id, self.status(node_id), self.observer, self.ctx)
 
 
 def program_output(

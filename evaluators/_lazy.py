@@ -69,9 +69,9 @@ from evaluators._profiler import (
     NONDETERMINISTIC,
     FrameRecord,
     HotSteps,
-    hot_chain,
 )
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._queries import PatchView, explain
 from evaluators._steps import StepProgram
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
@@ -427,6 +427,7 @@ class LazyEvaluator:
         self._outputs = self.ctx.outputs
         self.ctx.folder = patch.folder
         self.analysis = LiveAnalysis(patch)
+        self.queries = PatchView(patch, self.analysis)
         self.last_frame_seconds = 0.0
         self._plans: dict[str, _Plan] = {}
         self._watched: tuple[str, ...] = ()
@@ -534,28 +535,11 @@ class LazyEvaluator:
         return self.analysis.node_class(node_id)
 
     def explain(self, node_id: str) -> list[str]:
-        """Why the node runs (or is served from its cache), in plain words: its class (for a HOT
-        node, the chain to the non-deterministic source), its last run and its reason."""
+        """Why the node runs (or is served from its cache), in plain words
+        (evaluators/_queries.py): its class (for a HOT node, the chain to the non-deterministic
+        source), its last run and its reason."""
         self.patch.node(node_id)
-        cls = self.analysis.node_class(node_id)
-        chain = hot_chain(node_id, self._hot_sources, self._own_hot) if cls == HOT else [node_id]
-        return self.observer.profiler.explain(
-            node_id, cls, chain, self.patch.nodes[chain[0]].spec.id, self.status(node_id),
-            self.ctx.bypassed.get(node_id), self.ctx.frame,
-        )  # fmt: skip
-
-    def _hot_sources(self, node_id: str) -> list[str]:
-        links = self.patch.links_into(node_id)
-        return [
-            link.src
-            for pin in self.patch.nodes[node_id].inputs
-            if not pin.feedback
-            and (link := links.get(pin.name)) is not None
-            and self.analysis.node_class(link.src) == HOT
-        ]
-
-    def _own_hot(self, node_id: str) -> bool:
-        return OWN_CLASS[self.patch.nodes[node_id].spec.determinism] == HOT
+        return explain(self.queries, node_id, self.status(node_id), self.observer, self.ctx)
 
     def retry(self, node_id: str) -> None:
         """Run a node bypassed for taking too long again, from the next frame."""
