@@ -201,11 +201,10 @@ class HotCode:
         self.sources[k] = source
         self.missing.pop()
 
-    def generate(self, pause: Callable[[], None] = lambda: None) -> None:
-        """Generate every chunk, calling `pause` between them."""
+    def generate(self) -> None:
+        """Generate every chunk (a background build advances it a chunk at a time instead)."""
         while self.pending:
             self.advance()
-            pause()
 
     def failed_step(self, chunk: int, problem: Exception) -> int:
         """The step of chunk number `chunk` that raised `problem`, from the line its traceback

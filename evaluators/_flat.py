@@ -14,6 +14,10 @@ Building a `FlatProgram` (from an immutable snapshot, on any thread):
    only through a lazy input compiles to a guarded sub-program that runs when the input is pulled
    (at most once per frame); sources of feedback inputs get one too, run after the main program.
 
+A background build runs the same code by steps (`FlatProgram.building`, a generator that yields
+after every few nodes: evaluators/_build_steps.py), so its driver decides what happens between
+them (the dual evaluator's builder waits for its turn); `FlatProgram(...)` runs them at once.
+
 Running a frame is then: dirty CONST/USER steps (rare), the HOT list, feedback captures. The HOT
 loop has no recursion, no per-node dictionary lookup and no per-step try: an exception leaves its
 output slot untouched (the last good value), is recorded, and the loop resumes after it.
@@ -69,7 +73,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluators._analysis import OWN_CLASS, analyze, ir_node_info
+from evaluators._analysis import OWN_CLASS, analyzing, ir_node_info
+from evaluators._build_steps import STEP_ITEMS, BuildSteps, finish, gathered
 from evaluators._codegen import CHUNK_STEPS, HotCode
 from evaluators._context import (
     HOT,
@@ -85,7 +90,7 @@ from evaluators._context import (
     slot_getter,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
-from evaluators._incremental import change_since, derive
+from evaluators._incremental import change_since, deriving
 from evaluators._memory_budget import MemoryBudgetError
 from evaluators._memory_plan import (
     hot_dependencies,
@@ -115,7 +120,6 @@ from nodes import Link, NodeInstance, Patch, PatchEvent
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
 FAILED = NodeStatus.FAILED
 
-Pause = Callable[[], None]
 _EAGER = frozenset({EAGER})
 _DEPENDS = frozenset({EAGER, LAZY})
 _POOL_HOOKS = ("release_output", "gave_back")  # what a state giving targets back has
@@ -156,19 +160,51 @@ class FlatProgram(StepProgram):
         snapshot: PatchSnapshot | PatchGraph,
         ctx: ExecutionContext,
         watched: Iterable[str] = (),
-        yield_point: Callable[[], None] | None = None,
         observer: FrameObserver | None = None,
         codegen: bool = True,
         previous: FlatProgram | None = None,
         only_derived: bool = False,
         code_later: bool = False,
     ) -> None:
-        """`snapshot`: the patch to build, or on the thread that edits, the live patch (then
-        only what changed since `previous` is copied out of it). `previous`: build from it
-        (evaluators/_incremental.py) when worth it; with `only_derived`, raise `NotDerived`
-        instead of building from scratch. `code_later`: leave generating the HOT code to whoever
-        runs the program (a background build does too)."""
-        pause = yield_point or (lambda: None)
+        """Build at once. `snapshot`: the patch to build, or on the thread that edits, the live
+        patch (then only what changed since `previous` is copied out of it). `previous`: build
+        from it (evaluators/_incremental.py) when worth it; with `only_derived`, raise
+        `NotDerived` instead of building from scratch. `code_later`: leave generating the HOT
+        code to whoever runs the program."""
+        build = self._building(
+            snapshot, ctx, watched, observer, codegen, previous, only_derived, code_later, False
+        )
+        finish(build)
+
+    @classmethod
+    def building(
+        cls,
+        snapshot: PatchSnapshot,
+        ctx: ExecutionContext,
+        watched: Iterable[str] = (),
+        previous: FlatProgram | None = None,
+    ) -> BuildSteps[FlatProgram]:
+        """A background build, by steps (evaluators/_build_steps.py): returns the program, whose
+        HOT code is generated after it is handed over (unless a small derived build generates
+        it in its steps)."""
+        program = cls.__new__(cls)
+        yield from program._building(
+            snapshot, ctx, watched, None, True, previous, False, False, True
+        )
+        return program
+
+    def _building(
+        self,
+        snapshot: PatchSnapshot | PatchGraph,
+        ctx: ExecutionContext,
+        watched: Iterable[str],
+        observer: FrameObserver | None,
+        codegen: bool,
+        previous: FlatProgram | None,
+        only_derived: bool,
+        code_later: bool,
+        background: bool,
+    ) -> BuildSteps[None]:
         self.codegen = codegen  # run the HOT list as generated code (evaluators/_codegen.py)
         # Statuses, errors and run counts go to the observer (`report_to` hands them over).
         self.observer = observer if observer is not None else FrameObserver()
@@ -183,7 +219,7 @@ class FlatProgram(StepProgram):
         self.derive_error: str | None = None  # why deriving failed (a full build followed)
         if previous is not None and change is not None:
             try:
-                derive(self, previous, change, watched, pause)
+                yield from deriving(self, previous, change, watched)
                 self.derived = True
             except Exception as problem:  # e.g. a cycle: the full build reports it as it does
                 self.derive_error = error_text(problem)
@@ -193,17 +229,17 @@ class FlatProgram(StepProgram):
         if not self.derived:
             if not isinstance(snapshot, PatchSnapshot):
                 snapshot = PatchSnapshot.of(snapshot)
-            self._compile(snapshot, watched, pause)
+            yield from self._compiling(snapshot, watched)
         self.in_order = [i for i in self.order if i in self.main]
-        pause()
-        self._assemble_lists(pause, previous.hot_code if self.derived and previous else None)
+        yield
+        yield from self._assembling(previous.hot_code if self.derived and previous else None)
         code = self.hot_code
         if code is not None:
-            at_once = yield_point is None or (
-                self.derived and len(code.missing) <= SMALL_CODE_CHUNKS
-            )
+            at_once = not background or (self.derived and len(code.missing) <= SMALL_CODE_CHUNKS)
             if at_once and not code_later:
-                code.generate(pause)
+                while code.pending:
+                    code.advance()
+                    yield
             else:  # generated after the program is handed over, on another thread
                 code.background = True
         self.guarded = {
@@ -222,37 +258,37 @@ class FlatProgram(StepProgram):
         self.serial = 0
         self.caching = True
         self.timing = False  # time the next frame's HOT steps one by one
-        self.adopt_context(pause)
+        yield from self._adopting_context()
 
     # ----------------------------------------------------------------- building
-    def _compile(self, snapshot: PatchSnapshot, watched: Iterable[str], pause: Pause) -> None:
-        """Build everything from the snapshot (see the module note)."""
-        ir = self.ir = GraphIR(snapshot, pause)
-        pause()
-        self.order = ir.topological_order()
+    def _compiling(self, snapshot: PatchSnapshot, watched: Iterable[str]) -> BuildSteps[None]:
+        """Build everything from the snapshot (see the module note), by steps."""
+        ir = self.ir = yield from GraphIR.building(snapshot)
+        yield
+        self.order = yield from gathered(ir.topological_traversal())
         self.position = [0] * len(ir)
         for position, i in enumerate(self.order):
             self.position[i] = position
-        pause()
-        self.classes, self.keys = analyze(ir, self.order, pause)
+        yield
+        self.classes, self.keys = yield from analyzing(ir, self.order)
         self.stamps = [node.stamp for node in ir.nodes]
 
         self.sink_nodes = set(ir.sinks())
         roots = [*self.sink_nodes] + [ir.index[w] for w in watched if w in ir.index]
         self.roots = frozenset(roots)
-        self.main = ir.upstream(roots, _EAGER)
+        self.main = set((yield from gathered(ir.traverse(roots, direction="up", kinds=_EAGER))))
         self.guarded_sets = self._guarded_regions(self.order)
         self.needed = self.main.union(*self.guarded_sets.values())
-        pause()
+        yield
 
         # Slots: outputs first, then inputs that read stored or fed-back values.
         self.slots: list[Any] = []
         self.out_slot: dict[tuple[int, str], int] = {}
         self.node_slots: dict[int, list[int]] = {}  # every output slot of a node
         self.aliases: set[int] = set()  # pass-through nodes sharing their source's slot
-        for count, i in enumerate(sorted(self.needed, key=self.position.__getitem__)):
-            if count & 7 == 7:
-                pause()
+        for count, i in enumerate(sorted(self.needed, key=self.position.__getitem__), 1):
+            if count % STEP_ITEMS == 0:
+                yield
             self._allocate_outputs(i)
         self.value_slot: dict[tuple[int, str], int] = {}
         self.feedback_slot: dict[tuple[int, str], int] = {}
@@ -260,9 +296,9 @@ class FlatProgram(StepProgram):
         self.pull_slots: set[int] = set()  # slots holding a lazy input's pull
         self.node_steps: dict[int, list[Step]] = {}
         self.owner: dict[int, int] = {}  # output slot -> node
-        for count, i in enumerate(self.node_slots):
-            if count & 7 == 7:
-                pause()
+        for count, i in enumerate(self.node_slots, 1):
+            if count % STEP_ITEMS == 0:
+                yield
             self.node_steps[i] = self._compile_node(i)
         # Memory plan (evaluators/_memory_plan.py): output sizes in bytes of HOT nodes (what
         # they hold now, measured again after the first frame) and the slot of each release.
@@ -272,10 +308,14 @@ class FlatProgram(StepProgram):
         self.pooled = self._pooled_states(self.main)
         self.reasons: dict[int, int] = {}  # per node, why it runs when it runs every frame
 
-    def _assemble_lists(self, pause: Pause = lambda: None, reuse: HotCode | None = None) -> None:
+    def _assemble_lists(self, reuse: HotCode | None = None) -> None:
         """The main program's step lists, without the steps of bypassed nodes, nor of what a
         bypassed node feeds when its last output went back to the pool (`_stale_output`).
         `reuse`: code of a previous list whose chunks of the same steps are taken over."""
+        finish(self._assembling(reuse))
+
+    def _assembling(self, reuse: HotCode | None) -> BuildSteps[None]:
+        """`_assemble_lists`, by steps."""
         bypassed, ids, classes = self.ctx.bypassed, self.ir.ids, self.classes
         node_steps = self.node_steps
         self.bypass_epoch = self.ctx.bypass_epoch
@@ -286,11 +326,11 @@ class FlatProgram(StepProgram):
             running = [i for i in running if ids[i] not in bypassed and i not in skipped]
         self.all_steps: list[Step] = list(chain.from_iterable(map(node_steps.__getitem__, running)))
         hot = [i for i in running if classes[i] == HOT]
-        pause()
+        yield
         self.hot_count = len(hot)
         self.hot_steps = self._memory_planned(hot)
         self._step_index: dict[int, dict[int, int]] = {}  # id of a list -> its `step_indices`
-        pause()
+        yield
         self.hot_info = self._steps_info(self.hot_steps)
         self._all_info: HotSteps | None = None  # made when caching is off
         # Generated by the build, or (after a bypass changed the list) a chunk a frame. Not for
@@ -491,13 +531,17 @@ class FlatProgram(StepProgram):
         return [entry for _, entry in sorted(found, key=lambda item: item[0])]
 
     # ----------------------------------------------------------------- context
-    def adopt_context(self, pause: Callable[[], None] | None = None) -> None:
+    def adopt_context(self) -> None:
         """Mark CONST/USER nodes whose cached result is still valid as clean and load it."""
+        finish(self._adopting_context())
+
+    def _adopting_context(self) -> BuildSteps[None]:
+        """`adopt_context`, by steps."""
         cache, ids = self.ctx.cache, self.ir.ids
         self.cache_epoch = self.ctx.cache_epoch
-        for count, i in enumerate(self.node_slots):
-            if pause is not None and count & 63 == 63:
-                pause()
+        for count, i in enumerate(self.node_slots, 1):
+            if count % (8 * STEP_ITEMS) == 0:
+                yield
             if self.classes[i] == HOT:
                 continue
             entry = cache.get(ids[i])
