@@ -26,8 +26,9 @@ downstream cone of what an edit touched; `analyze` computes everything at once f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
+from evaluators._build_steps import STEP_ITEMS, BuildSteps, finish
 from evaluators._context import CLASS_RANK, CONST, HOT, USER
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR
 from evaluators._patch_graph import PatchGraph
@@ -46,15 +47,18 @@ def node_key(type_id: str, stamp: int, inputs: tuple[object, ...]) -> int:
     return hash((type_id, stamp, inputs))
 
 
-def analyze(
-    ir: GraphIR, order: list[int], yield_point: Callable[[], None] | None = None
-) -> tuple[list[NodeClass], list[int]]:
+def analyze(ir: GraphIR, order: list[int]) -> tuple[list[NodeClass], list[int]]:
     """Class and cache key of every node of `ir`, given a topological `order`."""
+    return finish(analyzing(ir, order))
+
+
+def analyzing(ir: GraphIR, order: list[int]) -> BuildSteps[tuple[list[NodeClass], list[int]]]:
+    """`analyze`, by steps (evaluators/_build_steps.py)."""
     classes = [CONST] * len(ir)
     keys = [0] * len(ir)
-    for count, i in enumerate(order):
-        if yield_point is not None and count & 7 == 7:
-            yield_point()
+    for count, i in enumerate(order, 1):
+        if count % STEP_ITEMS == 0:
+            yield
         classes[i], keys[i] = ir_node_info(ir, i, classes, keys)
     return classes, keys
 

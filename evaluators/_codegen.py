@@ -136,22 +136,15 @@ def compile_chunk(steps: Sequence[Step]) -> tuple[Chunk, str]:
 
 
 class HotCode:
-    """The generated form of one step list: built chunk by chunk (`advance`, `generate`), run as
-    it is (chunks still missing run as the step loop) until complete (`ready`). A failure to
+    """The generated form of one step list: built chunk by chunk (`advance`, `generate`), and run
+    as it is by the step runtime (evaluators/_steps.py: chunks still missing run as the step loop)
+    until complete (`ready`). A failure to
     generate leaves `error` set and `ready` false for good: the program keeps its step loop.
     `reuse`: the code of a previous list, whose chunks of the very same steps are taken over
     instead of compiled again."""
 
-    def __init__(
-        self,
-        steps: list[Step],
-        on_failure: Callable[[int, Exception], None],
-        owner: object = None,
-        reuse: HotCode | None = None,
-    ) -> None:
+    def __init__(self, steps: list[Step], reuse: HotCode | None = None) -> None:
         self.steps = steps
-        self.on_failure = on_failure  # (step number, exception) of a step that raised
-        self.owner = owner  # the program it runs for (evaluators/_running.py asks)
         self.starts = chunk_starts(steps)  # chunk k runs steps starts[k] to starts[k + 1]
         count = len(self.starts) - 1
         self.chunks: list[Chunk | None] = [None] * count
@@ -208,34 +201,12 @@ class HotCode:
         self.sources[k] = source
         self.missing.pop()
 
-    def generate(self, pause: Callable[[], None] = lambda: None) -> None:
-        """Generate every chunk, calling `pause` between them."""
+    def generate(self) -> None:
+        """Generate every chunk (a background build advances it a chunk at a time instead)."""
         while self.pending:
             self.advance()
-            pause()
 
-    def run(self, slots: list[Any]) -> None:
-        """Run every step in order over `slots` (unless generation failed): chunks not generated
-        yet run as the step loop; a step that raises is handed to `on_failure` and the rest of
-        its chunk runs as the step loop."""
-        chunks: list[Any] = self.chunks
-        done = 0  # chunks finished
-        while True:
-            try:
-                for chunk in chunks[done:] if done else chunks:
-                    if chunk is None:
-                        self._run_loop(slots, self.starts[done], self.starts[done + 1])
-                    else:
-                        chunk(slots)
-                    done += 1
-                return
-            except Exception as problem:
-                n = self._failed_step(done, problem)
-                self.on_failure(n, problem)
-                self._run_loop(slots, n + 1, self.starts[done + 1])
-                done += 1
-
-    def _failed_step(self, chunk: int, problem: Exception) -> int:
+    def failed_step(self, chunk: int, problem: Exception) -> int:
         """The step of chunk number `chunk` that raised `problem`, from the line its traceback
         names in the chunk's code."""
         code = self.chunks[chunk].__code__  # type: ignore[union-attr]
@@ -248,16 +219,6 @@ class HotCode:
         """The step on `line` of chunk number `chunk` (its first step for an unknown line)."""
         first, last = self.starts[chunk], self.starts[chunk + 1] - 1
         return min(max(first + (line or 2) - 2, first), last)
-
-    def _run_loop(self, slots: list[Any], start: int, end: int) -> None:
-        """Steps `start` to `end` (excluded) as the step loop runs them."""
-        on_failure = self.on_failure
-        for n in range(start, end):
-            call, get, out = self.steps[n]
-            try:
-                slots[out] = call(*get(slots))
-            except Exception as problem:
-                on_failure(n, problem)
 
     def source(self) -> str:
         """All generated source so far, for tests and debugging."""

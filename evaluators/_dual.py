@@ -54,6 +54,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from evaluators._build_steps import finish
 from evaluators._context import ExecutionContext
 from evaluators._flat import FlatProgram, NotDerived, program_output
 from evaluators._graph import PatchSnapshot
@@ -90,33 +91,31 @@ class _ShortSwitchInterval:
                 sys.setswitchinterval(_ShortSwitchInterval._saved)
 
 
-def _no_pause() -> None:
-    pass
-
-
 def compile_program(
     token: int,
     snapshot: PatchSnapshot,
     ctx: ExecutionContext,
     watched: tuple[str, ...],
-    pause: Any = None,
+    between_steps: Callable[[], None] | None = None,
     previous: FlatProgram | None = None,
     code_later: bool = False,
 ) -> BuildResult:
     """Compile a flat program (from `previous` when given, for edits of up to
-    `MAX_CHANGED_BACKGROUND` of the nodes: no frame waits for it); a failure to compile is
-    reported, never raised. `code_later`: see FlatProgram."""
+    `MAX_CHANGED_BACKGROUND` of the nodes: no frame waits for it), calling `between_steps`
+    between the build's steps (evaluators/_build_steps.py), or at once without it (then with its
+    HOT code unless `code_later`); a failure to compile is reported, never raised."""
     started = time.perf_counter()
     try:
-        built = FlatProgram(
-            snapshot, ctx, watched, pause, previous=previous, code_later=code_later,
-            max_changed=MAX_CHANGED_BACKGROUND,
-        )  # fmt: skip
-        # The program runs on the frame thread from now on, where waiting for the builder's
-        # turn would stall frames (value edits walk the program's graph: many at once, e.g. live
-        # controls, took a wait of WAIT_SECONDS every few nodes).
-        built.ir.pause = _no_pause
-        program: FlatProgram | None = built
+        if between_steps is None:
+            program: FlatProgram | None = FlatProgram(
+                snapshot, ctx, watched, previous=previous, code_later=code_later,
+                max_changed=MAX_CHANGED_BACKGROUND,
+            )  # fmt: skip
+        else:
+            build = FlatProgram.building(
+                snapshot, ctx, watched, previous, max_changed=MAX_CHANGED_BACKGROUND
+            )
+            program = finish(build, between_steps)
         problem = None
     except Exception as error:  # a bug in compiling must not stop the frame loop
         program, problem = None, f"{type(error).__name__}: {error}"
@@ -225,8 +224,8 @@ class _Builder:
         self._thread.start()
 
     def _yield(self) -> None:
-        """Called often while building: every `SLICE_SECONDS`, let a frame that wants the turn
-        run first."""
+        """Called between the steps of a build (evaluators/_build_steps.py): every
+        `SLICE_SECONDS`, let a frame that wants the turn run first."""
         clock = self.turns.clock
         if clock() - self._slice_started < self.SLICE_SECONDS:
             return

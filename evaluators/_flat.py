@@ -14,6 +14,10 @@ Building a `FlatProgram` (from an immutable snapshot, on any thread):
    only through a lazy input compiles to a guarded sub-program that runs when the input is pulled
    (at most once per frame); sources of feedback inputs get one too, run after the main program.
 
+A background build runs the same code by steps (`FlatProgram.building`, a generator that yields
+after every few nodes: evaluators/_build_steps.py), so its driver decides what happens between
+them (the dual evaluator's builder waits for its turn); `FlatProgram(...)` runs them at once.
+
 Running a frame is then: dirty CONST/USER steps (rare), the HOT list, feedback captures. The HOT
 loop has no recursion, no per-node dictionary lookup and no per-step try: an exception leaves its
 output slot untouched (the last good value), is recorded, and the loop resumes after it.
@@ -69,7 +73,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluators._analysis import OWN_CLASS, analyze, ir_node_info
+from evaluators._analysis import OWN_CLASS, analyzing, ir_node_info
+from evaluators._build_steps import STEP_ITEMS, BuildSteps, finish, gathered
 from evaluators._codegen import CHUNK_STEPS, HotCode
 from evaluators._context import (
     HOT,
@@ -79,14 +84,13 @@ from evaluators._context import (
     bind_capture,
     bind_compute,
     busy_clock,
-    collector_seconds,
     default_outputs,
     error_text,
     last_output,
     slot_getter,
 )
 from evaluators._graph import EAGER, FEEDBACK, LAZY, GraphIR, PatchSnapshot
-from evaluators._incremental import MAX_CHANGED, change_since, derive
+from evaluators._incremental import MAX_CHANGED, change_since, deriving
 from evaluators._memory_budget import MemoryBudgetError
 from evaluators._memory_plan import (
     hot_dependencies,
@@ -106,18 +110,16 @@ from evaluators._profiler import (
     NONDETERMINISTIC,
     PULLED_PHASE,
     HotSteps,
-    hot_chain,
 )
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._queries import ProgramView, explain
+from evaluators._steps import Step, StepProgram
 from evaluators._view import expanded
-from nodes import Deferred, Link, NodeInstance, Patch, PatchEvent
+from nodes import Link, NodeInstance, Patch, PatchEvent
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED
-FAILED, DEFERRED = NodeStatus.FAILED, NodeStatus.DEFERRED
+FAILED = NodeStatus.FAILED
 
-Step = tuple[Callable[..., Any], Callable[[list[Any]], Any], int]
-Pause = Callable[[], None]
-_OUT = itemgetter(2)
 _EAGER = frozenset({EAGER})
 _DEPENDS = frozenset({EAGER, LAZY})
 _POOL_HOOKS = ("release_output", "gave_back")  # what a state giving targets back has
@@ -127,11 +129,6 @@ SMALL_CODE_STEPS = 4 * CHUNK_STEPS
 #: A program built from the previous one compiles this many chunks of code at once, in the build
 #: (the rest of its code was the previous program's).
 SMALL_CODE_CHUNKS = 4
-
-
-def _indices(steps: list[Step]) -> dict[int, int]:
-    """Output slot -> position of each step of a list."""
-    return dict(zip(map(_OUT, steps), range(len(steps)), strict=True))
 
 
 class NotDerived(Exception):
@@ -154,15 +151,15 @@ class _ProgramPull:
         return self.program.slots[self.slot]
 
 
-class FlatProgram:
-    """A compiled patch at one revision; see the module note."""
+class FlatProgram(StepProgram):
+    """A compiled patch at one revision; see the module note. Its step lists run in the step
+    runtime (evaluators/_steps.py), which reports a node by its index."""
 
     def __init__(
         self,
         snapshot: PatchSnapshot | PatchGraph,
         ctx: ExecutionContext,
         watched: Iterable[str] = (),
-        yield_point: Callable[[], None] | None = None,
         observer: FrameObserver | None = None,
         codegen: bool = True,
         previous: FlatProgram | None = None,
@@ -170,13 +167,49 @@ class FlatProgram:
         code_later: bool = False,
         max_changed: float = MAX_CHANGED,
     ) -> None:
-        """`snapshot`: the patch to build, or on the thread that edits, the live patch (then
-        only what changed since `previous` is copied out of it). `previous`: build from it
-        (evaluators/_incremental.py) when worth it; with `only_derived`, raise `NotDerived`
-        instead of building from scratch; `max_changed`: the share of nodes an edit may touch
-        and still be derived. `code_later`: leave generating the HOT code to whoever runs the
-        program (a background build does too)."""
-        pause = yield_point or (lambda: None)
+        """Build at once. `snapshot`: the patch to build, or on the thread that edits, the live
+        patch (then only what changed since `previous` is copied out of it). `previous`: build
+        from it (evaluators/_incremental.py) when worth it; with `only_derived`, raise
+        `NotDerived` instead of building from scratch; `max_changed`: the share of nodes an edit
+        may touch and still be derived. `code_later`: leave generating the HOT code to whoever
+        runs the program."""
+        build = self._building(
+            snapshot, ctx, watched, observer, codegen, previous, only_derived, code_later, False,
+            max_changed,
+        )  # fmt: skip
+        finish(build)
+
+    @classmethod
+    def building(
+        cls,
+        snapshot: PatchSnapshot,
+        ctx: ExecutionContext,
+        watched: Iterable[str] = (),
+        previous: FlatProgram | None = None,
+        max_changed: float = MAX_CHANGED,
+    ) -> BuildSteps[FlatProgram]:
+        """A background build, by steps (evaluators/_build_steps.py): returns the program, whose
+        HOT code is generated after it is handed over (unless a small derived build generates
+        it in its steps). `max_changed`: as for `__init__`."""
+        program = cls.__new__(cls)
+        yield from program._building(
+            snapshot, ctx, watched, None, True, previous, False, False, True, max_changed
+        )
+        return program
+
+    def _building(
+        self,
+        snapshot: PatchSnapshot | PatchGraph,
+        ctx: ExecutionContext,
+        watched: Iterable[str],
+        observer: FrameObserver | None,
+        codegen: bool,
+        previous: FlatProgram | None,
+        only_derived: bool,
+        code_later: bool,
+        background: bool,
+        max_changed: float,
+    ) -> BuildSteps[None]:
         self.codegen = codegen  # run the HOT list as generated code (evaluators/_codegen.py)
         # Statuses, errors and run counts go to the observer (`report_to` hands them over).
         self.observer = observer if observer is not None else FrameObserver()
@@ -191,7 +224,7 @@ class FlatProgram:
         self.derive_error: str | None = None  # why deriving failed (a full build followed)
         if previous is not None and change is not None:
             try:
-                derive(self, previous, change, watched, pause)
+                yield from deriving(self, previous, change, watched)
                 self.derived = True
             except Exception as problem:  # e.g. a cycle: the full build reports it as it does
                 self.derive_error = error_text(problem)
@@ -201,17 +234,17 @@ class FlatProgram:
         if not self.derived:
             if not isinstance(snapshot, PatchSnapshot):
                 snapshot = PatchSnapshot.of(snapshot)
-            self._compile(snapshot, watched, pause)
+            yield from self._compiling(snapshot, watched)
         self.in_order = [i for i in self.order if i in self.main]
-        pause()
-        self._assemble_lists(pause, previous.hot_code if self.derived and previous else None)
+        yield
+        yield from self._assembling(previous.hot_code if self.derived and previous else None)
         code = self.hot_code
         if code is not None:
-            at_once = yield_point is None or (
-                self.derived and len(code.missing) <= SMALL_CODE_CHUNKS
-            )
+            at_once = not background or (self.derived and len(code.missing) <= SMALL_CODE_CHUNKS)
             if at_once and not code_later:
-                code.generate(pause)
+                while code.pending:
+                    code.advance()
+                    yield
             else:  # generated after the program is handed over, on another thread
                 code.background = True
         self.guarded = {
@@ -230,37 +263,37 @@ class FlatProgram:
         self.serial = 0
         self.caching = True
         self.timing = False  # time the next frame's HOT steps one by one
-        self.adopt_context(pause)
+        yield from self._adopting_context()
 
     # ----------------------------------------------------------------- building
-    def _compile(self, snapshot: PatchSnapshot, watched: Iterable[str], pause: Pause) -> None:
-        """Build everything from the snapshot (see the module note)."""
-        ir = self.ir = GraphIR(snapshot, pause)
-        pause()
-        self.order = ir.topological_order()
+    def _compiling(self, snapshot: PatchSnapshot, watched: Iterable[str]) -> BuildSteps[None]:
+        """Build everything from the snapshot (see the module note), by steps."""
+        ir = self.ir = yield from GraphIR.building(snapshot)
+        yield
+        self.order = yield from gathered(ir.topological_traversal())
         self.position = [0] * len(ir)
         for position, i in enumerate(self.order):
             self.position[i] = position
-        pause()
-        self.classes, self.keys = analyze(ir, self.order, pause)
+        yield
+        self.classes, self.keys = yield from analyzing(ir, self.order)
         self.stamps = [node.stamp for node in ir.nodes]
 
         self.sink_nodes = set(ir.sinks())
         roots = [*self.sink_nodes] + [ir.index[w] for w in watched if w in ir.index]
         self.roots = frozenset(roots)
-        self.main = ir.upstream(roots, _EAGER)
+        self.main = set((yield from gathered(ir.traverse(roots, direction="up", kinds=_EAGER))))
         self.guarded_sets = self._guarded_regions(self.order)
         self.needed = self.main.union(*self.guarded_sets.values())
-        pause()
+        yield
 
         # Slots: outputs first, then inputs that read stored or fed-back values.
         self.slots: list[Any] = []
         self.out_slot: dict[tuple[int, str], int] = {}
         self.node_slots: dict[int, list[int]] = {}  # every output slot of a node
         self.aliases: set[int] = set()  # pass-through nodes sharing their source's slot
-        for count, i in enumerate(sorted(self.needed, key=self.position.__getitem__)):
-            if count & 7 == 7:
-                pause()
+        for count, i in enumerate(sorted(self.needed, key=self.position.__getitem__), 1):
+            if count % STEP_ITEMS == 0:
+                yield
             self._allocate_outputs(i)
         self.value_slot: dict[tuple[int, str], int] = {}
         self.feedback_slot: dict[tuple[int, str], int] = {}
@@ -268,9 +301,9 @@ class FlatProgram:
         self.pull_slots: set[int] = set()  # slots holding a lazy input's pull
         self.node_steps: dict[int, list[Step]] = {}
         self.owner: dict[int, int] = {}  # output slot -> node
-        for count, i in enumerate(self.node_slots):
-            if count & 7 == 7:
-                pause()
+        for count, i in enumerate(self.node_slots, 1):
+            if count % STEP_ITEMS == 0:
+                yield
             self.node_steps[i] = self._compile_node(i)
         # Memory plan (evaluators/_memory_plan.py): output sizes in bytes of HOT nodes (what
         # they hold now, measured again after the first frame) and the slot of each release.
@@ -280,10 +313,14 @@ class FlatProgram:
         self.pooled = self._pooled_states(self.main)
         self.reasons: dict[int, int] = {}  # per node, why it runs when it runs every frame
 
-    def _assemble_lists(self, pause: Pause = lambda: None, reuse: HotCode | None = None) -> None:
+    def _assemble_lists(self, reuse: HotCode | None = None) -> None:
         """The main program's step lists, without the steps of bypassed nodes, nor of what a
         bypassed node feeds when its last output went back to the pool (`_stale_output`).
         `reuse`: code of a previous list whose chunks of the same steps are taken over."""
+        finish(self._assembling(reuse))
+
+    def _assembling(self, reuse: HotCode | None) -> BuildSteps[None]:
+        """`_assemble_lists`, by steps."""
         bypassed, ids, classes = self.ctx.bypassed, self.ir.ids, self.classes
         node_steps = self.node_steps
         self.bypass_epoch = self.ctx.bypass_epoch
@@ -294,22 +331,31 @@ class FlatProgram:
             running = [i for i in running if ids[i] not in bypassed and i not in skipped]
         self.all_steps: list[Step] = list(chain.from_iterable(map(node_steps.__getitem__, running)))
         hot = [i for i in running if classes[i] == HOT]
-        pause()
+        yield
         self.hot_count = len(hot)
         self.hot_steps = self._memory_planned(hot)
-        self._step_index: dict[int, dict[int, int]] = {}  # id of a list -> its `_indices`
-        pause()
+        self._step_index: dict[int, dict[int, int]] = {}  # id of a list -> its `step_indices`
+        yield
         self.hot_info = self._steps_info(self.hot_steps)
         self._all_info: HotSteps | None = None  # made when caching is off
         # Generated by the build, or (after a bypass changed the list) a chunk a frame. Not for
         # lists that give GPU targets back: a failure there stops its cone (`_stale_output`),
         # which only the step loop does.
         generate = self.codegen and not self.released
-        self.hot_code = HotCode(self.hot_steps, self._hot_failed, self, reuse) if generate else None
+        self.hot_code = HotCode(self.hot_steps, reuse) if generate else None
 
-    def _hot_failed(self, n: int, problem: Exception) -> None:
-        """A step of the generated HOT code raised: recorded as the step loop does."""
-        self._record_failure(self.owner[self.hot_steps[n][2]], problem)
+    # ----------------------------------------------------------------- the step runtime's hooks
+    def step_owners(self) -> dict[int, int]:
+        return self.owner
+
+    def step_node_id(self, node: int) -> str:
+        return self.ir.ids[node]
+
+    def step_deferred(self, node: int) -> None:
+        self.tainted.add(node)
+
+    def stale_cone(self, node: int) -> set[int]:
+        return self._hot_cone(node) if self._stale_output(node) else set()
 
     def _pooled_states(self, nodes: Iterable[int]) -> dict[int, Any]:
         """The states of main HOT nodes among `nodes` that can give their output back to the
@@ -384,7 +430,7 @@ class FlatProgram:
     def _steps_info(self, steps: list[Step]) -> HotSteps:
         """What the profiler records for a step list: node and reason per step (static)."""
         owner, ids, reasons = self.owner, self.ir.ids, self.reasons
-        nodes = list(map(owner.__getitem__, map(_OUT, steps)))
+        nodes = [owner[out] for _, _, out in steps]
         reasons.update((i, self._reason(i)) for i in set(nodes).difference(reasons))
         return HotSteps(list(map(ids.__getitem__, nodes)), list(map(reasons.__getitem__, nodes)))
 
@@ -490,13 +536,17 @@ class FlatProgram:
         return [entry for _, entry in sorted(found, key=lambda item: item[0])]
 
     # ----------------------------------------------------------------- context
-    def adopt_context(self, pause: Callable[[], None] | None = None) -> None:
+    def adopt_context(self) -> None:
         """Mark CONST/USER nodes whose cached result is still valid as clean and load it."""
+        finish(self._adopting_context())
+
+    def _adopting_context(self) -> BuildSteps[None]:
+        """`adopt_context`, by steps."""
         cache, ids = self.ctx.cache, self.ir.ids
         self.cache_epoch = self.ctx.cache_epoch
-        for count, i in enumerate(self.node_slots):
-            if pause is not None and count & 63 == 63:
-                pause()
+        for count, i in enumerate(self.node_slots, 1):
+            if count % (8 * STEP_ITEMS) == 0:
+                yield
             if self.classes[i] == HOT:
                 continue
             entry = cache.get(ids[i])
@@ -654,13 +704,13 @@ class FlatProgram:
         if self.timing or profiler.timing:
             self.timing = False
             mark = profiler.since()
-            starts, times = self._run_timed(steps)
+            starts, times = self.run_timed(steps)
             profiler.hot_ran(info, started, busy_clock() - started, starts, times, mark)
             return
         if code is not None and code.error is None:
-            code.run(self.slots)  # chunks not generated yet run as the step loop
+            self.run_code(code)  # chunks not generated yet run as the step loop
         else:
-            self._run_list(steps)
+            self.run_list(steps)
         took = busy_clock() - started
         if took > self.ctx.time_budget:
             self.timing = True
@@ -668,104 +718,9 @@ class FlatProgram:
         if code is not None and code.pending and not code.background:
             code.advance()  # not generated by a build (a bypass changed the list): a chunk a frame
 
-    def _run_list(self, steps: list[Step]) -> None:
-        slots = self.slots
-        start = 0
-        while True:
-            try:
-                for call, get, out in steps[start:] if start else steps:
-                    slots[out] = call(*get(slots))
-                return
-            except Exception as problem:
-                i = self.owner[out]
-                self._record_failure(i, problem)
-                start = self._position(steps, out) + 1
-                if self._stale_output(i):
-                    self._run_skipping(steps[start:], self._hot_cone(i))
-                    return
-
-    def _position(self, steps: list[Step], out: int) -> int:
-        """Where the step writing `out` is in `steps` (a list of this program's, indexed on the
-        first failure in it)."""
-        index = self._step_index.get(id(steps))
-        if index is None:
-            index = self._step_index[id(steps)] = _indices(steps)
-        return index[out]
-
     def _hot_cone(self, i: int) -> set[int]:
         """The nodes downstream of `i` (eager and lazy links)."""
         return set(self.ir.traverse([i], kinds=_DEPENDS)) - {i}
-
-    def _run_skipping(self, steps: list[Step], skipped: set[int]) -> None:
-        """The rest of a HOT list after a failed node whose last output went back to the pool
-        (`_stale_output`): what it feeds does not run this frame (it would read a target another
-        node drew into) and keeps what it showed last."""
-        slots, owner = self.slots, self.owner
-        for call, get, out in steps:
-            i = owner[out]
-            if i in skipped:
-                continue
-            try:
-                slots[out] = call(*get(slots))
-            except Exception as problem:
-                self._record_failure(i, problem)
-                if self._stale_output(i):
-                    skipped |= self._hot_cone(i)
-
-    def _run_timed(self, steps: list[Step]) -> tuple[np.ndarray, np.ndarray]:
-        """The HOT loop with a clock read after each step: bypasses the nodes over the budget.
-        Returns the start (on `busy_clock`) and the seconds of each step.
-
-        One `perf_counter` read a step, the differences taken afterwards; a step over the budget
-        in a frame the garbage collector ran in is not bypassed but timed again next frame. The
-        loop does nothing else until a step raises (`_run_timed_after`)."""
-        slots, clock = self.slots, time.perf_counter
-        collected = collector_seconds()
-        offset = busy_clock() - clock()
-        stamps = [clock()]
-        stamp = stamps.append
-        try:
-            for call, get, out in steps:
-                slots[out] = call(*get(slots))
-                stamp(clock())
-        except Exception as problem:
-            self._run_timed_after(steps, len(stamps) - 1, problem, stamps)
-        ends = np.asarray(stamps)
-        times = np.diff(ends)
-        over = np.flatnonzero(times > self.ctx.time_budget)
-        if over.size and collector_seconds() != collected:
-            self.timing = True  # the collector ran: time the steps again
-        elif over.size:
-            for k in over.tolist():
-                self._bypass(self.owner[steps[k][2]], float(times[k]))
-        return ends[:-1] + offset, times
-
-    def _run_timed_after(
-        self, steps: list[Step], failed: int, problem: Exception, stamps: list[float]
-    ) -> None:
-        """The rest of a timed HOT list from step `failed`, which raised `problem`: what a failed
-        node with a stale output feeds is skipped (as in `_run_skipping`); a clock read is
-        appended to `stamps` after each step."""
-        slots, clock, stamp, owner = self.slots, time.perf_counter, stamps.append, self.owner
-        i = owner[steps[failed][2]]
-        self._record_failure(i, problem)
-        skipped = self._hot_cone(i) if self._stale_output(i) else set()
-        stamp(clock())
-        for call, get, out in steps[failed + 1 :]:
-            i = owner[out]
-            if i not in skipped:
-                try:
-                    slots[out] = call(*get(slots))
-                except Exception as raised:
-                    self._record_failure(i, raised)
-                    if self._stale_output(i):
-                        skipped |= self._hot_cone(i)
-            stamp(clock())
-
-    def _bypass(self, i: int, seconds: float) -> None:
-        node_id = self.ir.ids[i]
-        self.observer.status[node_id] = FAILED
-        self.observer.errors[node_id] = self.ctx.bypass(node_id, seconds)
 
     def _run_steps_timed(
         self, i: int, reason: int, detail: str | None, phase: str
@@ -776,19 +731,12 @@ class FlatProgram:
         mark = profiler.since()
         before = self._outputs_of(i)
         started = busy_clock()
-        failed: Exception | None = None
-        for call, get, out in self.node_steps[i]:
-            try:
-                self.slots[out] = call(*get(self.slots))
-            except Exception as problem:
-                self._record_failure(i, problem)
-                failed = problem
-                break
-        else:
+        failed = self.run_node_steps(self.node_steps[i])
+        if failed is None:
             failed = self._charge(i, before)
         took = busy_clock() - started
         if took > self.ctx.time_budget:
-            self._bypass(i, took)
+            self.bypass(i, took)
         own = took - profiler.nested_seconds(mark)  # lazy inputs it pulled are recorded apart
         profiler.ran(self.ir.ids[i], started, own, reason, detail, phase)
         return failed
@@ -837,15 +785,6 @@ class FlatProgram:
         i = self.ir.index.get(node_id)
         if i is not None:
             self._mark_dirty(i)
-
-    def _record_failure(self, i: int, problem: Exception) -> None:
-        node_id = self.ir.ids[i]
-        if isinstance(problem, Deferred):
-            self.observer.status[node_id] = DEFERRED
-            self.tainted.add(i)
-        else:
-            self.observer.status[node_id] = FAILED
-            self.observer.errors[node_id] = error_text(problem)
 
     def _run_cold(self, i: int, phase: str) -> None:
         """Run a CONST/USER node and cache its result, unless something it read is unsettled."""
@@ -1008,24 +947,10 @@ class FlatProgram:
         return self.observer.error(node_id, self.status(node_id), self.ctx.bypassed, None)
 
     def explain(self, node_id: str) -> list[str]:
-        """Why the node runs (or is served from its cache), in plain words (see
-        `Profiler.explain`)."""
-        i = self.ir.index[node_id]
-        ir, classes = self.ir, self.classes
-        cls = classes[i]
-
-        def hot_sources(node: str) -> list[str]:
-            edges = ir.in_edges[ir.index[node]]
-            return [ir.ids[e.src] for e in edges if e.kind != FEEDBACK and classes[e.src] == HOT]
-
-        def own_hot(node: str) -> bool:
-            return OWN_CLASS[ir.nodes[ir.index[node]].spec.determinism] == HOT
-
-        chain = hot_chain(node_id, hot_sources, own_hot) if cls == HOT else [node_id]
-        return self.observer.profiler.explain(
-            node_id, cls, chain, ir.nodes[ir.index[chain[0]]].spec.id, self.status(node_id),
-            self.ctx.bypassed.get(node_id), self.ctx.frame,
-        )  # fmt: skip
+        """Why the node runs (or is served from its cache), in plain words
+        (evaluators/_queries.py)."""
+        view = ProgramView(self.ir, self.classes)
+        return explain(view, node_id, self.status(node_id), self.observer, self.ctx)
 
 
 def program_output(

@@ -24,18 +24,15 @@ input links of the nodes whose stamps changed are read again.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+from evaluators._build_steps import STEP_ITEMS, BuildSteps, finish
 from evaluators._patch_graph import PatchGraph
 from nodes import Link, NodeSpec, PinSpec
 
 EAGER, LAZY, FEEDBACK = 0, 1, 2
-
-
-def _no_pause() -> None:
-    pass
 
 
 class NodeSnapshot(NamedTuple):
@@ -82,9 +79,18 @@ class Edge(NamedTuple):
 class GraphIR:
     """Integer-indexed nodes and typed edges of a snapshot, plus traversal."""
 
-    def __init__(self, snapshot: PatchSnapshot, pause: Callable[[], None] = _no_pause) -> None:
+    def __init__(self, snapshot: PatchSnapshot) -> None:
+        finish(self._filling(snapshot))
+
+    @classmethod
+    def building(cls, snapshot: PatchSnapshot) -> BuildSteps[GraphIR]:
+        """The graph of `snapshot`, made by steps (evaluators/_build_steps.py)."""
+        ir = cls.__new__(cls)
+        yield from ir._filling(snapshot)
+        return ir
+
+    def _filling(self, snapshot: PatchSnapshot) -> BuildSteps[None]:
         self.links: Collection[Link] = snapshot.links
-        self.pause = pause  # called now and then by long loops (see the dual evaluator)
         self.nodes: Sequence[NodeSnapshot] = snapshot.nodes
         self.ids = [node.id for node in snapshot.nodes]
         self.index = {node_id: i for i, node_id in enumerate(self.ids)}
@@ -92,9 +98,9 @@ class GraphIR:
         self.out_edges: list[list[Edge]] = [[] for _ in self.ids]
         self.dead: frozenset[int] = frozenset()  # indices of removed nodes (derived graphs)
         self.not_eager = 0  # how many lazy and feedback edges there are
-        for count, link in enumerate(snapshot.links):
-            if count & 7 == 7:
-                pause()
+        for count, link in enumerate(snapshot.links, 1):
+            if count % STEP_ITEMS == 0:
+                yield
             edge = self._edge(link)
             self.in_edges[edge.dst].append(edge)
             self.out_edges[edge.src].append(edge)
@@ -116,7 +122,6 @@ class GraphIR:
         added: list[NodeSnapshot],
         removed: list[int],
         links_into: dict[str, list[Link]],
-        pause: Callable[[], None] = _no_pause,
     ) -> GraphIR:
         """The graph of a newer patch with these `links`, made from `previous` (see the module
         note): `changed` maps
@@ -124,7 +129,7 @@ class GraphIR:
         links are the same, `added` lists new nodes, `removed` the indices that are gone, and
         `links_into` the links into every changed or added node (by id)."""
         ir = cls.__new__(cls)
-        ir.links, ir.pause = links, pause
+        ir.links = links
         nodes = ir.nodes = list(previous.nodes)
         ids, index = ir.ids, ir.index = list(previous.ids), dict(previous.index)
         in_edges, out_edges = ir.in_edges, ir.out_edges = (
@@ -216,9 +221,7 @@ class GraphIR:
         waiting: dict[int, int] = {}
         if strategy == "last":
             region = set(self.traverse(root_list, direction=direction, kinds=kinds))
-            for count, node in enumerate(region):
-                if count & 63 == 63:
-                    self.pause()
+            for node in region:
                 waiting[node] = sum(
                     1
                     for edge in backward[node]
@@ -229,12 +232,8 @@ class GraphIR:
         frontier: deque[int] = deque(root_list)
         pop = frontier.pop if order == "dfs" else frontier.popleft
         seen: set[int] = set(root_list)
-        pause, count = self.pause, 0
         while frontier:
             node = pop()
-            count += 1
-            if count & 7 == 0:
-                pause()
             yield node
             following = [next_of(e) for e in forward[node] if e.kind in kinds]
             if order == "dfs":
@@ -253,7 +252,13 @@ class GraphIR:
 
     def topological_order(self, kinds: frozenset[int] = frozenset({EAGER, LAZY})) -> list[int]:
         """All nodes, every node after the sources of its links of `kinds` (Kahn's algorithm)."""
-        return list(self.traverse(self.sources_over(kinds), strategy="last", kinds=kinds))
+        return list(self.topological_traversal(kinds))
+
+    def topological_traversal(
+        self, kinds: frozenset[int] = frozenset({EAGER, LAZY})
+    ) -> Iterator[int]:
+        """`topological_order`, node by node."""
+        return self.traverse(self.sources_over(kinds), strategy="last", kinds=kinds)
 
     def sources_over(self, kinds: frozenset[int]) -> list[int]:
         dead = self.dead

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluators._analysis import ir_node_info
+from evaluators._build_steps import BuildSteps
 from evaluators._context import CONST
 from evaluators._graph import EAGER, FEEDBACK, LAZY, Edge, GraphIR, NodeSnapshot, PatchSnapshot
 from evaluators._memory_plan import value_bytes
@@ -135,18 +136,18 @@ def _snapshot_of(node: Any) -> NodeSnapshot:
     return NodeSnapshot(node.id, node.spec, node.values, node.inputs, node.stamp)
 
 
-def derive(
+def deriving(
     program: FlatProgram,
     previous: FlatProgram,
     change: Change,
     watched: Iterable[str],
-    pause: Callable[[], None],
-) -> None:
-    """Fill `program` with what `previous` had, changed as `change` says; see the module note."""
+) -> BuildSteps[None]:
+    """Fill `program` with what `previous` had, changed as `change` says; see the module note.
+    Yields between its steps (evaluators/_build_steps.py)."""
     old_ir = previous.ir
     ir = program.ir = GraphIR.derived(
         old_ir, change.links, change.changed, change.renewed, change.added, change.removed,
-        change.links_into, pause,
+        change.links_into,
     )  # fmt: skip
     program.link_set = change.links
     first_new = len(old_ir)
@@ -156,12 +157,12 @@ def derive(
     program.stamps = previous.stamps + [0] * len(new)
     for i in touched:
         program.stamps[i] = ir.nodes[i].stamp
-    pause()
+    yield
     program.order, program.position = _mended_order(previous, ir, change, new)
     program.classes = previous.classes + [CONST] * len(new)
     program.keys = previous.keys + [0] * len(new)
     reclassed = _reanalyze(program, touched, first_new, previous.reasons)
-    pause()
+    yield
 
     sinks = {i for i in previous.sink_nodes if i not in removed and ir.nodes[i].spec.sink}
     sinks.update(i for i in touched if ir.nodes[i].spec.sink)
@@ -171,7 +172,7 @@ def derive(
     guarded = program._guarded_regions(program.order) if ir.not_eager else {}
     program.guarded_sets = guarded
     program.needed = program.main.union(*guarded.values())
-    pause()
+    yield
     _mend_slots(program, previous, touched, removed)
     # Nodes that may now give their output back to the pool, or no longer.
     recheck = (program.main - previous.main) | reclassed | program.unmeasured

@@ -47,8 +47,6 @@ from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
 
-import numpy as np
-
 from evaluators._analysis import OWN_CLASS, LiveAnalysis
 from evaluators._context import (
     _COLLECTOR_TIME,
@@ -59,7 +57,6 @@ from evaluators._context import (
     bind_capture,
     bind_compute,
     busy_clock,
-    collector_seconds,
     default_outputs,
     error_text,
     last_output,
@@ -72,9 +69,10 @@ from evaluators._profiler import (
     NONDETERMINISTIC,
     FrameRecord,
     HotSteps,
-    hot_chain,
 )
 from evaluators._protocol import EvaluatorMode, NodeClass, NodeStatus
+from evaluators._queries import PatchView, explain
+from evaluators._steps import StepProgram
 from evaluators._view import expanded
 from nodes import Deferred, Link, Patch, PatchEvent
 
@@ -184,19 +182,21 @@ def _as_tuple(fn: Callable[..., Any]) -> Callable[..., tuple[Any, ...]]:
     return call
 
 
-class _Replay:
+class _Replay(StepProgram):
     """A recorded root phase as a step list over slots: `slots[out] = call(*get(slots))`, as a
-    flat program's HOT list (see the module note). Made on the first frame that replays a
-    schedule and dropped with it."""
+    flat program's HOT list (see the module note), run by the step runtime
+    (evaluators/_steps.py), which reports a node by its id. Made on the first frame that replays
+    a schedule and dropped with it."""
 
     __slots__ = (
-        "_failure_maps", "fed", "held", "hit_ids", "hits", "hot", "hot_for", "multi", "read",
-        "replayed_at", "run_plans", "single", "slots", "statuses", "step_plans", "steps",
-        "timing", "write_held", "write_read",
+        "_owners", "_step_index", "ctx", "deferred", "fed", "held", "hit_ids", "hits", "hot",
+        "hot_for", "multi", "observer", "read", "replayed_at", "run_plans", "single", "slots",
+        "statuses", "step_plans", "steps", "write_held", "write_read",
     )  # fmt: skip
 
     def __init__(self, evaluator: LazyEvaluator, schedule: list[_Step]) -> None:
         # Made in the frame after a walk: kept to a few operations per step.
+        self.ctx, self.observer = evaluator.ctx, evaluator.observer
         evaluator.ctx.write_outputs()
         outputs = evaluator._outputs
         slots: list[Any] = []
@@ -283,7 +283,9 @@ class _Replay:
                 add_plan(plan)
         statuses.update(dict.fromkeys([plan.node_id for plan in self.run_plans], OK))
         self.statuses = statuses
-        self._failure_maps: tuple[dict[int, str], dict[int, int]] | None = None
+        self._owners: dict[int, str] | None = None  # out slot -> node id, on the first failure
+        self._step_index: dict[int, dict[int, int]] = {}
+        self.deferred: list[str] = []  # nodes deferred in this replay
         self.slots = slots
         self.hit_ids = [node_id for node_id, _, _ in self.hits]
         self.single, self.multi = single, multi
@@ -336,16 +338,16 @@ class _Replay:
         profiler = observer.profiler
         if self.hits:
             profiler.hits_served(self.hit_ids)
-        deferred: list[str] = []
+        deferred = self.deferred
         started = busy_clock()
         if self.timing or profiler.timing:
             self.timing = False
-            starts, times = self._run_timed(evaluator, deferred)
+            starts, times = self.run_timed(self.steps)
             took = busy_clock() - started
             if profiler.current is not None:
                 profiler.hot_ran(self._hot_steps(profiler), started, took, starts, times)
         else:
-            self._run(evaluator, deferred)
+            self.run_list(self.steps)
             took = busy_clock() - started
             if took > ctx.time_budget:
                 self.timing = True  # the next replay finds the node and bypasses it
@@ -355,74 +357,22 @@ class _Replay:
         ctx.hold_outputs(self.held, self.write_held)
         if deferred:
             self._unsettle(evaluator._unsettled, deferred)
+            deferred.clear()
         observer.nodes_run += len(self.run_plans)
         self.replayed_at = ctx.frames_run
         return True
 
-    def _run(self, evaluator: LazyEvaluator, deferred: list[str]) -> None:
-        """The steps in order; a step that raises keeps its slot (the last good output), is
-        reported, and the loop resumes after it."""
-        steps, slots = self.steps, self.slots
-        start = 0
-        while True:
-            try:
-                for call, get, out in steps[start:] if start else steps:
-                    slots[out] = call(*get(slots))
-                return
-            except Exception as problem:
-                self._failed(evaluator, out, problem, deferred)
-                start = self._failure_map()[1][out] + 1
-
-    def _run_timed(
-        self, evaluator: LazyEvaluator, deferred: list[str]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The steps with a clock read after each, bypassing a node over the budget; returns
-        the start (on `busy_clock`) and the seconds of each step. In a frame the garbage
-        collector ran in, a step over the budget is not bypassed but timed again next frame."""
-        steps, slots, clock = self.steps, self.slots, time.perf_counter
-        collected = collector_seconds()
-        offset = busy_clock() - clock()
-        stamps = [clock()]
-        stamp = stamps.append
-        for call, get, out in steps:
-            try:
-                slots[out] = call(*get(slots))
-            except Exception as problem:
-                self._failed(evaluator, out, problem, deferred)
-            stamp(clock())
-        ends = np.asarray(stamps)
-        times = np.diff(ends)
-        ctx = evaluator.ctx
-        over = np.flatnonzero(times > ctx.time_budget)
-        if over.size and collector_seconds() != collected:
-            self.timing = True
-        elif over.size:
-            observer = evaluator.observer
-            for k in over.tolist():
-                node_id = self.step_plans[k].node_id
-                observer.status[node_id] = FAILED
-                observer.errors[node_id] = ctx.bypass(node_id, float(times[k]))
-        return ends[:-1] + offset, times
-
-    def _failed(
-        self, evaluator: LazyEvaluator, out: int, problem: Exception, deferred: list[str]
-    ) -> None:
-        node_id = self._failure_map()[0][out]
-        observer = evaluator.observer
-        if isinstance(problem, Deferred):
-            observer.status[node_id] = DEFERRED
-            deferred.append(node_id)
-        else:
-            observer.status[node_id] = FAILED
-            observer.errors[node_id] = error_text(problem)
-
-    def _failure_map(self) -> tuple[dict[int, str], dict[int, int]]:
-        """Per out slot: its node and its step number (made on the first failure)."""
-        if self._failure_maps is None:
+    def step_owners(self) -> dict[int, str]:
+        if self._owners is None:
             pairs = zip(self.steps, self.step_plans, strict=True)
-            owner = {out: plan.node_id for (_, _, out), plan in pairs}
-            self._failure_maps = (owner, {out: k for k, (_, _, out) in enumerate(self.steps)})
-        return self._failure_maps
+            self._owners = {out: plan.node_id for (_, _, out), plan in pairs}
+        return self._owners
+
+    def step_node_id(self, node: str) -> str:
+        return node
+
+    def step_deferred(self, node: str) -> None:
+        self.deferred.append(node)
 
     def _unsettle(self, unsettled: set[str], deferred: list[str]) -> None:
         """Mark the deferred nodes and what they feed in this frame as unsettled."""
@@ -477,6 +427,7 @@ class LazyEvaluator:
         self._outputs = self.ctx.outputs
         self.ctx.folder = patch.folder
         self.analysis = LiveAnalysis(patch)
+        self.queries = PatchView(patch, self.analysis)
         self.last_frame_seconds = 0.0
         self._plans: dict[str, _Plan] = {}
         self._watched: tuple[str, ...] = ()
@@ -584,28 +535,11 @@ class LazyEvaluator:
         return self.analysis.node_class(node_id)
 
     def explain(self, node_id: str) -> list[str]:
-        """Why the node runs (or is served from its cache), in plain words: its class (for a HOT
-        node, the chain to the non-deterministic source), its last run and its reason."""
+        """Why the node runs (or is served from its cache), in plain words
+        (evaluators/_queries.py): its class (for a HOT node, the chain to the non-deterministic
+        source), its last run and its reason."""
         self.patch.node(node_id)
-        cls = self.analysis.node_class(node_id)
-        chain = hot_chain(node_id, self._hot_sources, self._own_hot) if cls == HOT else [node_id]
-        return self.observer.profiler.explain(
-            node_id, cls, chain, self.patch.nodes[chain[0]].spec.id, self.status(node_id),
-            self.ctx.bypassed.get(node_id), self.ctx.frame,
-        )  # fmt: skip
-
-    def _hot_sources(self, node_id: str) -> list[str]:
-        links = self.patch.links_into(node_id)
-        return [
-            link.src
-            for pin in self.patch.nodes[node_id].inputs
-            if not pin.feedback
-            and (link := links.get(pin.name)) is not None
-            and self.analysis.node_class(link.src) == HOT
-        ]
-
-    def _own_hot(self, node_id: str) -> bool:
-        return OWN_CLASS[self.patch.nodes[node_id].spec.determinism] == HOT
+        return explain(self.queries, node_id, self.status(node_id), self.observer, self.ctx)
 
     def retry(self, node_id: str) -> None:
         """Run a node bypassed for taking too long again, from the next frame."""

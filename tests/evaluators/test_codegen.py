@@ -246,7 +246,7 @@ def test_a_step_that_is_not_over_integer_slots_is_refused() -> None:
     """A getter that does not gather integer slots cannot be generated: the code says why."""
     with pytest.raises(ValueError, match="integer slots"):
         chunk_source([(abs, lambda slots: ["S[0]"], 1)])
-    code = HotCode([(abs, lambda slots: ["S[0]"], 1)], lambda n, problem: None)
+    code = HotCode([(abs, lambda slots: ["S[0]"], 1)])
     code.generate()
     assert not code.ready and code.error is not None and "integer slots" in code.error
 
@@ -280,13 +280,16 @@ def test_sampled_frames_time_each_step_and_the_others_run_the_generated_code() -
     try:
         evaluator.run_frame(0.0, 0)
         code = hot_code_of(evaluator)
-        real_run = code.run
+        program = evaluator.program
+        assert program is not None
+        real_run = program.run_code
 
-        def counted(slots: list[Any]) -> None:
+        def counted(ran: HotCode) -> None:
+            assert ran is code
             generated_runs.append(1)
-            real_run(slots)
+            real_run(ran)
 
-        code.run = counted  # type: ignore[method-assign]
+        program.run_code = counted  # type: ignore[method-assign]
         for frame in range(1, 9):
             evaluator.run_frame(frame / 60.0, frame)
         assert len(generated_runs) == 6  # two of the eight frames were sampled

@@ -92,7 +92,7 @@ def test_a_program_that_fails_to_compile_keeps_the_patch_running_lazily(
     def broken(*args: object, **options: object) -> None:
         raise RuntimeError("compiler bug")
 
-    monkeypatch.setattr(FlatProgram, "__init__", broken)
+    monkeypatch.setattr(FlatProgram, "_building", broken)  # at once or by steps, every build
     patch = small_patch()
     dual = DualEvaluator(patch, debounce=0.0, background=background)
     for frame in range(5):

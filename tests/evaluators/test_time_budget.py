@@ -48,12 +48,17 @@ def slow_nodes() -> Iterator[None]:
             released.wait(30)
         return x
 
+    @node("test.fails", determinism=Determinism.NONDETERMINISTIC)
+    def fails(x: float = 1.0) -> float:
+        raise ValueError("fails every frame")
+
     calls.clear()
     waiting.clear()
     released.clear()
     yield
     for type_id in ("test.slow_hot", "test.slow_const", "test.collects", "test.waits"):
         del LIBRARY[type_id]
+    del LIBRARY["test.fails"]
 
 
 def make_evaluator(kind: type, patch: Patch) -> Any:
@@ -131,13 +136,19 @@ def test_time_in_the_garbage_collector_is_no_nodes_fault(kind: type) -> None:
     assert evaluator.status(collecting) == "ok"
 
 
+@pytest.mark.parametrize("after_a_failure", [False, True])
 @pytest.mark.parametrize("caching", [True, False])
-def test_the_watchdog_names_a_node_stuck_in_the_timed_loop(caching: bool) -> None:
+def test_the_watchdog_names_a_node_stuck_in_the_timed_loop(
+    caching: bool, after_a_failure: bool
+) -> None:
     """After a frame over the budget the flat program times its HOT steps one by one: a node that
-    then hangs is still named for the engine's watchdog."""
+    then hangs is still named for the engine's watchdog, also in the rest of the loop that runs
+    after a failing step."""
     patch = Patch()
     stuck = patch.add_node("test.waits", node_id="stuck")
     patch.connect(stuck, "out", patch.add_node("output.value"), "in")
+    if after_a_failure:
+        patch.connect(patch.add_node("test.fails", node_id="fails"), "out", stuck, "x")
     evaluator = FlatEvaluator(patch, caching=caching)
     evaluator.run_frame(0.0, 0)
     assert evaluator.program is not None
