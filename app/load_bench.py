@@ -225,6 +225,7 @@ def _engine_paced(size: int, fps: float = 60.0) -> Report:
         normal = statistics.median(flat)
         return {
             "normal_flat_frame_ms": normal * 1e3,
+            "normal_flat_longest_ms": max(flat) * 1e3,  # what noise alone does to a frame
             "small_edit_longest_frame_ms": max(after) * 1e3,
             "small_edit_longest_vs_flat": max(after) / max(normal, 1e-9),
             "small_edit_flat": flat_after_edit,

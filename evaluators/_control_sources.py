@@ -58,6 +58,10 @@ class ControlRuntime(Protocol):
     def set_live(self, node_id: str, pin: str, value: Any) -> None: ...
 
 
+InputNodes = list[tuple[str, Any]]
+"""(node id, node) of the input nodes a source drives, in the patch's order."""
+
+
 def input_value(instance: Any, pin: str) -> Any:
     """An input node's value for `pin` (its default when it has none)."""
     found = instance.input(pin)
@@ -77,9 +81,11 @@ class ControlSource:
     def __init__(self, runtime: ControlRuntime) -> None:
         self.runtime = runtime
 
-    def plan(self, patch: Patch, bindings: BindingsBySource) -> bool:
-        """Work out what `patch` asks of this source (its input nodes, its bindings: the
-        controls named `<name>:...` in `bindings`); True when that needs its service."""
+    def plan(self, patch: Patch, bindings: BindingsBySource, inputs: InputNodes) -> bool:
+        """Work out what `patch` asks of this source (its input nodes, `inputs`: the nodes of
+        its `input_types`, found by the runtime in one pass over the patch for all sources; its
+        bindings: the controls named `<name>:...` in `bindings`); True when that needs its
+        service."""
         return False
 
     def wanted_anyway(self) -> bool:

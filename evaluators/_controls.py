@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evaluators._control_sources import CONTROL_SOURCES, ControlFrame, ControlSource
+from evaluators._control_sources import CONTROL_SOURCES, ControlFrame, ControlSource, InputNodes
 from evaluators._services import FACTORIES, ON, WAITING
 from nodes import EditOp, Patch, PatchError, PatchEvent
 from nodes._bindings import BINDABLE_TYPES, CROSSFADER_TARGET, PRESET_TARGET, Binding
@@ -364,10 +364,18 @@ class Controls:
         self._bindings = {}
         for binding_id, binding in self.patch.bindings.items():
             self._bindings.setdefault(binding.source, []).append((binding_id, binding))
+        # One pass over the patch for every source (at 10,000 nodes, one pass per source made
+        # the frame after each structural edit 15 ms longer).
+        inputs: dict[str, InputNodes] = {name: [] for name in self._sources}
+        owner = {t: name for name, source in self._sources.items() for t in source.input_types}
+        for node_id, instance in self._patch.nodes.items():
+            name = owner.get(instance.type_id)
+            if name is not None:
+                inputs[name].append((node_id, instance))
         self._services = tuple(
             name
             for name, source in self._sources.items()
-            if source.plan(self._patch, self._bindings) and name in FACTORIES
+            if source.plan(self._patch, self._bindings, inputs[name]) and name in FACTORIES
         )
         live = set(self._patch.bindings)
         for table in (self._takeovers, self._preset_x):

@@ -763,13 +763,22 @@ class FlatProgram(StepProgram):
         so this stays a fraction of a frame. A node whose output passes the budget gets its last
         good outputs back and is bypassed from the next frame on."""
         classes, ids, index, bypassed = self.classes, self.ir.ids, self.ir.index, self.ctx.bypassed
-        owner, aliases, wanted = self.owner, self.aliases, set(nodes)
-        # One pass over the slots (not one per node): the nodes whose outputs hold an array.
-        holding = {
-            owner[slot]
-            for slot, value in enumerate(self.slots)
-            if isinstance(value, np.ndarray) and slot in owner
-        }
+        owner, aliases, wanted, slots = self.owner, self.aliases, set(nodes), self.slots
+        # The nodes whose outputs hold an array: after a full build, in one pass over the slots
+        # (not one per node); after an edit, over the slots of the few nodes it added.
+        if len(wanted) * 4 < len(slots):
+            node_slots = self.node_slots
+            holding = {
+                i
+                for i in wanted
+                if any(isinstance(slots[slot], np.ndarray) for slot in node_slots.get(i, ()))
+            }
+        else:
+            holding = {
+                owner[slot]
+                for slot, value in enumerate(slots)
+                if isinstance(value, np.ndarray) and slot in owner
+            }
         holding.update(index[node_id] for node_id in self.ctx.memory.held if node_id in index)
         counted = [i for i in holding if i in wanted and classes[i] == HOT and i not in aliases]
         for i in sorted(counted, key=self.position.__getitem__):

@@ -32,6 +32,7 @@ from evaluators._control_sources import (
     ControlFrame,
     ControlRuntime,
     ControlSource,
+    InputNodes,
     input_value,
     register_control_source,
 )
@@ -62,11 +63,9 @@ class MidiControls(ControlSource):
         self._wanted_ports: tuple[Any, frozenset[str]] = (None, frozenset())  # service, devices
         self._clock_bpm: float | None = None  # the live tempo the MIDI clock set last
 
-    def plan(self, patch: Patch, bindings: BindingsBySource) -> bool:
+    def plan(self, patch: Patch, bindings: BindingsBySource, inputs: InputNodes) -> bool:
         self._cc_inputs, self._note_inputs = {}, {}
-        for node_id, instance in patch.nodes.items():
-            if instance.type_id not in self.input_types:
-                continue
+        for node_id, instance in inputs:
             number_pin = "control" if instance.type_id == "midi.cc" else "note"
             table = self._cc_inputs if number_pin == "control" else self._note_inputs
             number = input_value(instance, number_pin)

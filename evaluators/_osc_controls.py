@@ -17,6 +17,7 @@ from evaluators._control_sources import (
     ControlFrame,
     ControlRuntime,
     ControlSource,
+    InputNodes,
     input_value,
     register_control_source,
 )
@@ -42,13 +43,12 @@ class OscControls(ControlSource):
         self._values: dict[str, float] = {}  # this frame's latest number per address
         self._arrived: Counter[str] = Counter()  # this frame's messages per address
 
-    def plan(self, patch: Patch, bindings: BindingsBySource) -> bool:
+    def plan(self, patch: Patch, bindings: BindingsBySource, inputs: InputNodes) -> bool:
         self._inputs = {}
-        for node_id, instance in patch.nodes.items():
-            if instance.type_id in self.input_types:
-                address = input_value(instance, "address")
-                if isinstance(address, str) and address.startswith("/"):
-                    self._inputs.setdefault(address, []).append(node_id)
+        for node_id, instance in inputs:
+            address = input_value(instance, "address")
+            if isinstance(address, str) and address.startswith("/"):
+                self._inputs.setdefault(address, []).append(node_id)
         bound = [s[len(self._PREFIX) :] for s in bindings if s.startswith(self._PREFIX)]
         self._addresses = frozenset((*self._inputs, *bound))
         self._active = set(self._inputs)  # loaded live pins settle to now

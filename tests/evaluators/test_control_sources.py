@@ -16,6 +16,7 @@ from evaluators._control_sources import (
     BindingsBySource,
     ControlFrame,
     ControlSource,
+    InputNodes,
 )
 from evaluators._services import FACTORIES
 from nodes import Patch, PatchValueError
@@ -44,7 +45,7 @@ class PadControls(ControlSource):
         self.bound = False
         self.rumbled: list[set[tuple[str, str]]] = []
 
-    def plan(self, patch: Patch, bindings: BindingsBySource) -> bool:
+    def plan(self, patch: Patch, bindings: BindingsBySource, inputs: InputNodes) -> bool:
         self.bound = any(source.startswith("pad:") for source in bindings)
         return self.bound
 
