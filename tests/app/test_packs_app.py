@@ -159,10 +159,10 @@ def test_the_engine_process_loads_packs_at_start_and_reloads_them_while_it_plays
         assert editor.wait(lambda: remote.output(out) == 10.0)
         write_pack(nodes_dir, 3.0)
         assert editor.wait(lambda: remote.output(out) == 15.0)
-        assert not [m for m in editor.messages if m["type"] == "error"]
+        assert not [m for m in editor.messages if m.TYPE == "error"]
         (nodes_dir / "mypack.py").write_text("def (\n")
-        assert editor.wait(lambda: any(m["type"] == "error" for m in editor.messages))
-        [error] = [m["message"] for m in editor.messages if m["type"] == "error"]
+        assert editor.wait(lambda: any(m.TYPE == "error" for m in editor.messages))
+        [error] = [m.message for m in editor.messages if m.TYPE == "error"]
         assert error.startswith("node pack 'mypack' not loaded: mypack.py:1: SyntaxError")
         assert editor.wait(lambda: remote.output(out) == 15.0)
     finally:
