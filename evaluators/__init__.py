@@ -5,34 +5,28 @@ Clients hold an `Evaluator` (the protocol every strategy satisfies) made by `mak
 Never imports Qt or NodeGraphQt.
 """
 
-from evaluators._context import (
-    CONST,
-    HOT,
-    USER,
-    ExecutionContext,
-    bind_compute,
-)
-from evaluators._controls import Controls
-from evaluators._dual import DualEvaluator
-from evaluators._factory import EVALUATOR_KINDS, EvaluatorKind, make_evaluator
-from evaluators._flat import FlatEvaluator, FlatProgram
-from evaluators._freeze import Progress, freeze
-from evaluators._graph import GraphIR, PatchSnapshot
-from evaluators._lazy import LazyEvaluator
-from evaluators._memory_order import memory_order, peak_memory
-from evaluators._observer import FrameObserver
-from evaluators._patch_graph import PatchGraph
-from evaluators._path import NodePath
-from evaluators._profiler import Profiler
-from evaluators._protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
-from evaluators._running import node_running_in
-from evaluators._services import ServiceStatus
-from evaluators._view import ExpandedPatch, inlined
+from evaluators.controls.runtime import Controls
+from evaluators.dual import DualEvaluator
+from evaluators.factory import EVALUATOR_KINDS, EvaluatorKind, make_evaluator
+from evaluators.flat.memory_order import memory_order, peak_memory
+from evaluators.flat.program import FlatEvaluator, FlatProgram
+from evaluators.freezing import Progress, freeze
+from evaluators.graph.ir import GraphIR, PatchSnapshot
+from evaluators.graph.patch_graph import PatchGraph
+from evaluators.graph.path import NodePath
+from evaluators.graph.view import ExpandedPatch, inlined
+from evaluators.insight.profiler import Profiler
+from evaluators.lazy import LazyEvaluator
+from evaluators.protocol import Evaluator, EvaluatorMode, NodeClass, NodeStatus
+from evaluators.run.context import CONST, HOT, USER, ExecutionContext, bind_compute
+from evaluators.run.observer import FrameObserver
+from evaluators.run.watchdog import node_running_in
+from evaluators.services.registry import ServiceStatus
 
 # The built-in control sources register themselves, in the order their services are opened and
 # their events taken: OSC, then MIDI.
-from evaluators import _osc_controls  # noqa: F401  # isort: skip
-from evaluators import _midi_controls  # noqa: F401  # isort: skip
+from evaluators.controls import osc  # noqa: F401  # isort: skip
+from evaluators.controls import midi  # noqa: F401  # isort: skip
 
 __all__ = [
     "CONST",

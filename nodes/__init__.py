@@ -4,7 +4,27 @@ Never imports Qt, NodeGraphQt or moderngl.
 """
 
 from nodes import library as _library  # noqa: F401  (registers the built-in node types)
-from nodes._errors import (
+from nodes.document.patch import (
+    DEFINITION_OPS,
+    Backdrop,
+    EditOp,
+    Link,
+    NodeInstance,
+    Patch,
+    PatchEvent,
+)
+from nodes.document.presets import (
+    EASINGS,
+    START_POINTS,
+    SWITCH_POINTS,
+    PresetDeck,
+    PresetPlayer,
+    Recall,
+    capture,
+    morph,
+    preset_named,
+)
+from nodes.errors import (
     CycleError,
     Deferred,
     DuplicateNodeError,
@@ -18,7 +38,7 @@ from nodes._errors import (
     UnknownPinError,
     UnsavableValueError,
 )
-from nodes._fileformat import (
+from nodes.fileformat.format import (
     load_patch,
     patch_from_dict,
     patch_from_text,
@@ -26,8 +46,8 @@ from nodes._fileformat import (
     remove_stale_temporary_files,
     save_patch,
 )
-from nodes._oklab import oklab_to_srgb, srgb_to_oklab
-from nodes._packs import (
+from nodes.oklab import oklab_to_srgb, srgb_to_oklab
+from nodes.packs import (
     PACKS,
     MissingNodeTypeError,
     PackWatcher,
@@ -38,19 +58,7 @@ from nodes._packs import (
     sync_instances,
     user_nodes_folder,
 )
-from nodes._patch import DEFINITION_OPS, Backdrop, EditOp, Link, NodeInstance, Patch, PatchEvent
-from nodes._presets import (
-    EASINGS,
-    START_POINTS,
-    SWITCH_POINTS,
-    PresetDeck,
-    PresetPlayer,
-    Recall,
-    capture,
-    morph,
-    preset_named,
-)
-from nodes._spec import (
+from nodes.spec import (
     LIBRARY,
     Determinism,
     NodeContext,
@@ -62,15 +70,8 @@ from nodes._spec import (
     get_spec,
     node,
 )
-from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
-from nodes._types import (
-    PIN_HINTS,
-    PIN_TYPES,
-    PinType,
-    is_picture,
-    pin_type,
-    register_pin_type,
-)
+from nodes.tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
+from nodes.types import PIN_HINTS, PIN_TYPES, PinType, is_picture, pin_type, register_pin_type
 
 __all__ = [
     "DEFAULT_BPM",

@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             importlib.import_module(info.name)
             imported.append(info.name)
-    assert "nodes._patch" in imported and "evaluators._dual" in imported, imported
+    assert "nodes.document.patch" in imported and "evaluators.dual" in imported, imported
     assert not any(name.startswith(("PySide6.", "NodeGraphQt.")) for name in sys.modules)
 
     from evaluators import EVALUATOR_KINDS, make_evaluator
@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent(
         evaluator.close()
     assert results == [2.0] * len(EVALUATOR_KINDS) == [2.0, 2.0, 2.0], results
 
-    from app.cli import main
+    from app.cli.main import main
     assert main(["nodes"]) == 0
     print("OK", len(imported))
     """

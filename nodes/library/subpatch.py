@@ -2,16 +2,17 @@
 
 A definition is a Patch kept in the document (`Patch.add_definition`). Its `subpatch.inlet` and
 `subpatch.outlet` nodes become the input and output pins of every `subpatch` node that names it
-(nodes._definitions derives them). Evaluators never call these compute functions for instances:
-they expand every instance into its definition's nodes (evaluators/_view.py). Run on its own, a
-definition's body still works: an inlet gives its `default`, an outlet passes its input on.
+(nodes.document.definitions derives them). Evaluators never call these compute functions for
+instances: they expand every instance into its definition's nodes (evaluators/graph/view.py). Run on
+its own, a definition's body still works: an inlet gives its `default`, an outlet passes its input
+on.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nodes._spec import node
+from nodes.spec import node
 
 
 @node(

@@ -1,7 +1,7 @@
 """Fixtures for editor tests: a shown editor window whose dialogs are answered by the test, and
 `ui`, helpers that drive the real widgets (mouse drags on the canvas viewport, key presses).
 
-The window drives an engine in the test's process (app.engine_local) through the messages of
+The window drives an engine in the test's process (app.engine.local) through the messages of
 `patchbay edit`, so editor tests run the production path: edits reach the engine's own copy of
 the patch, and what the window shows comes from the engine's reports. `run_frames` turns the
 window's loop frame by frame (each frame reported), for tests that need exactly those frames;
@@ -21,8 +21,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 import tests.qt_setup  # noqa: F401  (before any QApplication exists)
-from app.engine_local import LocalEngineLink
-from app.qt_editor import QtEditorWindow
+from app.engine.local import LocalEngineLink
+from app.qt.window import QtEditorWindow
 from nodes import Patch
 from tests.waiting import TIMEOUT_S, wait_for
 
@@ -63,7 +63,7 @@ def make_editor(
     qtbot: Any, state_dir: Path, dialogs: ScriptedDialogs, engine: Any = None
 ) -> QtEditorWindow:
     """A shown editor window driving `engine` (a test's fake engine), else an engine in this
-    process (app.engine_local): the messages of `patchbay edit`, without the engine process."""
+    process (app.engine.local): the messages of `patchbay edit`, without the engine process."""
     window = QtEditorWindow(state_dir, engine=engine if engine is not None else LocalEngineLink())
     dialogs.install(window)
     qtbot.addWidget(window)

@@ -1,6 +1,6 @@
 """Run by test_editor_gpu.py in a subprocess on an X display with two screens: opens the editor on
 a GPU example patch, driving an engine in its process with a GL service and an output window
-(app.qt_output_host), checks what the engine's pictures show in the Preview and Output panels and
+(app.qt.output_host), checks what the engine's pictures show in the Preview and Output panels and
 the node thumbnails, and what its output window shows, against the patch's textures read back from
 the GL service, saves a screenshot of the whole editor, and prints a JSON report.
 
@@ -21,9 +21,9 @@ from PySide6.QtGui import QGuiApplication, QImage, QKeyEvent, QWindow
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
-from app.editor import open_editor
-from app.qt_output import configure_qt_gl
-from app.qt_output_host import local_engine_with_output
+from app.qt.launch import open_editor
+from app.qt.output import configure_qt_gl
+from app.qt.output_host import local_engine_with_output
 from tests.waiting import wait_for, wait_until
 
 

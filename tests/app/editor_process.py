@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EDITOR_SCRIPT = """
 import os, sys
 from pathlib import Path
-from app.session import EditorSession
+from app.session.session import EditorSession
 from nodes import Patch
 session = EditorSession(Path(sys.argv[1]))
 patch = Patch()

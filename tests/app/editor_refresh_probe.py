@@ -1,5 +1,5 @@
 """Run by test_editor_refresh.py in a subprocess on an X display: the editor drives an engine in
-its process with a GL service (app.qt_output_host) that plays a patch where a constant shader's
+its process with a GL service (app.qt.output_host) that plays a patch where a constant shader's
 texture is then released, as a failed reallocation leaves it, and runs 100 more turns of the
 window's loop; prints a JSON report of what escaped and what kept updating. Its stderr is the
 editor's and the engine's log.
@@ -19,9 +19,9 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QLabel
 
-from app.qt_editor import QtEditorWindow
-from app.qt_output import configure_qt_gl
-from app.qt_output_host import local_engine_with_output
+from app.qt.output import configure_qt_gl
+from app.qt.output_host import local_engine_with_output
+from app.qt.window import QtEditorWindow
 from nodes import Patch
 from tests.waiting import wait_for, wait_until
 

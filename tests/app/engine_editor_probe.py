@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from PySide6.QtWidgets import QApplication, QLabel
 
-from app.editor import launch_editor
-from app.engine_client import RemoteEvaluator
-from app.qt_output import configure_qt_gl
-from app.show_bench import wheel_step
+from app.bench.show import wheel_step
+from app.engine.client import RemoteEvaluator
+from app.qt.launch import launch_editor
+from app.qt.output import configure_qt_gl
 from nodes import Patch, patch_to_dict, save_patch
 from tests.waiting import run_for, wait_until
 

@@ -29,7 +29,7 @@ def main() -> int:
             os.write(log, (json.dumps(path) + "\n").encode())
 
     sys.addaudithook(audit)
-    from app.cli import main as patchbay
+    from app.cli.main import main as patchbay
 
     return patchbay(arguments)
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from PySide6.QtWidgets import QApplication
 
-from app.editor import launch_editor
-from app.engine_client import RemoteEvaluator
-from app.qt_canvas import QtPatchCanvas
-from app.qt_commands import MoveNodesCommand
+from app.engine.client import RemoteEvaluator
+from app.qt.canvas.canvas import QtPatchCanvas
+from app.qt.commands import MoveNodesCommand
+from app.qt.launch import launch_editor
 from nodes import Patch
 from tests.waiting import wait_for
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QGuiApplication, QWindow
 from PySide6.QtWidgets import QApplication
 
-from app.qt_output import (
+from app.qt.output import (
     QtOutputWindow,
     close_output_window,
     configure_qt_gl,

@@ -3,7 +3,7 @@ callback reach frames, and every analysis node is timed."""
 
 from __future__ import annotations
 
-from app.audio_bench import analysis, latency
+from app.bench.audio import analysis, latency
 
 
 def test_bench_latency_sees_the_blocks_in_a_later_frame() -> None:

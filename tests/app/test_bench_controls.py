@@ -3,7 +3,7 @@ frame, and the moving controls really moved the patch."""
 
 from __future__ import annotations
 
-from app.controls_bench import _frame_times, latency, load
+from app.bench.controls import _frame_times, latency, load
 
 
 def test_bench_latency_sees_every_packet_in_a_later_frame() -> None:

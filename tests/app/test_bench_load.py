@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.load_bench import load_section
+from app.bench.load import load_section
 
 
 def test_the_load_section_renders_reaches_flat_back_to_back_and_paced():

@@ -3,7 +3,7 @@ baseline, and memory_order is never worse than DFS order and better than BFS ord
 
 from __future__ import annotations
 
-from app.bench import memory_section
+from app.bench.main import memory_section
 
 
 def test_bench_memory_section_compares_with_the_baselines() -> None:

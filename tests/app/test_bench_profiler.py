@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.bench import _sampled_frames, profiler_section
+from app.bench.main import _sampled_frames, profiler_section
 
 
 def test_bench_profiler_section_reports_on_off_and_every_frame() -> None:

@@ -3,7 +3,7 @@ only that the incremental ways never ran a lazy frame and all showed the edit)."
 
 from __future__ import annotations
 
-from app.bench import EDIT_WAYS, rebuild_section
+from app.bench.main import EDIT_WAYS, rebuild_section
 
 
 def test_rebuild_section_compares_incremental_and_full_builds() -> None:

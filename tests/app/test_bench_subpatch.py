@@ -3,7 +3,7 @@ and every edit inside the definition showed in every instance."""
 
 from __future__ import annotations
 
-from app.bench import subpatch_section
+from app.bench.main import subpatch_section
 
 
 def test_bench_subpatch_section_reports_frames_and_edits() -> None:

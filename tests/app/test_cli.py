@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from nodes import LIBRARY, Patch, save_patch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "app.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -209,7 +209,7 @@ def test_run_headless_frame_delay_loop(tmp_path: Path, capsys) -> None:
 
 def test_exit_statuses_are_defined_in_one_module() -> None:
     definition = re.compile(r"^EXIT_\w+ *=", re.MULTILINE)
-    modules = (ROOT / "app").glob("*.py")
+    modules = (ROOT / "app").rglob("*.py")
     defining = sorted(p.name for p in modules if definition.search(p.read_text(encoding="utf-8")))
     assert defining == ["exit_codes.py"]
 
@@ -218,7 +218,7 @@ def test_the_editor_without_a_display_says_so_in_one_line() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env.pop("QT_QPA_PLATFORM", None)
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli"], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "app.cli.main"], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no display" in done.stderr
@@ -226,7 +226,7 @@ def test_the_editor_without_a_display_says_so_in_one_line() -> None:
 
 
 def test_bench_file_load_section_reports_both_link_orders_per_size() -> None:
-    from app.bench import file_load_section
+    from app.bench.main import file_load_section
 
     report = file_load_section([20, 40], repeats=1)
     assert set(report) == {"forward/20", "forward/40", "reversed/20", "reversed/40"}
@@ -246,7 +246,7 @@ def test_bench_file_load_section_reports_both_link_orders_per_size() -> None:
     ],
 )
 def test_limit_flags(patch_file: Path, capsys, arguments: list[str], says: str) -> None:
-    from nodes._limits import active_limits
+    from nodes.limits import active_limits
 
     before = active_limits()
     assert main(["check", str(patch_file), *arguments]) == 2
@@ -257,7 +257,7 @@ def test_limit_flags(patch_file: Path, capsys, arguments: list[str], says: str) 
 
 
 def test_a_command_run_in_process_leaves_the_limits_as_it_found_them(patch_file: Path) -> None:
-    from nodes._limits import active_limits
+    from nodes.limits import active_limits
 
     before = active_limits()
     assert main(["check", str(patch_file), "--trust", "--limit", "nodes=6"]) == 0
@@ -300,10 +300,10 @@ def test_check_warns_of_a_shader_with_more_uniforms_than_a_node_may_have_pins(
 
 
 def test_edit_passes_its_output_and_attach_flags_to_the_editor(monkeypatch) -> None:
-    import app.editor
+    import app.qt.launch
 
     calls: list[tuple] = []
-    monkeypatch.setattr(app.editor, "run_editor", lambda *a, **k: calls.append((a, k)) or 0)
+    monkeypatch.setattr(app.qt.launch, "run_editor", lambda *a, **k: calls.append((a, k)) or 0)
     assert main(["edit", "show.patchbay", "--output", "--screen", "1", "--fullscreen"]) == 0
     assert main(["edit", "--attach"]) == 0
     (path,), options = calls[0]
@@ -386,7 +386,7 @@ class SlowOutput:
 
 
 def test_realtime_paces_frame_k_to_start_plus_k_over_fps() -> None:
-    from app.player import play_headless
+    from app.engine.player import play_headless
 
     patch = Patch()
     patch.add_node("time.seconds", node_id="t")
@@ -406,7 +406,7 @@ def test_realtime_paces_frame_k_to_start_plus_k_over_fps() -> None:
 
 
 def test_without_realtime_frames_never_wait() -> None:
-    from app.player import play_headless
+    from app.engine.player import play_headless
 
     patch = Patch()
     patch.add_node("time.seconds", node_id="t")
@@ -417,16 +417,16 @@ def test_without_realtime_frames_never_wait() -> None:
 
 
 def test_run_passes_realtime_to_headless_play(patch_file: Path, monkeypatch) -> None:
-    import app.player
+    import app.engine.player
 
     calls: list[dict] = []
-    real = app.player.play_headless
+    real = app.engine.player.play_headless
 
     def recording(*args, **kwargs):
         calls.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(app.player, "play_headless", recording)
+    monkeypatch.setattr(app.engine.player, "play_headless", recording)
     assert main(["run", str(patch_file), "--headless", "--frames", "2", "--realtime"]) == 0
     assert main(["run", str(patch_file), "--headless", "--frames", "2"]) == 0
     assert [call["realtime"] for call in calls] == [True, False]
@@ -455,8 +455,8 @@ def test_the_beat_example_pulses_at_its_tempo(capsys) -> None:
 def test_a_render_runs_flat_from_its_first_frame():
     import io
 
-    from app.player import play_headless
-    from evaluators.bench_patches import hot_chain
+    from app.bench.patches import hot_chain
+    from app.engine.player import play_headless
 
     evaluator = play_headless(hot_chain(500), 1, 60.0, ["sink.out"], out=io.StringIO())
     try:

@@ -1,7 +1,7 @@
 """The editor's GPU side.
 
 With OpenGL (Xvfb, two screens, in a subprocess: editor_gpu_probe.py): the editor drives an
-engine in its process with a GL service and an output window (app.qt_output_host), as it drives
+engine in its process with a GL service and an output window (app.qt.output_host), as it drives
 the engine process; the engine's pictures of the selected GPU node's texture show in the preview
 panel and of the `gpu.output` texture in the Output panel and in the whole-editor screenshot
 (tests/artifacts/editor_gpu.png), the engine's View > Output Window shows that texture, each

@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from app.editor import EDITOR_NICENESS
+from app.qt.launch import EDITOR_NICENESS
 
 PROBE = """
 import os, threading
 from pathlib import Path
-from app.editor import give_way_to_engine
+from app.qt.launch import give_way_to_engine
 started = threading.Event()
 threading.Thread(target=lambda: started.wait(), daemon=True).start()
 before = os.getpriority(os.PRIO_PROCESS, 0)

@@ -17,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.engine import Engine, FrameLog, load_playing, save_playing
-from app.engine_messages import TO_EDITOR, TO_ENGINE, Report, decode, encode
-from app.engine_protocol import (
+from app.engine.engine import Engine, FrameLog, load_playing, save_playing
+from app.engine.protocol.channel import (
     Channel,
     EditBatch,
     ProtocolError,
     patch_from_message,
     patch_message,
 )
+from app.engine.protocol.messages import TO_EDITOR, TO_ENGINE, Report, decode, encode
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
 from nodes import Patch
 from tests.waiting import BUILD_TIMEOUT_S, TIMEOUT_S, poll_until
@@ -55,7 +55,7 @@ class EditorEnd:
         editor_conn, engine_conn = Pipe()
         self.channel = Channel(editor_conn)
         self.engine = engine
-        from app.engine import Connected, EditorLink
+        from app.engine.engine import Connected, EditorLink
 
         engine.inbox.put((EditorLink(Channel(engine_conn), engine.inbox), Connected(), []))
         self.patch = patch
@@ -399,8 +399,8 @@ def test_the_node_a_replayed_lazy_frame_is_stuck_in_is_named() -> None:
 
 
 def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
-    from app.engine import REPORT_NODES
-    from app.engine_client import RemoteEvaluator
+    from app.engine.client import RemoteEvaluator
+    from app.engine.engine import REPORT_NODES
 
     patch = Patch()
     for index in range(3 * REPORT_NODES + 5):
@@ -424,7 +424,7 @@ def test_reports_cover_a_big_patch_in_slices_and_forget_removed_nodes() -> None:
 
 
 def test_the_remote_evaluator_is_an_evaluator_speaking_its_vocabulary() -> None:
-    from app.engine_client import RemoteEvaluator
+    from app.engine.client import RemoteEvaluator
     from evaluators import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 
     patch = chain_patch()
@@ -476,8 +476,8 @@ def test_an_editor_closing_stops_the_engine_unless_its_output_is_showing() -> No
 
 
 def test_values_asked_for_in_reports_come_back_without_watching_and_capped() -> None:
-    from app.engine import REPORT_VALUES_CAP
-    from app.engine_client import RemoteEvaluator
+    from app.engine.client import RemoteEvaluator
+    from app.engine.engine import REPORT_VALUES_CAP
 
     patch = chain_patch()
     patch.add_node("array.range", {"count": 1000}, node_id="ramp")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import socket
 
-from app.engine import Engine
+from app.engine.engine import Engine
 from evaluators import NodeStatus
 from nodes import Patch
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.app.test_engine import EditorEnd, chain_patch
 from tests.waiting import TIMEOUT_S, poll_until
 

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
-from app.engine import Engine
-from app.engine_messages import Edits
-from app.engine_protocol import EditBatch, ProtocolError, apply_edits, decode_value
+from app.engine.engine import Engine
+from app.engine.protocol.channel import EditBatch, ProtocolError, apply_edits, decode_value
+from app.engine.protocol.messages import Edits
 from nodes import Patch, PatchError
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.app.test_engine import EditorEnd
 from tests.evaluators.test_osc import free_udp_port
 from tests.waiting import poll_until

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.engine_messages import TO_ENGINE, decode, encode
-from app.engine_protocol import EditBatch, apply_edits, patch_from_message, patch_message
+from app.engine.protocol.channel import EditBatch, apply_edits, patch_from_message, patch_message
+from app.engine.protocol.messages import TO_ENGINE, decode, encode
 from nodes import Patch, PatchFileError, patch_from_dict, patch_to_dict
-from nodes._limits import active_limits, set_active_limits
+from nodes.limits import active_limits, set_active_limits
 
 
 def through_json(message: Any) -> Any:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import PLAYING_FILE
-from app.engine_client import EngineClient, EngineProcess
-from app.engine_messages import PatchDocument, encode
+from app.engine.client import EngineClient, EngineProcess
+from app.engine.engine import PLAYING_FILE
+from app.engine.protocol.messages import PatchDocument, encode
 from tests.waiting import TIMEOUT_S, poll_until, read_line
 from tests.xvfb import private_display
 

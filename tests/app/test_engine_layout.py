@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine import Engine
-from app.engine_messages import Edits
-from app.engine_protocol import EditBatch, ProtocolError, apply_edits, patch_message
+from app.engine.engine import Engine
+from app.engine.protocol.channel import EditBatch, ProtocolError, apply_edits, patch_message
+from app.engine.protocol.messages import Edits
 from nodes import Backdrop, Patch
 from tests.app.test_engine import EditorEnd, chain_patch
 from tests.waiting import TIMEOUT_S, poll_until

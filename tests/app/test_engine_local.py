@@ -6,9 +6,9 @@ from __future__ import annotations
 import gc
 import weakref
 
-from app.engine_local import LocalEngineLink
-from app.engine_messages import PROTOCOL_VERSION, Pause, Step, Watch
-from app.engine_protocol import EditBatch, patch_message
+from app.engine.local import LocalEngineLink
+from app.engine.protocol.channel import EditBatch, patch_message
+from app.engine.protocol.messages import PROTOCOL_VERSION, Pause, Step, Watch
 from nodes import Patch
 
 

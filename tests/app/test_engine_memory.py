@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine_client import EngineProcess, OutOfMemoryDeaths
+from app.engine.client import EngineProcess, OutOfMemoryDeaths
 from nodes import LIBRARY, Determinism, Patch, node, save_patch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ def test_two_memory_deaths_in_a_row_restart_the_engine_with_the_node_bypassed(
     env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
     env["PATCHBAY_NODES_DIR"] = str(nodes_dir)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "app.cli", "run", str(tmp_path / "hog.patchbay"),
+    command = [sys.executable, "-m", "app.cli.main", "run", str(tmp_path / "hog.patchbay"),
                "--frames", "20"]  # fmt: skip
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]  # the third engine played all its frames

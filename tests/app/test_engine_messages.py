@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from app import engine_messages as m
+from app.engine.protocol import messages as m
 
 EXAMPLES: list[m.Message] = [
     # editor -> engine
@@ -138,7 +138,7 @@ def test_a_message_travels_only_its_own_direction() -> None:
 
 
 def test_the_engine_has_a_handler_for_every_message_sent_to_it() -> None:
-    from app.engine import ArrivedPatch, Engine
+    from app.engine.engine import ArrivedPatch, Engine
     from nodes import Patch
 
     engine = Engine(Patch())

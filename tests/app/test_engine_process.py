@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from app.engine_client import EngineClient, EngineProcess, Restarted, pid_alive
-from app.engine_messages import Error, PatchDocument, ResyncNeeded
-from app.engine_protocol import EditBatch, patch_from_message, patch_message
+from app.engine.client import EngineClient, EngineProcess, Restarted, pid_alive
+from app.engine.protocol.channel import EditBatch, patch_from_message, patch_message
+from app.engine.protocol.messages import Error, PatchDocument, ResyncNeeded
 from nodes import Patch
 from tests.waiting import TIMEOUT_S, read_line
 from tests.waiting import poll_until as wait_for
@@ -151,8 +151,8 @@ EDITOR_SCRIPT = textwrap.dedent(
     """
     import dataclasses, sys, time
     from pathlib import Path
-    from app.engine_client import EngineClient, EngineProcess
-    from app.engine_protocol import patch_message
+    from app.engine.client import EngineClient, EngineProcess
+    from app.engine.protocol.channel import patch_message
     from nodes import Patch
     client = EngineClient(EngineProcess(Path(sys.argv[1])))
     client.start()
@@ -253,7 +253,7 @@ def test_patchbay_run_restarts_a_hung_engine_with_the_node_bypassed(tmp_path: Pa
     save_patch(patch, tmp_path / "hangs.patchbay")
     env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "app.cli", "run", str(tmp_path / "hangs.patchbay"),
+    command = [sys.executable, "-m", "app.cli.main", "run", str(tmp_path / "hangs.patchbay"),
                "--frames", "20"]  # fmt: skip
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -286,7 +286,7 @@ def seconds_patch() -> Patch:
 def editor_window(qtbot: Any, patch: Patch, folder: Path) -> Any:
     """The real editor window (offscreen) on `patch` saved in `folder`, with its engine in
     `folder`/engine, as `patchbay edit FILE` opens it."""
-    from app.editor import launch_editor
+    from app.qt.launch import launch_editor
     from nodes import save_patch
 
     save_patch(patch, folder / "next.patchbay")
@@ -343,7 +343,7 @@ def start_player(tmp_path: Path, frames: int) -> tuple[subprocess.Popen[str], in
     save_patch(show_patch(), tmp_path / "show.patchbay")
     env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "app.cli", "run", str(tmp_path / "show.patchbay"),
+    command = [sys.executable, "-m", "app.cli.main", "run", str(tmp_path / "show.patchbay"),
                "--frames", str(frames)]  # fmt: skip
     player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     engine = EngineProcess(tmp_path / "state" / "engine")

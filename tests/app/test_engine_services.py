@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
-from app.engine import Engine
-from app.engine_protocol import ProtocolError
-from evaluators._services import FACTORIES
-from evaluators.midi_service import MidiService
+from app.engine.engine import Engine
+from app.engine.protocol.channel import ProtocolError
+from evaluators.services.midi import MidiService
+from evaluators.services.registry import FACTORIES
 from nodes import Patch
 from tests.app.test_engine import EditorEnd
 from tests.evaluators.test_osc import free_udp_port

@@ -8,8 +8,8 @@ from importlib import resources
 import pytest
 from PySide6.QtCore import QRectF
 
-from app.engine import THUMBNAIL_SIZE
-from app.qt_canvas import THUMBNAIL_GAP
+from app.engine.engine import THUMBNAIL_SIZE
+from app.qt.canvas.canvas import THUMBNAIL_GAP
 from nodes import load_patch
 
 EXAMPLES = sorted(

@@ -13,16 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.bench import freeze_section
-from app.cli import main
-from app.export import export_frozen
+from app.bench.main import freeze_section
+from app.cli.main import main
+from app.engine.export import export_frozen
 from evaluators import FlatEvaluator
 from nodes import Patch, load_patch, save_patch
 
 DEMO = Path(str(resources.files("resources") / "examples" / "demo.patchbay"))
 NO_QT = (
     "import sys; sys.modules['PySide6'] = None; sys.modules['NodeGraphQt'] = None; "
-    "sys.modules['shiboken6'] = None; from app.cli import main; sys.exit(main(sys.argv[1:]))"
+    "sys.modules['shiboken6'] = None; from app.cli.main import main; sys.exit(main(sys.argv[1:]))"
 )
 
 

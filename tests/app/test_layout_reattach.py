@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from app.editor import launch_editor
-from app.engine_client import EngineProcess
-from app.qt_editor import QtEditorWindow
-from app.session import Recovery
+from app.engine.client import EngineProcess
+from app.qt.launch import launch_editor
+from app.qt.window import QtEditorWindow
+from app.session.session import Recovery
 from nodes import load_patch
 from tests.app.layout_probe import layout, shown
 from tests.waiting import TIMEOUT_S, read_line

@@ -13,11 +13,11 @@ from typing import Any
 
 from pythonosc.udp_client import SimpleUDPClient
 
-from app.editor import launch_editor
-from app.engine_client import EngineProcess
-from app.qt_bindings import LEARN_TEXT
+from app.engine.client import EngineProcess
+from app.qt.launch import launch_editor
+from app.qt.panels.bindings import LEARN_TEXT
 from nodes import Patch, save_patch
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.app.test_qt_bindings import choose, inspect
 from tests.evaluators.test_osc import free_udp_port
 

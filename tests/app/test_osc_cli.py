@@ -111,9 +111,9 @@ def test_a_patch_from_a_file_sends_only_with_allow_send(
 
 
 def test_the_engine_process_gets_the_same_service_options() -> None:
-    from app.cli import _parser
-    from app.qt_engine import _parser as engine_parser
-    from app.service_options import service_flags, service_options
+    from app.cli.main import _parser
+    from app.engine.options.services import service_flags, service_options
+    from app.qt.engine_host import _parser as engine_parser
 
     asked = _parser().parse_args(
         ["edit", "--osc-port", "9100", "--osc-host", "0.0.0.0", "--allow-send"]

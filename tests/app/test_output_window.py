@@ -107,7 +107,7 @@ def test_patchbay_run_opens_only_the_output_window(
     example = ROOT / "resources" / "examples" / "feedback_trail.patchbay"
     frame_log = tmp_path / "frames.log"
     env = {**two_screens, "PATCHBAY_STATE_DIR": str(tmp_path), "PATCHBAY_FRAME_LOG": str(frame_log)}
-    command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
+    command = [sys.executable, "-c", "import sys; from app.cli.main import main; sys.exit(main())",
                "run", str(example), "--frames", "10", "--size", "64x36",
                "--fullscreen", "--screen", "1"]  # fmt: skip
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)

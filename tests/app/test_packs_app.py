@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import Engine
-from app.engine_client import EngineClient, EngineProcess
+from app.engine.client import EngineClient, EngineProcess
+from app.engine.engine import Engine
 from nodes import LIBRARY, Patch, apply_staged, load_packs
-from nodes._packs import stage_file
+from nodes.packs import stage_file
 from tests.app.test_engine_process import Editor
 from tests.nodes.test_packs import PACK, library, scale_patch, write_pack  # noqa: F401
 from tests.waiting import TIMEOUT_S
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_cli(nodes_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATCHBAY_NODES_DIR": str(nodes_dir)}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "app.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.placement import GAP, NODE_SIZE, free_position, overlaps
-from app.qt_link_values import short_value
+from app.qt.canvas.link_values import short_value
+from app.session.placement import GAP, NODE_SIZE, free_position, overlaps
 
 
 def test_a_free_wish_is_kept():

@@ -8,10 +8,10 @@ import io
 
 import pytest
 
-from app.player import play_headless
-from evaluators._services import FACTORIES
+from app.engine.player import play_headless
+from evaluators.services.registry import FACTORIES
 from nodes import Patch
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.evaluators.test_controls import FakeService
 
 

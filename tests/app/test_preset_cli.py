@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from nodes import Patch, capture, save_patch
 
 
@@ -53,15 +53,15 @@ def test_run_in_window_mode_plays_the_preset(preset_file: Path, tmp_path: Path) 
     import subprocess
     import sys
 
-    from app.engine_client import EngineClient, EngineProcess
-    from app.engine_messages import PatchDocument
-    from app.engine_protocol import patch_from_message
+    from app.engine.client import EngineClient, EngineProcess
+    from app.engine.protocol.channel import patch_from_message
+    from app.engine.protocol.messages import PatchDocument
     from tests.waiting import poll_until
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "app.cli", "run", str(preset_file), "--preset", "wild",
+    command = [sys.executable, "-m", "app.cli.main", "run", str(preset_file), "--preset", "wild",
                "--frames", "100000"]  # fmt: skip
     player = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     engine = EngineProcess(tmp_path / "state" / "engine")

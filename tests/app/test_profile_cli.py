@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from nodes import Patch, save_patch
 
 FRAMES = 6

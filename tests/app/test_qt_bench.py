@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.qt_bench import editor_bench
-from evaluators.bench_patches import grid_chain
+from app.bench.patches import grid_chain
+from app.bench.qt import editor_bench
 
 MEASURES = {
     "open_s",

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
     QLineEdit,
 )
 
-from app.engine_client import RemoteEvaluator
-from app.engine_messages import (
+from app.engine.client import RemoteEvaluator
+from app.engine.protocol.messages import (
     PROTOCOL_VERSION,
     TO_EDITOR,
     EngineHello,
@@ -35,8 +35,8 @@ from app.engine_messages import (
     decode,
     encode,
 )
-from app.qt_allow_send import QtAllowSendDialog, osc_send_targets
-from app.qt_bindings import (
+from app.qt.dialogs.allow_send import QtAllowSendDialog, osc_send_targets
+from app.qt.panels.bindings import (
     BIND_OSC_TEXT,
     CANCEL_LEARN_TEXT,
     CURVE,
@@ -48,10 +48,10 @@ from app.qt_bindings import (
     TARGET,
     UNBIND_TEXT,
 )
-from app.qt_editor import QtEditorWindow
-from app.qt_inspector import QtInspector
+from app.qt.panels.inspector import QtInspector
+from app.qt.window import QtEditorWindow
 from nodes import LIBRARY, Patch, node, save_patch
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.app.conftest import ScriptedDialogs, make_editor, press, run_frames, show_patch
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -468,11 +468,11 @@ def test_allow_send_reaches_the_in_process_engine(
 
 
 def test_edit_passes_allow_send_to_the_editor(monkeypatch: Any) -> None:
-    import app.editor
-    from app.cli import main
+    import app.qt.launch
+    from app.cli.main import main
 
     calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(app.editor, "run_editor", lambda *a, **k: calls.append(k) or 0)
+    monkeypatch.setattr(app.qt.launch, "run_editor", lambda *a, **k: calls.append(k) or 0)
     assert main(["edit", "show.patchbay", "--allow-send"]) == 0
     assert main(["edit", "show.patchbay"]) == 0
     assert calls[0]["allow_send"] and "--allow-send" in calls[0]["engine_args"]

@@ -14,14 +14,14 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QWheelEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from app.qt_canvas import (
+from app.bench.patches import grid_chain
+from app.qt.canvas.canvas import (
     CLASS_COLORS,
     DEFERRED_BORDER,
     FAILED_COLOR,
     SELECTED_OUTLINE,
     SIMPLE_BELOW_ZOOM,
 )
-from evaluators.bench_patches import grid_chain
 from nodes import Patch
 
 

@@ -12,8 +12,8 @@ from PySide6.QtGui import QColor, QCursor, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from app.qt_failure_marks import UPSTREAM_FAILED
-from app.qt_link_values import HISTORY
+from app.qt.canvas.failure_marks import UPSTREAM_FAILED
+from app.qt.canvas.link_values import HISTORY
 from nodes import Link, Patch
 from tests.app.conftest import played
 

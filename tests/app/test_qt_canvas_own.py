@@ -14,10 +14,10 @@ from PySide6.QtGui import QContextMenuEvent, QFontMetricsF, QHelpEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLineEdit, QMenu, QToolTip
 
-from app.editor import open_editor
-from app.engine_local import LocalEngineLink
-from app.qt_backdrops import HEADER
-from app.qt_canvas import PIPE_Z, READABLE_TITLE_PX, SEARCH_SEPARATOR
+from app.engine.local import LocalEngineLink
+from app.qt.canvas.backdrops import HEADER
+from app.qt.canvas.canvas import PIPE_Z, READABLE_TITLE_PX, SEARCH_SEPARATOR
+from app.qt.launch import open_editor
 from nodes import LIBRARY, Backdrop, Patch, load_patch, patch_to_dict, save_patch
 from tests.app.conftest import played
 

@@ -10,10 +10,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
-from app.qt_code_editor import APPLY_PAUSE_MS, GLSLHighlighter, QtCodeField
-from app.qt_fonts import MONOSPACE_FAMILY
+from app.qt.panels.code_editor import APPLY_PAUSE_MS, GLSLHighlighter, QtCodeField
+from app.qt.support.fonts import MONOSPACE_FAMILY
 from nodes import Patch
-from nodes.library.gpu import DEFAULT_SHADER
+from nodes.library.gpu.sources import DEFAULT_SHADER
 
 CTRL = Qt.KeyboardModifier.ControlModifier
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider
 
-from app.qt_pin_types import QtSliderField
+from app.qt.pin_types import QtSliderField
 from nodes import Patch, load_patch, patch_to_dict, save_patch
 from tests.app.conftest import played
 from tests.app.editor_process import CRASH, KEEP_RUNNING, run_editor
@@ -268,7 +268,7 @@ def test_frozen_export_opens_read_only_with_banner(editor, tmp_path):
 
 
 def test_the_demo_opens_unmodified(editor):
-    from app.editor import demo_patch_path
+    from app.qt.launch import demo_patch_path
 
     editor.set_patch(load_patch(demo_patch_path()), None)
     editor.tick()
@@ -276,7 +276,7 @@ def test_the_demo_opens_unmodified(editor):
 
 
 def test_demo_patch_loads_and_shows_the_product():
-    from app.editor import demo_patch_path
+    from app.qt.launch import demo_patch_path
 
     patch = load_patch(demo_patch_path())
     types = {n.type_id for n in patch.nodes.values()}
@@ -312,9 +312,9 @@ def test_the_editor_does_not_import_moderngl():
     import ast
     import inspect
 
-    import app.qt_editor
+    import app.qt.window
 
-    tree = ast.parse(inspect.getsource(app.qt_editor))
+    tree = ast.parse(inspect.getsource(app.qt.window))
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}  # fmt: skip
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -325,7 +325,7 @@ def test_create_gl_service_reports_moderngl_errors_as_runtime_errors(qtbot, monk
     import moderngl
     import pytest
 
-    from app import qt_output
+    from app.qt import output as qt_output
     from tests.xvfb import unavailable
 
     if not qt_output.qt_gl_available():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from app.engine import Engine
-from app.qt_engine import QtEngineHost
+from app.engine.engine import Engine
+from app.qt.engine_host import QtEngineHost
 from nodes import Patch
 from tests.app.test_engine import EditorEnd, chain_patch
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QWidget
 
-from app.qt_export import export_frozen_dialog
+from app.qt.dialogs.export import export_frozen_dialog
 from nodes import load_patch
 
 DEMO = Path(str(resources.files("resources") / "examples" / "demo.patchbay"))

@@ -8,7 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject
 
-from app.qt_gc import QtGuiThreadCollector
+from app.qt.support.gc import QtGuiThreadCollector
 
 
 class Cycle:

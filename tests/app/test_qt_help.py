@@ -12,11 +12,11 @@ from PySide6.QtCore import QCoreApplication, QPointF, QRectF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMenu
 
-from app.engine import THUMBNAIL_SIZE
-from app.node_examples import example_patch, example_paths
-from app.qt_canvas import THUMBNAIL_GAP
-from app.qt_help import determinism_words
-from app.qt_library import TYPE_ROLE
+from app.engine.engine import THUMBNAIL_SIZE
+from app.qt.canvas.canvas import THUMBNAIL_GAP
+from app.qt.panels.help import determinism_words
+from app.qt.panels.library import TYPE_ROLE
+from app.session.node_examples import example_patch, example_paths
 from nodes import LIBRARY, Patch, load_patch
 from tests.app.conftest import played, run_frames
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.engine_client import RemoteEvaluator
-from app.engine_messages import PROTOCOL_VERSION, EngineHello, Message, Report, encode
+from app.engine.client import RemoteEvaluator
+from app.engine.protocol.messages import PROTOCOL_VERSION, EngineHello, Message, Report, encode
 from nodes import Patch
 from tests.app.conftest import ScriptedDialogs, make_editor, show_patch
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pythonosc.udp_client import SimpleUDPClient
 
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.app.conftest import played
 from tests.app.test_qt_editor import slider_patch
 from tests.evaluators.test_osc import free_udp_port

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QLineEdit, QSpinBox
 
-from app.qt_inspector import QtInspector
-from app.qt_pin_types import (
+from app.qt.panels.inspector import QtInspector
+from app.qt.pin_types import (
     HINT_EDITORS,
     PIN_LOOKS,
     QtSliderField,
@@ -20,7 +20,7 @@ from app.qt_pin_types import (
     pin_color,
 )
 from nodes import PIN_HINTS, PIN_TYPES, Patch, PinSpec
-from nodes._spec import LIBRARY, Vec3, collecting_specs, node
+from nodes.spec import LIBRARY, Vec3, collecting_specs, node
 
 
 @pytest.fixture

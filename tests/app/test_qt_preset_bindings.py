@@ -19,13 +19,13 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QContextMenuEvent
 from PySide6.QtWidgets import QApplication, QWidget
 
-from app.qt_bindings import BIND_OSC_TEXT, CANCEL_LEARN_TEXT, LEARN_TEXT, TARGET, UNBIND_TEXT
-from app.qt_editor import QtEditorWindow
-from app.qt_presets import QtPresetsPanel
-from evaluators._services import FACTORIES
-from evaluators.midi_service import MidiService
+from app.qt.panels.bindings import BIND_OSC_TEXT, CANCEL_LEARN_TEXT, LEARN_TEXT, TARGET, UNBIND_TEXT
+from app.qt.panels.presets import QtPresetsPanel
+from app.qt.window import QtEditorWindow
+from evaluators.services.midi import MidiService
+from evaluators.services.registry import FACTORIES
 from nodes import Patch
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.app.conftest import ScriptedDialogs, played, press, show_patch
 from tests.app.test_qt_bindings import FakeEngine
 from tests.evaluators.test_midi import KEYS, FakeBackend

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.engine_messages import encode
+from app.engine.protocol.messages import encode
 from nodes import Patch
 from tests.app.conftest import played
 
@@ -203,7 +203,7 @@ def test_with_a_real_engine_the_crossfader_moves_the_engines_values(qtbot, tmp_p
     """The editor window with its engine process: presets captured in the panel reach the
     engine as edits, and the crossfader at 0.25 between A (x=0) and B (x=10) makes the
     engine's x 2.5 (its `double` 5.0), a value the engine computes from its deck."""
-    from app.engine_client import EngineProcess
+    from app.engine.client import EngineProcess
     from tests.app.test_engine_process import editor_window
 
     window = editor_window(qtbot, knob_patch(), tmp_path)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.engine import Engine
-from app.engine_client import RemoteEvaluator
-from app.engine_messages import (
+from app.engine.client import RemoteEvaluator
+from app.engine.engine import Engine
+from app.engine.protocol.messages import (
     PROTOCOL_VERSION,
     TO_ENGINE,
     EngineHello,
@@ -26,10 +26,9 @@ from app.engine_messages import (
     decode,
     encode,
 )
-from app.profile_costs import PROFILE_BUSY_SHARE, ProfileAnswers, profile_reply
-from app.qt_canvas import CLASS_COLORS
-from app.qt_editor import QtEditorWindow
-from app.qt_profiler import (
+from app.engine.reports.profile_costs import PROFILE_BUSY_SHARE, ProfileAnswers, profile_reply
+from app.qt.canvas.canvas import CLASS_COLORS
+from app.qt.panels.profiler import (
     CUMULATIVE_MS,
     GPU_MS,
     GPU_NOT_AVAILABLE,
@@ -40,6 +39,7 @@ from app.qt_profiler import (
     heat_color,
     rows_of,
 )
+from app.qt.window import QtEditorWindow
 from evaluators import DualEvaluator, ExecutionContext, NodeClass
 from nodes import Patch, patch_from_dict, patch_to_dict
 from tests.app.conftest import ScriptedDialogs, show_patch

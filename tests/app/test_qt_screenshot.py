@@ -7,10 +7,10 @@ from pathlib import Path
 
 from PySide6.QtGui import QImage
 
-from app.editor import open_editor
-from app.engine_local import LocalEngineLink
-from app.qt_canvas import CLASS_COLORS, FAILED_COLOR
-from app.qt_editor import DECORATE_EVERY
+from app.engine.local import LocalEngineLink
+from app.qt.canvas.canvas import CLASS_COLORS, FAILED_COLOR
+from app.qt.launch import open_editor
+from app.qt.window import DECORATE_EVERY
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "editor_demo.png"
 

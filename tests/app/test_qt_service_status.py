@@ -18,10 +18,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pythonosc.udp_client import SimpleUDPClient
 
-from app.editor import launch_editor
-from app.engine_client import EngineProcess, Restarted
-from app.qt_bindings import LEARN_TEXT
-from app.qt_editor import QtEditorWindow
+from app.engine.client import EngineProcess, Restarted
+from app.qt.launch import launch_editor
+from app.qt.panels.bindings import LEARN_TEXT
+from app.qt.window import QtEditorWindow
 from nodes import Patch, save_patch
 from tests.app.conftest import ScriptedDialogs, make_editor, show_patch
 from tests.app.test_qt_bindings import FakeEngine, choose, inspect

@@ -13,8 +13,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from app.engine import Engine
-from app.qt_editor import DECORATE_EVERY
+from app.engine.engine import Engine
+from app.qt.window import DECORATE_EVERY
 from nodes import Patch
 from tests.app.conftest import played, wait_built
 from tests.app.test_engine import EditorEnd

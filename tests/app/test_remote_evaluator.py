@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine_client import RemoteEvaluator
-from app.engine_messages import Report
+from app.engine.client import RemoteEvaluator
+from app.engine.protocol.messages import Report
 from evaluators import Evaluator, EvaluatorMode, NodeClass, NodeStatus
 
 

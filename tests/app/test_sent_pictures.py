@@ -3,7 +3,7 @@ again, until the receiver may have dropped it."""
 
 from __future__ import annotations
 
-from app.refresh import SentPictures
+from app.engine.reports.refresh import SentPictures
 
 
 def meta(node: str = "noise", role: str = "thumbnail", size: tuple[int, int] = (2, 1)) -> dict:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.session import MESSAGE_CHARS, EditorSession, PatchClock, one_line
+from app.session.session import MESSAGE_CHARS, EditorSession, PatchClock, one_line
 from nodes import Patch, PatchFileError, UnsavableValueError, load_patch, patch_to_dict
 from tests.app.editor_process import CRASH, KEEP_RUNNING, run_editor
 from tests.waiting import TIMEOUT_S
@@ -63,7 +63,7 @@ def test_the_session_imports_and_works_without_qt(tmp_path: Path) -> None:
         sys.modules["PySide6"] = None
         sys.modules["NodeGraphQt"] = None
         sys.modules["shiboken6"] = None
-        from app.session import EditorSession
+        from app.session.session import EditorSession
         from nodes import Patch
         session = EditorSession({str(tmp_path / "state")!r})
         session.patch.add_node("math.add")
@@ -353,7 +353,7 @@ def test_one_line_escapes_and_shortens() -> None:
 
 
 def test_the_autosave_benchmark_runs_both_ways() -> None:
-    from app.autosave_bench import autosave_bench
+    from app.bench.autosave import autosave_bench
 
     report = autosave_bench(repeats=1, megabytes=1)
     assert report["array_mb"] == 1 and report["repeats"] == 1

@@ -1,8 +1,9 @@
 """Show habits: Ctrl+C (SIGINT) and SIGTERM end the player and the editor cleanly, with nothing
 left running, and the player's window quits on q, Ctrl+Q and Esc.
 
-The processes run as a person starts them (`python -m app.cli run FILE`, `python -m app.cli edit
-FILE`) on a private Xvfb display, each with its own state folder; waits are deadlines.
+The processes run as a person starts them (`python -m app.cli.main run FILE`, `python -m
+app.cli.main edit FILE`) on a private Xvfb display, each with its own state folder; waits are
+deadlines.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.engine_client import EngineProcess, pid_alive
-from app.qt_output import QtOutputWindow
-from app.qt_signals import on_signals
+from app.engine.client import EngineProcess, pid_alive
+from app.qt.output import QtOutputWindow
+from app.qt.support.signals import on_signals
 from nodes import Patch, load_patch, save_patch
 from tests.waiting import TIMEOUT_S, poll_until
 from tests.xvfb import private_display
@@ -60,7 +61,7 @@ def start(command: str, tmp_path: Path, env: dict[str, str]) -> tuple[subprocess
     pid of its engine once that plays (frames beating)."""
     env = {**env, "PATCHBAY_STATE_DIR": str(tmp_path / "state")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", command, str(show_file(tmp_path))],
+        [sys.executable, "-m", "app.cli.main", command, str(show_file(tmp_path))],
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     engine = EngineProcess(tmp_path / "state" / "engine")

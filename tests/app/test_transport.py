@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine import Engine
-from app.transport import TransportClock
+from app.engine.engine import Engine
+from app.engine.transport import TransportClock
 from nodes import Patch
 from tests.app.test_engine import EditorEnd
 from tests.waiting import TIMEOUT_S, poll_until

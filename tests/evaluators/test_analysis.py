@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluators import CONST, HOT, USER, GraphIR, PatchSnapshot
-from evaluators._analysis import LiveAnalysis, analyze, node_info
+from evaluators.graph.analysis import LiveAnalysis, analyze, node_info
 from nodes import Determinism
 from tests.patch_strategies import random_edit, random_patch
 

@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 from evaluators import NodeStatus
-from evaluators._services import FACTORIES
-from evaluators.audio_service import (
+from evaluators.services.audio import (
     NO_PORTAUDIO,
     NO_SOUNDDEVICE,
     AudioRing,
@@ -29,8 +28,9 @@ from evaluators.audio_service import (
     Capture,
     default_backend,
 )
+from evaluators.services.registry import FACTORIES
 from nodes import Patch
-from nodes._errors import Deferred
+from nodes.errors import Deferred
 from tests.waiting import poll_until
 
 MIC = (3, "USB Audio Mic: Audio (hw:1,0)", 1)

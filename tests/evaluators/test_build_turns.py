@@ -9,10 +9,10 @@ from __future__ import annotations
 import threading
 import time
 
+from app.bench.patches import hot_chain
 from evaluators import DualEvaluator, FlatEvaluator
-from evaluators._dual import _Turns
-from evaluators._incremental import MAX_CHANGED, MAX_CHANGED_BACKGROUND
-from evaluators.bench_patches import hot_chain
+from evaluators.dual import _Turns
+from evaluators.flat.incremental import MAX_CHANGED, MAX_CHANGED_BACKGROUND
 from nodes import Patch
 from tests.waiting import BUILD_TIMEOUT_S
 

@@ -1,4 +1,4 @@
-"""The flat program's generated HOT code (evaluators/_codegen.py) does what the step loop does:
+"""The flat program's generated HOT code (evaluators/flat/codegen.py) does what the step loop does:
 same outputs, statuses and errors every frame on random patches and edits, with failing, deferred
 and bypassed nodes; no text from the patch reaches the generated source; a failure to generate
 leaves the step loop running."""
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import evaluators._codegen as codegen
+import evaluators.flat.codegen as codegen
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
-from evaluators._codegen import CHUNK_STEPS, MAX_CHUNK_STEPS, HotCode, chunk_source
+from evaluators.flat.codegen import CHUNK_STEPS, MAX_CHUNK_STEPS, HotCode, chunk_source
 from nodes import LIBRARY, Deferred, Determinism, Patch, node
 from tests.patch_strategies import random_edit, random_patch, same
 from tests.waiting import BUILD_TIMEOUT_S, poll_until

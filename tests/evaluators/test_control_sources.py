@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-import evaluators._controls as controls_module
-from evaluators._control_sources import (
+import evaluators.controls.runtime as controls_module
+from evaluators.controls.sources import (
     CONTROL_SOURCES,
     BindingsBySource,
     ControlFrame,
     ControlSource,
     InputNodes,
 )
-from evaluators._services import FACTORIES
+from evaluators.services.registry import FACTORIES
 from nodes import Patch, PatchValueError
-from nodes._bindings import SOURCE_GRAMMARS, Binding, checked_source
+from nodes.document.bindings import SOURCE_GRAMMARS, Binding, checked_source
 from tests.evaluators.test_controls import FakeService, Rig
 
 

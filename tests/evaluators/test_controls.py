@@ -1,6 +1,7 @@
-"""The controls runtime (evaluators._controls) with fake control services: mapping and curves,
-takeover (jump, pickup, scale), learn, coalescing and queueing, bounds, MIDI input nodes and MIDI
-clock, and counted recomputes (a bound knob turn reruns only its cone, on every evaluator kind).
+"""The controls runtime (evaluators.controls.runtime) with fake control services: mapping and
+curves, takeover (jump, pickup, scale), learn, coalescing and queueing, bounds, MIDI input nodes and
+MIDI clock, and counted recomputes (a bound knob turn reruns only its cone, on every evaluator
+kind).
 
 The fake services stand for the OSC and MIDI services: what a test `send`s is handed over by
 `take_controls()` on the next frame, as a service's drain does.
@@ -13,14 +14,14 @@ from typing import Any
 
 import pytest
 
-import evaluators._controls as controls_module
+import evaluators.controls.runtime as controls_module
 from evaluators import Controls, ExecutionContext
-from evaluators._control_events import ControlEvent
-from evaluators._services import FACTORIES, ON, ServiceStatus
+from evaluators.controls.events import ControlEvent
+from evaluators.services.registry import FACTORIES, ON, ServiceStatus
 from nodes import LIBRARY, Patch
-from nodes._bindings import Binding
-from nodes._spec import Determinism, node
-from nodes._tempo import BeatClock
+from nodes.document.bindings import Binding
+from nodes.spec import Determinism, node
+from nodes.tempo import BeatClock
 from tests.evaluators.test_caching import Runner, sink_of
 
 
@@ -241,7 +242,7 @@ def test_continuous_controls_coalesce_latest_wins(osc: FakeService, midi: FakeSe
 @pytest.fixture
 def midi_nodes() -> Iterator[None]:
     """`midi.cc` and `midi.note` as the contract has them, for as long as a test runs, when the
-    library has none yet (the MIDI nodes live in nodes/library/midi.py)."""
+    library has none yet (the MIDI nodes live in nodes/library/live/midi.py)."""
     made = []
     if "midi.cc" not in LIBRARY:
 

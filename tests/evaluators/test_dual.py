@@ -9,7 +9,8 @@ import weakref
 import numpy as np
 import pytest
 
-from evaluators import DualEvaluator, FlatProgram, _dual
+from evaluators import DualEvaluator, FlatProgram
+from evaluators import dual as _dual
 from nodes import Patch
 from tests.waiting import BUILD_TIMEOUT_S
 

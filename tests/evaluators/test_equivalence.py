@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator
-from evaluators._view import inlined
+from evaluators.graph.view import inlined
 from nodes import Patch
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 from tests.patch_strategies import random_edit, random_patch, same

@@ -6,8 +6,8 @@ from importlib import resources
 
 import pytest
 
+from app.bench.patches import hot_chain
 from evaluators import ExecutionContext, FlatProgram, PatchSnapshot
-from evaluators.bench_patches import hot_chain
 from nodes import load_patch
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluators import Profiler
-from evaluators._gpu_timer import GPUTimer
+from evaluators.insight.gpu_timer import GPUTimer
 
 
 class Loader:

@@ -10,7 +10,7 @@ import networkx as nx
 import pytest
 
 from evaluators import FlatEvaluator, GraphIR, LazyEvaluator, PatchSnapshot
-from evaluators._graph import EAGER, FEEDBACK, LAZY
+from evaluators.graph.ir import EAGER, FEEDBACK, LAZY
 from nodes import CycleError, InputOccupiedError, Patch
 
 ALL_KINDS = frozenset({EAGER, LAZY, FEEDBACK})

@@ -1,4 +1,4 @@
-"""Flat programs built from the previous one (evaluators/_incremental.py) against full builds:
+"""Flat programs built from the previous one (evaluators/flat/incremental.py) against full builds:
 over random patches and random edit sequences, the same nodes, order validity, classes, keys,
 step lists (slots described by what they hold) and the same outputs every frame; and what an edit
 keeps (steps, generated code)."""
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.bench.patches import hot_chain
 from evaluators import DualEvaluator, LazyEvaluator
-from evaluators._flat import FlatEvaluator, FlatProgram
-from evaluators.bench_patches import hot_chain
+from evaluators.flat.program import FlatEvaluator, FlatProgram
 from nodes import Patch
 from tests.patch_strategies import random_edit, random_patch, same
 

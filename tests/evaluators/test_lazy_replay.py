@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.bench.patches import hot_chain
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, NodeStatus, Profiler
-from evaluators.bench_patches import hot_chain
 from nodes import LIBRARY, Deferred, Determinism, Patch, node
 
 stall_seconds = [0.0]  # how long test.stalls sleeps (not a pin: changing it is no edit)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from evaluators import ExecutionContext
-from evaluators._memory_budget import MemoryMeter, result_bytes, shown_bytes
+from evaluators.run.memory_budget import MemoryMeter, result_bytes, shown_bytes
 from nodes import LIBRARY, Determinism, Patch, node
-from nodes._limits import DEFAULT_LIMITS, MIB, active_limits, set_active_limits
+from nodes.limits import DEFAULT_LIMITS, MIB, active_limits, set_active_limits
 
 COUNT = MIB  # elements of each big array: 8 MiB of float64
 BUDGET = 20 * MIB  # room for two of them, not three

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.bench.layered_graphs import layered_graph
 from evaluators import memory_order, peak_memory
-from evaluators._memory_order import beam_order, bfs_order, dfs_order
-from evaluators.layered_graphs import layered_graph
+from evaluators.flat.memory_order import beam_order, bfs_order, dfs_order
 
 Successors = dict[str, list[str]]
 

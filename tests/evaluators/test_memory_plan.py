@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.bench.patches import layered_dag
 from evaluators import ExecutionContext, FlatEvaluator, FlatProgram, GraphIR, PatchSnapshot
-from evaluators import _memory_plan as memory_plan
-from evaluators._memory_plan import hot_dependencies
-from evaluators.bench_patches import layered_dag
+from evaluators.flat import memory_plan
+from evaluators.flat.memory_plan import hot_dependencies
 from nodes import Patch
 from tests.evaluators.test_equivalence import play_random
 

@@ -21,10 +21,10 @@ from typing import Any
 import mido
 import pytest
 
-from evaluators import ExecutionContext, NodeStatus, midi_service
-from evaluators._control_events import ControlEvent
-from evaluators._services import FACTORIES
-from evaluators.midi_service import (
+from evaluators import ExecutionContext, NodeStatus
+from evaluators.controls.events import ControlEvent
+from evaluators.services import midi as midi_service
+from evaluators.services.midi import (
     MAX_ERRORS,
     MAX_QUEUED,
     NO_SEQUENCER,
@@ -33,6 +33,7 @@ from evaluators.midi_service import (
     MidiService,
     default_backend,
 )
+from evaluators.services.registry import FACTORIES
 from nodes import LIBRARY, Determinism, Patch
 from tests.waiting import poll_until
 

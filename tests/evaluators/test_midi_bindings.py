@@ -18,10 +18,10 @@ import mido
 import pytest
 
 from evaluators import Controls
-from evaluators._services import FACTORIES
-from evaluators.midi_service import MidiService
+from evaluators.services.midi import MidiService
+from evaluators.services.registry import FACTORIES
 from nodes import Patch, PresetDeck
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 from tests.evaluators.test_midi import KEYS, KNOBS, FakeBackend
 from tests.waiting import poll_until
 

@@ -4,7 +4,7 @@ programs and both halves of the dual evaluator report into it."""
 from __future__ import annotations
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, NodeStatus
-from evaluators._observer import FrameObserver, unreported_status
+from evaluators.run.observer import FrameObserver, unreported_status
 from nodes import Patch
 
 IDLE, OK, CACHED = NodeStatus.IDLE, NodeStatus.OK, NodeStatus.CACHED

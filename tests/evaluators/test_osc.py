@@ -1,7 +1,7 @@
 """OSC in and out over loopback with python-osc clients and servers in the test, every evaluator.
 
-`osc.in` is driven by the controls runtime (evaluators._controls), as the frame loops of the engine
-and the player do: `Controls.before_frame()` before every `run_frame`. Waits are by deadline
+`osc.in` is driven by the controls runtime (evaluators.controls.runtime), as the frame loops of the
+engine and the player do: `Controls.before_frame()` before every `run_frame`. Waits are by deadline
 (`poll_until`): a message counts as received once the service's server thread has queued it, and
 must then show on the next frame.
 """
@@ -24,8 +24,8 @@ from pythonosc.osc_server import ThreadingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
 
 from evaluators import Controls, ExecutionContext, NodeStatus
-from evaluators._control_events import ControlEvent
-from evaluators.osc_service import OscService, well_formed
+from evaluators.controls.events import ControlEvent
+from evaluators.services.osc import OscService, well_formed
 from nodes import Patch
 from tests.waiting import poll_until
 
@@ -319,7 +319,7 @@ def test_osc_out_refuses_bad_targets(make_evaluator: Any, values: dict, message:
 
 
 def test_a_flood_between_two_frames_is_bounded_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    import evaluators.osc_service as osc_service
+    import evaluators.services.osc as osc_service
 
     monkeypatch.setattr(osc_service, "MAX_QUEUED", 3)
     service = OscService("127.0.0.1", 0, allow_send=False)

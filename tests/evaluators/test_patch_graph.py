@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluators import ExecutionContext, FlatProgram, PatchGraph, PatchSnapshot
-from evaluators._analysis import LiveAnalysis
-from evaluators._flat import program_output
+from evaluators.flat.program import program_output
+from evaluators.graph.analysis import LiveAnalysis
 from nodes import Link, NodeInstance, Patch, PatchEvent
 from tests.patch_strategies import random_edit, random_patch
 

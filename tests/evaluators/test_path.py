@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators import ExecutionContext, LazyEvaluator, NodePath
-from evaluators._path import ROOT
+from evaluators.graph.path import ROOT
 from nodes import Patch
 
 

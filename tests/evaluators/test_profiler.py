@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evaluators import Profiler
-from evaluators._profiler import REASON_TEXT
+from evaluators.insight.profiler import REASON_TEXT
 from nodes import Patch, UnknownNodeError
 
 SLOW_SECONDS = 0.02  # over the default 1/60 s frame budget

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from evaluators import FlatEvaluator, Profiler
-from evaluators._profiler import HOT_RUN, HotSteps
+from evaluators.insight.profiler import HOT_RUN, HotSteps
 from nodes import Patch
 
 NODES = ["big", "small", "cheap"]

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from evaluators import ExecutionContext
-from evaluators._services import OFF, ON, WAITING, ServiceStatus
-from evaluators.audio_service import AudioService
-from evaluators.midi_service import NO_SEQUENCER, MidiService
-from evaluators.osc_service import OscService
-from nodes._errors import Deferred
+from evaluators.services.audio import AudioService
+from evaluators.services.midi import NO_SEQUENCER, MidiService
+from evaluators.services.osc import OscService
+from evaluators.services.registry import OFF, ON, WAITING, ServiceStatus
+from nodes.errors import Deferred
 from tests.evaluators.test_osc import free_udp_port
 from tests.waiting import poll_until
 

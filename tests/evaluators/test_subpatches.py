@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evaluators import DualEvaluator, Evaluator, LazyEvaluator, NodePath, freeze
-from evaluators._view import inlined
+from evaluators.graph.view import inlined
 from nodes import Patch, patch_from_dict, patch_to_dict
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
@@ -177,7 +177,7 @@ def shared_constant_patch() -> tuple[Patch, list[int]]:
 def test_identical_instances_compute_a_const_inner_node_once(
     kind: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nodes.library.core as core
+    import nodes.library.core.basics as core
 
     calls: list[Any] = []
     real = core.math_mul

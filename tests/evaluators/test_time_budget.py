@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from evaluators import DualEvaluator, FlatEvaluator, LazyEvaluator, node_running_in
-from evaluators._context import NODE_TIME_BUDGET_SECONDS
+from evaluators.run.context import NODE_TIME_BUDGET_SECONDS
 from nodes import LIBRARY, Determinism, Patch, node
 
 SLEEP_SECONDS = 0.3

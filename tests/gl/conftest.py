@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 import tests.qt_setup  # noqa: F401  (before any QApplication exists)
-from evaluators.gl_service import GLService
+from evaluators.services.gl import GLService
 
 GL_TEST_SIZE = (64, 64)
 

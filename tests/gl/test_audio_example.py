@@ -17,7 +17,7 @@ import pytest
 import soundfile
 
 from evaluators import NodeStatus, make_evaluator
-from evaluators.gl_service import GLService
+from evaluators.services.gl import GLService
 from nodes import load_patch
 from tests.waiting import poll_until
 

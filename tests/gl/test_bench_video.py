@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.video_bench import CLIP_FPS, PATCH_FPS, video_bench
+from app.bench.video import CLIP_FPS, PATCH_FPS, video_bench
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
 

@@ -14,10 +14,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCursor, QUndoStack
 from PySide6.QtTest import QTest
 
-from app.qt_code_editor import ERROR_LINE_COLOUR, ERROR_MARK_COLOUR, QtCodeField
-from app.qt_commands import SetValueCommand
-from app.qt_inspector import QtInspector
-from evaluators.gl_service import GLService
+from app.qt.commands import SetValueCommand
+from app.qt.panels.code_editor import ERROR_LINE_COLOUR, ERROR_MARK_COLOUR, QtCodeField
+from app.qt.panels.inspector import QtInspector
+from evaluators.services.gl import GLService
 from nodes import Patch
 from tests.evaluator_kinds import evaluator_for_tests
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.player import play_headless
-from evaluators.gl_service import GLService
+from app.engine.player import play_headless
+from evaluators.services.gl import GLService
 from nodes import load_patch
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from app.engine import PICTURES_HZ, PREVIEW_SIZE, Connected, EditorLink, Engine
-from app.engine_protocol import Channel, patch_message
-from evaluators.gl_service import GLService
+from app.engine.engine import PICTURES_HZ, PREVIEW_SIZE, Connected, EditorLink, Engine
+from app.engine.protocol.channel import Channel, patch_message
+from evaluators.services.gl import GLService
 from nodes import Patch
 from tests.waiting import TIMEOUT_S
 

@@ -3,11 +3,11 @@ the reports, frame by frame, as from the engine process."""
 
 from __future__ import annotations
 
-from app.engine import PREVIEW_SIZE, THUMBNAIL_SIZE
-from app.engine_local import LocalEngineLink
-from app.engine_messages import Images
-from app.engine_protocol import patch_message
-from evaluators.gl_service import GLService
+from app.engine.engine import PREVIEW_SIZE, THUMBNAIL_SIZE
+from app.engine.local import LocalEngineLink
+from app.engine.protocol.channel import patch_message
+from app.engine.protocol.messages import Images
+from evaluators.services.gl import GLService
 from tests.gl.test_engine_gl import noise_patch
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.node_examples import example_patch, example_paths
-from app.player import play_headless
-from evaluators.gl_service import GLService
+from app.engine.player import play_headless
+from app.session.node_examples import example_patch, example_paths
+from evaluators.services.gl import GLService
 from nodes import LIBRARY, NodeSpec, Patch, load_patch
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from evaluators import FlatEvaluator, freeze
-from evaluators.gl_service import GLService, GLTarget
+from evaluators.services.gl import GLService, GLTarget
 from nodes import Patch, load_patch, save_patch
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evaluators.gl_service import (
+from evaluators.services.gl import (
     _ERROR_LINE_RES,
     FrameWriteError,
     GLFrameWriter,
@@ -17,7 +17,7 @@ from evaluators.gl_service import (
     GLTarget,
     ShaderError,
 )
-from nodes._glsl import builtin_shader, builtin_shader_names, parse_uniforms
+from nodes.library.gpu.glsl import builtin_shader, builtin_shader_names, parse_uniforms
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
 

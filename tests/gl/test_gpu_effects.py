@@ -19,14 +19,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.player import play_headless
-from evaluators.gl_service import GLService
+from app.engine.player import play_headless
+from evaluators.services.gl import GLService
 from nodes import Patch, load_patch
-from nodes._glsl import builtin_shader
-from nodes._limits import active_limits, set_active_limits
-from nodes._spec import LIBRARY, Determinism
-from nodes.library import gpu_effects, gpu_instancing
-from nodes.library.gpu_effects import COMPOSITE_MODES
+from nodes.library.gpu import effects as gpu_effects
+from nodes.library.gpu import instancing as gpu_instancing
+from nodes.library.gpu.effects import COMPOSITE_MODES
+from nodes.library.gpu.glsl import builtin_shader
+from nodes.limits import active_limits, set_active_limits
+from nodes.spec import LIBRARY, Determinism
 from tests.evaluator_kinds import evaluator_for_tests
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
@@ -704,7 +705,7 @@ def test_kaleido_trails_example_is_symmetric_and_leaves_trails(
 
 
 def test_bench_grid_patch_draws_its_circles(gl: GLService) -> None:
-    from app.instancing_bench import grid_patch
+    from app.bench.instancing import grid_patch
 
     patch = grid_patch(1000)
     instances = next(n.id for n in patch.nodes.values() if n.type_id == "gpu.instances")
@@ -725,7 +726,7 @@ def test_bench_grid_patch_draws_its_circles(gl: GLService) -> None:
 
 @pytest.mark.slow
 def test_instancing_bench_reports_both_counts(require_gl: Any) -> None:
-    from app.instancing_bench import instancing_bench
+    from app.bench.instancing import instancing_bench
 
     report = instancing_bench(quick=True)
     for part in ("draw_ms", "draw_1px_ms", "frame_ms"):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.player import play_headless
-from evaluators.gl_service import GLService
+from app.engine.player import play_headless
+from evaluators.services.gl import GLService
 from nodes import load_patch
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
@@ -70,7 +70,7 @@ def test_feedback_trail_leaves_a_trail(gl: GLService, tmp_path: Path) -> None:
 
 def test_patchbay_run_headless_writes_pngs(require_gl, tmp_path: Path) -> None:
     source = Path(str(EXAMPLES / "feedback_trail.patchbay"))
-    command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
+    command = [sys.executable, "-c", "import sys; from app.cli.main import main; sys.exit(main())",
                "run", str(source), "--headless", "--frames", "5", "--size", "80x45",
                "--out", str(tmp_path)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -84,7 +84,7 @@ def test_patchbay_run_headless_writes_pngs(require_gl, tmp_path: Path) -> None:
 def test_patchbay_run_reports_an_unwritable_out_in_one_line(
     require_gl, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
 ) -> None:
-    from app.cli import main
+    from app.cli.main import main
 
     source = Path(str(EXAMPLES / "noise_color.patchbay"))
     if where == "proc":
@@ -102,7 +102,7 @@ def test_patchbay_run_reports_an_unwritable_out_in_one_line(
 
 def test_patchbay_run_rejects_a_bad_size(tmp_path: Path) -> None:
     source = Path(str(EXAMPLES / "noise_color.patchbay"))
-    command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
+    command = [sys.executable, "-c", "import sys; from app.cli.main import main; sys.exit(main())",
                "run", str(source), "--headless", "--frames", "1", "--size", "big"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
@@ -111,7 +111,7 @@ def test_patchbay_run_rejects_a_bad_size(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_gpu_bench_reports_its_numbers(require_gl) -> None:
-    from app.gpu_bench import gpu_bench
+    from app.bench.gpu import gpu_bench
 
     report = gpu_bench(quick=True)
     assert report["chain_1080p"]["passes"] == 10 and report["chain_1080p"]["fps"] > 0

@@ -19,10 +19,10 @@ import pytest
 from PIL import Image
 
 from evaluators import DualEvaluator, EvaluatorKind, FlatEvaluator
-from evaluators.gl_service import GLService
+from evaluators.services.gl import GLService
 from nodes import Patch
-from nodes.library import gpu as gpu_library
-from nodes.library.gpu import NO_GPU_MESSAGE
+from nodes.library.gpu import sources as gpu_library
+from nodes.library.gpu.sources import NO_GPU_MESSAGE
 from tests.evaluator_kinds import EVALUATOR_KINDS, evaluator_for_tests
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
@@ -620,7 +620,7 @@ def test_a_hot_shader_file_is_read_once_until_it_changes(
 ) -> None:
     import os
 
-    from nodes import _glsl
+    from nodes.library.gpu import glsl as _glsl
 
     path = tmp_path / "tint.glsl"
     text = f"{TINT}// {tmp_path}\n"  # a text no test parsed before

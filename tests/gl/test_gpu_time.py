@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.cli import main
-from app.profile_costs import profile_costs
+from app.cli.main import main
+from app.engine.reports.profile_costs import profile_costs
 from evaluators import EvaluatorKind, Profiler
-from evaluators._gpu_timer import GL_QUERY_RESULT, GL_QUERY_RESULT_AVAILABLE, GPUTimer
-from evaluators.gl_service import GLService
+from evaluators.insight.gpu_timer import GL_QUERY_RESULT, GL_QUERY_RESULT_AVAILABLE, GPUTimer
+from evaluators.services.gl import GLService
 from nodes import Patch, save_patch
 from tests.evaluator_kinds import evaluator_for_tests
 
@@ -216,8 +216,8 @@ def test_profile_command_reports_gpu_time_and_a_gpu_track(tmp_path: Path, capsys
 
 
 def test_the_profiler_panel_shows_gpu_ms(service: GLService, qtbot: Any) -> None:
-    from app.profile_costs import profile_reply
-    from app.qt_profiler import GPU_MS, QtProfilerPanel
+    from app.engine.reports.profile_costs import profile_reply
+    from app.qt.panels.profiler import GPU_MS, QtProfilerPanel
 
     evaluator = run(service, "dual", FRAMES)
     try:

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from evaluators import ExecutionContext
-from evaluators.gl_service import GLService
-from nodes._limits import DEFAULT_LIMITS, MIB, active_limits, set_active_limits
+from evaluators.services.gl import GLService
+from nodes.limits import DEFAULT_LIMITS, MIB, active_limits, set_active_limits
 from tests.evaluator_kinds import EVALUATOR_KINDS
 from tests.gl.test_gpu_nodes import Rig
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from evaluators import FlatEvaluator, LazyEvaluator
-from evaluators._graph import GraphIR, PatchSnapshot
-from evaluators._memory_plan import hot_order, value_bytes
-from evaluators.gl_service import GLService
+from evaluators.flat.memory_plan import hot_order, value_bytes
+from evaluators.graph.ir import GraphIR, PatchSnapshot
+from evaluators.services.gl import GLService
 from nodes import Patch
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
@@ -180,8 +180,8 @@ def test_the_hot_order_keeps_dependencies_and_frees_big_branches_early() -> None
 
 
 def test_the_gpu_memory_bench_counts_targets_of_both_evaluators() -> None:
-    from app.gpu_memory_bench import PASSES as BENCH_PASSES
-    from app.gpu_memory_bench import gpu_memory_bench
+    from app.bench.gpu_memory import PASSES as BENCH_PASSES
+    from app.bench.gpu_memory import gpu_memory_bench
 
     report = gpu_memory_bench(quick=True)
     assert report["flat"]["targets_allocated"] <= 4

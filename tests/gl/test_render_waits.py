@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from app.player import play_headless
-from evaluators.gl_service import GLService
+from app.engine.player import play_headless
+from evaluators.services.gl import GLService
 from nodes import Patch, load_patch
 from tests.gl.test_video_text import frame_colour, make_clip
 

@@ -21,12 +21,12 @@ import pytest
 from PIL import Image
 
 from evaluators import EvaluatorKind
-from evaluators._path import NodePath
-from evaluators.gl_service import GLService
+from evaluators.graph.path import NodePath
+from evaluators.services.gl import GLService
 from nodes import Patch, load_patch
-from nodes._limits import active_limits, set_active_limits
-from nodes._paths import resources_folder
-from nodes.library import video as video_library
+from nodes.library.media import video as video_library
+from nodes.limits import active_limits, set_active_limits
+from nodes.paths import resources_folder
 from tests.evaluator_kinds import evaluator_for_tests
 
 pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("require_gl")]
@@ -382,7 +382,7 @@ def test_text_renders_and_changes_with_its_input(player: Player) -> None:
 def test_unchanged_text_is_not_rendered_again(
     player: Player, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nodes.library import text as text_library
+    from nodes.library.media import text as text_library
 
     text = player.add("text.render", text="Once", size=24.0)
     player.settle_at(0.0, text)
@@ -460,7 +460,7 @@ void main() {
 def test_text_larger_than_any_texture_fails_in_one_line(
     player: Player, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nodes.library import text as text_library
+    from nodes.library.media import text as text_library
 
     monkeypatch.setattr(text_library, "rasterise", None)  # never reached
     for text, size in (("W" * 100_000, 64.0), ("line\n" * 50_000, 12.0)):

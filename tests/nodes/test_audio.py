@@ -19,11 +19,11 @@ import pytest
 import soundfile
 
 from evaluators import Controls, ExecutionContext, NodeStatus
-from evaluators._services import FACTORIES
-from evaluators.audio_service import NO_PORTAUDIO, AudioService
+from evaluators.services.audio import NO_PORTAUDIO, AudioService
+from evaluators.services.registry import FACTORIES
 from nodes import LIBRARY, Determinism, Patch
-from nodes._audio import AUDIO_RATE, log_band_edges
-from nodes.library.audio import NO_AUDIO_INPUT
+from nodes.library.media.audio import NO_AUDIO_INPUT
+from nodes.library.media.dsp import AUDIO_RATE, log_band_edges
 from tests.waiting import poll_until
 
 RATE = AUDIO_RATE

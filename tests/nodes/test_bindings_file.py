@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nodes import Patch, PatchFileError, load_patch, patch_from_dict, patch_to_dict, save_patch
-from nodes._bindings import Binding
+from nodes.document.bindings import Binding
 
 
 def bound_patch() -> tuple[Patch, str, str]:

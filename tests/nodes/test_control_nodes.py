@@ -1,5 +1,5 @@
-"""Everyday CPU nodes (nodes.library.control, shaping, vector): triggers, edges, smoothers, the
-ADSR envelope, the random walk, easing, text formatting, logic and vectors, called directly and
+"""Everyday CPU nodes (nodes.library.control.stateful, shaping, vector): triggers, edges, smoothers,
+the ADSR envelope, the random walk, easing, text formatting, logic and vectors, called directly and
 through every evaluator kind where state across frames matters."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from nodes import LIBRARY, Determinism, Patch, get_spec
-from nodes._limits import active_limits, set_active_limits
-from nodes.library import control, shaping, vector
-from nodes.library.shaping import EASING_CURVES
+from nodes.library.control import shaping
+from nodes.library.control import stateful as control
+from nodes.library.control.shaping import EASING_CURVES
+from nodes.library.core import vector
+from nodes.limits import active_limits, set_active_limits
 
 # ----------------------------------------------------------------------------- helpers
 

@@ -23,7 +23,7 @@ from nodes import (
     patch_from_dict,
     patch_to_dict,
 )
-from nodes._limits import DEFAULT_LIMITS, active_limits, set_active_limits
+from nodes.limits import DEFAULT_LIMITS, active_limits, set_active_limits
 
 
 def scale_body(factor: float = 2.0) -> Patch:

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import nodes._fileformat as fileformat
-from app.cli import main as cli_main
+import nodes.fileformat.format as fileformat
+from app.cli.main import main as cli_main
 from nodes import Patch, PatchFileError, PatchValueError, load_patch, save_patch
-from nodes._limits import DEFAULT_LIMITS, active_limits, set_active_limits
+from nodes.limits import DEFAULT_LIMITS, active_limits, set_active_limits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -613,7 +613,7 @@ def test_loading_never_executes_code(tmp_path: Path) -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "app.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -12,7 +12,7 @@ import pytest
 
 from evaluators import FlatEvaluator, LazyEvaluator
 from nodes import LIBRARY, Determinism, NodeSpec, Patch, get_spec
-from nodes._types import coerce_value
+from nodes.types import coerce_value
 
 # ----------------------------------------------------------------------------- helpers
 

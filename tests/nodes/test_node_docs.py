@@ -8,7 +8,7 @@ import pytest
 
 import nodes.library  # noqa: F401 - registers the library
 from nodes import LIBRARY
-from nodes._spec import NodeSpec
+from nodes.spec import NodeSpec
 
 SUMMARY_MAX_CHARS = 120
 

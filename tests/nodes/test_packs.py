@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from evaluators import DualEvaluator
-from nodes import LIBRARY, Patch, _spec, load_patch, save_patch
-from nodes import _packs as packs
+from nodes import LIBRARY, Patch, load_patch, packs, save_patch
+from nodes import spec as _spec
 from tests.waiting import BUILD_TIMEOUT_S, TIMEOUT_S
 
 PACK = '''

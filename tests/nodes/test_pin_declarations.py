@@ -12,7 +12,7 @@ import pytest
 
 from evaluators import ExecutionContext
 from nodes import LIBRARY, NodeContext, NodeSpec, Pin, PinSpec, Pull
-from nodes._spec import Color, collecting_specs, node
+from nodes.spec import Color, collecting_specs, node
 
 
 def declared(type_id: str, fn: Callable[..., Any], **options: Any) -> NodeSpec:

@@ -16,11 +16,11 @@ from nodes import (
     pin_type,
     register_pin_type,
 )
-from nodes._glsl import uniform_declarations
-from nodes._presets import blend
-from nodes._spec import LIBRARY, Vec3, collecting_specs, node
-from nodes._types import coerce_value, pin_type_of_uniform, types_compatible, zero_of
-from nodes.library.gpu import shader_pins
+from nodes.document.presets import blend
+from nodes.library.gpu.glsl import uniform_declarations
+from nodes.library.gpu.sources import shader_pins
+from nodes.spec import LIBRARY, Vec3, collecting_specs, node
+from nodes.types import coerce_value, pin_type_of_uniform, types_compatible, zero_of
 
 
 def test_vec3_coerces_three_numbers_and_refuses_anything_else() -> None:

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from nodes import Patch, PatchError, PatchValueError, load_patch, save_patch
-from nodes._errors import MESSAGE_CHARS
-from nodes._fileformat import remove_stale_temporary_files
-from nodes._limits import DEFAULT_LIMITS, active_limits, set_active_limits
+from nodes.errors import MESSAGE_CHARS
+from nodes.fileformat.format import remove_stale_temporary_files
+from nodes.limits import DEFAULT_LIMITS, active_limits, set_active_limits
 from tests.waiting import read_line
 
 ROOT = Path(__file__).resolve().parents[2]

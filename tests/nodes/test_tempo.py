@@ -8,7 +8,7 @@ import pytest
 
 from evaluators import FlatEvaluator, LazyEvaluator
 from nodes import Patch, PatchError, PatchValueError, patch_from_dict, patch_to_dict
-from nodes._tempo import DEFAULT_BPM, BeatClock, TapTempo, checked_bpm
+from nodes.tempo import DEFAULT_BPM, BeatClock, TapTempo, checked_bpm
 
 
 def beat_patch(**settings: float) -> tuple[Patch, str, str]:

@@ -18,18 +18,14 @@ import numpy as np
 import pytest
 
 from evaluators import FlatEvaluator, LazyEvaluator
-from nodes import Patch, PatchError, PatchFileError, PatchValueError, _paths, load_patch, save_patch
-from nodes._errors import MESSAGE_CHARS, one_line, shown
-from nodes._fileformat import _check_sizes, patch_from_dict
-from nodes._glsl import uniform_declarations
-from nodes._limits import DEFAULT_LIMITS, Limits, active_limits, set_active_limits
-from nodes._paths import (
-    TRUSTED_DIRS_VARIABLE,
-    PathRefusedError,
-    read_patch_file,
-    resolve_patch_path,
-)
-from nodes.library.gpu import shader_text
+from nodes import Patch, PatchError, PatchFileError, PatchValueError, load_patch, save_patch
+from nodes import paths as _paths
+from nodes.errors import MESSAGE_CHARS, one_line, shown
+from nodes.fileformat.format import _check_sizes, patch_from_dict
+from nodes.library.gpu.glsl import uniform_declarations
+from nodes.library.gpu.sources import shader_text
+from nodes.limits import DEFAULT_LIMITS, Limits, active_limits, set_active_limits
+from nodes.paths import TRUSTED_DIRS_VARIABLE, PathRefusedError, read_patch_file, resolve_patch_path
 
 
 @pytest.fixture(autouse=True)

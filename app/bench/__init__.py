@@ -1,0 +1,1 @@
+"""Benchmarks (`patchbay bench`) and the patches and graphs they run."""

@@ -1,0 +1,1 @@
+"""The `patchbay` command line and its subcommands."""

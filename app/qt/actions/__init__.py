@@ -1,0 +1,1 @@
+"""The editor window's actions, one module per menu."""

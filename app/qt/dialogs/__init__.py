@@ -1,0 +1,1 @@
+"""The editor's dialogs: allowing a patch to send, exporting, settings."""

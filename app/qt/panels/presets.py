@@ -1,0 +1,421 @@
+"""The Presets panel: the document's presets, their undoable edits, recalls and the crossfader.
+
+Capture names a new preset holding the value pins of every USER input (nodes `capture`); Update
+takes the current values of a preset's pins again; Rename and Delete act on the selected one.
+Each is one undo command (`SetPresetCommand`, `RenamePresetCommand`) editing the Patch through
+`Patch.set_preset`, so the engine's copy follows as any edit does.
+
+Recalls: a double click jumps to a preset; Recall goes there as the row below it says (over a
+duration with an easing and a switch point for toggles and strings, starting now or on the next
+beat or bar; 0 s is a jump). The crossfader blends the presets chosen as A and B. These become
+`preset` and `crossfade` messages to the engine (`engine_send`), whose preset deck plays them:
+what they set comes back as live values, not undo steps.
+
+Bindings: right-click a preset for "Learn MIDI/OSC…" (bind a control to recall it: target
+`@preset`, the name as pin), "Bind to OSC address…" and "Remove binding"; right-click the
+crossfader, or its Learn button, to bind the crossfader (`@crossfader` `position`, range 0..1).
+The panel only emits the requests (`learn_requested`, `bind_osc_requested`, `unbind_requested`,
+as the inspector's pin menu does); the editor binds. A bound preset shows its sources after its
+name, the one learn waits for is highlighted. Renaming a preset moves its bindings along in the
+same undo step.
+
+Dialogs go through `ask_name`, which tests replace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QUndoCommand, QUndoStack
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QGridLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.protocol.messages import Crossfade, Message, PresetRecall
+from app.qt.panels.bindings import CANCEL_LEARN_TEXT, LEARN_TEXT, binding_menu, bindings_of
+from nodes import (
+    EASINGS,
+    START_POINTS,
+    SWITCH_POINTS,
+    EditOp,
+    Patch,
+    PatchEvent,
+    capture,
+)
+from nodes.document.bindings import CROSSFADER_TARGET, PRESET_TARGET
+
+CROSSFADE_STEPS = 1000
+MAX_NAME = 200  # as Patch.set_preset takes
+Values = Mapping[tuple[str, str], Any]
+NAME_ROLE = Qt.ItemDataRole.UserRole  # a list item's preset name (its text adds binding marks)
+LEARNING_COLOR, LEARNING_TEXT_COLOR = QColor(74, 58, 8), QColor(255, 233, 160)  # the inspector's
+CROSSFADER = (CROSSFADER_TARGET, "position")
+CROSSFADE_TITLE = "Crossfade A ↔ B"
+
+
+def _mark(sources: list[str], learning: bool) -> str:
+    """What follows a bound target's name: its sources, or that learn waits for it."""
+    if learning:
+        return "  ⟳ learning…"
+    return "  ◉ " + ", ".join(sources) if sources else ""
+
+
+class SetPresetCommand(QUndoCommand):
+    """Add, replace (capture, update) or remove (None) one preset."""
+
+    def __init__(self, patch: Patch, name: str, values: Values | None, text: str) -> None:
+        super().__init__(text)
+        self._patch, self.name = patch, name
+        old = patch.presets.get(name)
+        self._old = None if old is None else dict(old)
+        self._new = None if values is None else dict(values)
+
+    def redo(self) -> None:
+        self._patch.set_preset(self.name, self._new)
+
+    def undo(self) -> None:
+        self._patch.set_preset(self.name, self._old)
+
+
+class RenamePresetCommand(QUndoCommand):
+    """Give a preset another (unused) name; the bindings that recall it follow."""
+
+    def __init__(self, patch: Patch, old: str, new: str) -> None:
+        super().__init__(f"rename preset {old} to {new}")
+        self._patch, self.old, self.new = patch, old, new
+        self.bound = bindings_of(patch, PRESET_TARGET, old)
+
+    def _move(self, source: str, target: str) -> None:
+        patch = self._patch
+        patch.set_preset(target, patch.presets[source])
+        for binding_id in self.bound:
+            binding = patch.bindings.get(binding_id)
+            if binding is not None:
+                patch.set_binding(binding_id, dataclasses.replace(binding, pin=target))
+        patch.set_preset(source, None)
+
+    def redo(self) -> None:
+        self._move(self.old, self.new)
+
+    def undo(self) -> None:
+        self._move(self.new, self.old)
+
+
+class QtPresetsPanel(QWidget):
+    """The presets of the document: see the module note. `engine_send` sends a message to the
+    engine that plays the patch."""
+
+    learn_requested = Signal(str, str)  # target node, pin: bind it to the next control moved
+    bind_osc_requested = Signal(str, str)  # target node, pin: bind it to an OSC address typed
+    unbind_requested = Signal(str, str)  # target node, pin: remove its bindings
+
+    def __init__(self, undo_stack: QUndoStack, engine_send: Callable[[Message], None]) -> None:
+        super().__init__()
+        self.undo_stack = undo_stack
+        self.patch = Patch()
+        self.engine_send = engine_send
+        self.on_error: Callable[[str], None] = lambda _message: None
+        self.learning: tuple[str, str] | None = None  # the target learn waits for
+        self.menu: QMenu | None = None  # the last binding menu opened
+        self._unsubscribe: Callable[[], None] | None = None
+
+        self.list = QListWidget()
+        self.list.setObjectName("presets")
+        self.list.itemDoubleClicked.connect(lambda item: self.jump(item.data(NAME_ROLE)))
+        self.list.currentItemChanged.connect(lambda *_: self._enable())
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._preset_menu_at)
+        buttons = QHBoxLayout()
+        self.buttons: dict[str, QPushButton] = {}
+        for label, slot, tip in (
+            ("Capture", self.capture, "A new preset of every user input's value"),
+            ("Update", self.update_selected, "Take the current values of its pins again"),
+            ("Rename", self.rename_selected, "Rename the selected preset"),
+            ("Delete", self.delete_selected, "Remove the selected preset"),
+        ):
+            button = QPushButton(label)
+            button.setToolTip(tip)
+            button.clicked.connect(lambda _checked=False, slot=slot: slot())
+            buttons.addWidget(button)
+            self.buttons[label] = button
+
+        self.seconds = QDoubleSpinBox()
+        self.seconds.setRange(0.0, 600.0)
+        self.seconds.setDecimals(2)
+        self.seconds.setSingleStep(0.25)
+        self.seconds.setValue(1.0)
+        self.seconds.setSuffix(" s")
+        self.seconds.setToolTip("Transition time (0: jump)")
+        self.easing = self._combo(EASINGS, "Easing of the transition")
+        self.switch = self._combo(SWITCH_POINTS, "When toggles and strings switch")
+        self.switch.setCurrentText("middle")
+        self.start = self._combo(START_POINTS, "Start now, or on the next beat or bar")
+        recall = QPushButton("Recall")
+        recall.setToolTip("Go to the selected preset as set here (double click: jump)")
+        recall.clicked.connect(lambda _checked=False: self.recall_selected())
+        self.buttons["Recall"] = recall
+        transition = QGridLayout()
+        right = Qt.AlignmentFlag.AlignRight
+        transition.addWidget(recall, 0, 0)
+        transition.addWidget(self.seconds, 0, 1)
+        transition.addWidget(self.easing, 0, 2, 1, 2)
+        transition.addWidget(QLabel("switch"), 1, 0, right)
+        transition.addWidget(self.switch, 1, 1)
+        transition.addWidget(QLabel("start"), 1, 2, right)
+        transition.addWidget(self.start, 1, 3)
+
+        self.a = QComboBox()
+        self.a.setToolTip("Crossfader: preset A (slider left)")
+        self.b = QComboBox()
+        self.b.setToolTip("Crossfader: preset B (slider right)")
+        for combo in (self.a, self.b):  # a new pair plays at once, and a bound fader blends it
+            combo.activated.connect(lambda _index: self.crossfade())
+        self.crossfader = QSlider(Qt.Orientation.Horizontal)
+        self.crossfader.setRange(0, CROSSFADE_STEPS)
+        self.crossfader.setToolTip("Blend A and B")
+        self.crossfader.valueChanged.connect(lambda _value: self.crossfade())
+        self.crossfader.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.crossfader.customContextMenuRequested.connect(
+            lambda pos: self._show_menu(self.binding_menu(*CROSSFADER), self.crossfader, pos)
+        )
+        self.crossfader_learn = QPushButton(LEARN_TEXT)
+        self.crossfader_learn.clicked.connect(
+            lambda _checked=False: self.learn_requested.emit(*CROSSFADER)
+        )
+        fader = QHBoxLayout()
+        fader.addWidget(self.a)
+        fader.addWidget(self.crossfader, 1)
+        fader.addWidget(self.b)
+        self.crossfader_label = QLabel(CROSSFADE_TITLE)
+        heading = QHBoxLayout()
+        heading.addWidget(self.crossfader_label, 1)
+        heading.addWidget(self.crossfader_learn)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.list, 1)
+        layout.addLayout(buttons)
+        layout.addLayout(transition)
+        layout.addLayout(heading)
+        layout.addLayout(fader)
+        self._enable()
+
+    def _combo(self, choices: Mapping[str, Any] | tuple[str, ...], tip: str) -> QComboBox:
+        combo = QComboBox()
+        combo.addItems(list(choices))
+        combo.setToolTip(tip)
+        return combo
+
+    # ------------------------------------------------------------------ the document
+    def set_patch(self, patch: Patch) -> None:
+        """Show and edit the presets of `patch`."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self.patch = patch
+        self._unsubscribe = patch.subscribe(self._on_event)
+        self.refresh()
+
+    def _on_event(self, event: PatchEvent) -> None:
+        if event.op == EditOp.PRESET:
+            self.refresh()
+        elif event.op == EditOp.BINDING:
+            self.refresh_bindings()
+
+    def refresh(self) -> None:
+        """List the presets again (keeping the selection and the crossfader's pair)."""
+        names = list(self.patch.presets)
+        current = self.selected()
+        self.list.clear()
+        for name in names:
+            item = QListWidgetItem(name)
+            item.setData(NAME_ROLE, name)
+            self.list.addItem(item)
+        if current in names:
+            self.list.setCurrentRow(names.index(current))
+        self.refresh_bindings()
+        # A keeps its preset while it exists, else takes the first; B likewise, else the first
+        # other than A's.
+        taken = ""
+        for combo in (self.a, self.b):
+            chosen = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(names)
+            if chosen not in names or chosen == taken:
+                chosen = next((n for n in names if n != taken), names[0] if names else "")
+            combo.setCurrentText(chosen)
+            combo.blockSignals(False)
+            taken = chosen
+        self._enable()
+
+    def _enable(self) -> None:
+        chosen = self.selected() is not None
+        for label in ("Update", "Rename", "Delete", "Recall"):
+            self.buttons[label].setEnabled(chosen)
+        self.crossfader.setEnabled(len(self.patch.presets) >= 2)
+
+    def names(self) -> list[str]:
+        """The presets listed, in order."""
+        return [self.list.item(row).data(NAME_ROLE) for row in range(self.list.count())]
+
+    def selected(self) -> str | None:
+        item = self.list.currentItem()
+        return item.data(NAME_ROLE) if item is not None else None
+
+    def select(self, name: str) -> None:
+        names = self.names()
+        if name in names:
+            self.list.setCurrentRow(names.index(name))
+
+    # ------------------------------------------------------------------ bindings
+    def _sources(self, node_id: str, pin: str) -> list[str]:
+        bindings = self.patch.bindings
+        return [bindings[key].source for key in bindings_of(self.patch, node_id, pin)]
+
+    def refresh_bindings(self) -> None:
+        """Mark bound presets and the crossfader with their sources, and what learn waits for."""
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            name = item.data(NAME_ROLE)
+            sources = self._sources(PRESET_TARGET, name)
+            waiting = self.learning == (PRESET_TARGET, name)
+            item.setText(name + _mark(sources, waiting))
+            item.setToolTip(f"Recalled by {', '.join(sources)}" if sources else "")
+            item.setBackground(QBrush(LEARNING_COLOR) if waiting else QBrush())
+            item.setForeground(QBrush(LEARNING_TEXT_COLOR) if waiting else QBrush())
+        waiting = self.learning == CROSSFADER
+        sources = self._sources(*CROSSFADER)
+        self.crossfader_learn.setText(CANCEL_LEARN_TEXT if waiting else LEARN_TEXT)
+        tip = f"Bound to {', '.join(sources)}. " if sources else ""
+        learn_tip = "Bind the crossfader to the next MIDI/OSC control moved"
+        self.crossfader_learn.setToolTip(tip + learn_tip)
+        self.crossfader_label.setText(CROSSFADE_TITLE + _mark(sources, waiting))
+        self.crossfader.setToolTip(
+            "Blend A and B" + (f" (bound to {', '.join(sources)})" if sources else "")
+        )
+
+    def set_learning(self, target: tuple[str, str] | None) -> None:
+        """Highlight the preset (or crossfader) learn waits for (None: learn is not armed)."""
+        self.learning = target
+        self.refresh_bindings()
+
+    def binding_menu(self, node_id: str, pin: str) -> QMenu:
+        """The binding menu of a preset (`@preset`, name) or the crossfader."""
+        return binding_menu(self, node_id, pin)
+
+    def _preset_menu_at(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        if item is None:
+            return
+        self.list.setCurrentItem(item)
+        menu = self.binding_menu(PRESET_TARGET, item.data(NAME_ROLE))
+        self._show_menu(menu, self.list.viewport(), pos)
+
+    def _show_menu(self, menu: QMenu, widget: QWidget, pos: QPoint) -> None:
+        if self.menu is not None:
+            self.menu.deleteLater()
+        self.menu = menu
+        menu.popup(widget.mapToGlobal(pos))
+
+    def ask_name(self, title: str, current: str) -> str | None:
+        name, accepted = QInputDialog.getText(self, title, "Preset name:", text=current)
+        return name.strip() if accepted else None
+
+    def _free_name(self, name: str | None) -> str | None:
+        """`name` when a preset may take it, else None (the user told why)."""
+        if not name:
+            return None
+        if name in self.patch.presets:
+            self.on_error(f"a preset named {name!r} exists already")
+            return None
+        if len(name) > MAX_NAME:
+            self.on_error(f"a preset name has at most {MAX_NAME} characters")
+            return None
+        return name
+
+    def capture(self) -> None:
+        """Capture every USER input's value pins as a new preset (named by the user)."""
+        suggested = next(
+            f"Preset {n}" for n in range(1, 10_000) if f"Preset {n}" not in self.patch.presets
+        )
+        name = self._free_name(self.ask_name("Capture preset", suggested))
+        if name is not None:
+            values = capture(self.patch)
+            self.undo_stack.push(
+                SetPresetCommand(self.patch, name, values, f"capture preset {name}")
+            )
+            self.select(name)
+
+    def update_selected(self) -> None:
+        """Take the current values of the selected preset's pins (of nodes still there)."""
+        name = self.selected()
+        if name is None:
+            return
+        pins = [(n, p) for n, p in self.patch.presets[name] if n in self.patch.nodes]
+        values = capture(self.patch, pins)
+        self.undo_stack.push(SetPresetCommand(self.patch, name, values, f"update preset {name}"))
+
+    def rename_selected(self) -> None:
+        old = self.selected()
+        if old is None:
+            return
+        new = self.ask_name("Rename preset", old)
+        if new == old:
+            return
+        new = self._free_name(new)
+        if new is not None:
+            self.undo_stack.push(RenamePresetCommand(self.patch, old, new))
+            self.select(new)
+
+    def delete_selected(self) -> None:
+        name = self.selected()
+        if name is not None:
+            self.undo_stack.push(SetPresetCommand(self.patch, name, None, f"delete preset {name}"))
+
+    # ------------------------------------------------------------------ recalls
+    def jump(self, name: str) -> None:
+        """Jump to preset `name` now, on the engine's deck."""
+        self.engine_send(PresetRecall(name, mode="jump", start="now"))
+
+    def recall_selected(self) -> None:
+        """Recall the selected preset as the transition row says."""
+        name = self.selected()
+        if name is None:
+            return
+        seconds = self.seconds.value()
+        start = self.start.currentText()
+        if seconds == 0 and start == "now":
+            self.jump(name)
+            return
+        self.engine_send(
+            PresetRecall(
+                name,
+                mode="transition" if seconds > 0 else "jump",
+                seconds=seconds,
+                easing=self.easing.currentText(),
+                switch=self.switch.currentText(),
+                start=start,
+            )
+        )
+
+    def crossfade(self) -> None:
+        """Blend the A and B presets at the crossfader's position."""
+        a, b = self.a.currentText(), self.b.currentText()
+        if not a or not b:
+            return
+        position = self.crossfader.value() / CROSSFADE_STEPS
+        self.engine_send(Crossfade(a, b, position))

@@ -1,0 +1,1 @@
+"""Small Qt helpers the editor's parts share: focus, signals, garbage collection, fonts."""

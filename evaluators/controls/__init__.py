@@ -1,0 +1,1 @@
+"""Live control: the controls runtime and the events the services hand it."""

@@ -1,0 +1,1 @@
+"""Looking into a running patch: the profiler and GPU timers."""

@@ -1,0 +1,1 @@
+"""The document: the Patch, definitions and instances, bindings, presets."""

@@ -1,0 +1,1 @@
+"""The `.patchbay` file format: load, save, validate, encode values."""

@@ -1,0 +1,1 @@
+"""Control node types: stateful triggers, edges and smoothers, and value shaping."""

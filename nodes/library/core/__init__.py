@@ -1,0 +1,1 @@
+"""Core node types: values, inputs, time, math, logic, arrays, vectors, outputs."""

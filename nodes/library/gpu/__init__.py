@@ -1,0 +1,1 @@
+"""GPU node types: shader sources, effects, instancing, and their GLSL."""

@@ -1,0 +1,1 @@
+"""Live input node types: OSC and MIDI."""

@@ -1,0 +1,1 @@
+"""Media node types: video, audio (and its DSP), text."""
