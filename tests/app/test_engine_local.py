@@ -10,16 +10,7 @@ from app.engine.local import LocalEngineLink
 from app.engine.protocol.channel import EditBatch, patch_message
 from app.engine.protocol.messages import PROTOCOL_VERSION, Pause, Step, Watch
 from nodes import Patch
-
-
-def chain_patch() -> Patch:
-    patch = Patch()
-    patch.add_node("time.frame", None, node_id="frame")
-    patch.add_node("math.add", {"b": 10.0}, node_id="add")
-    patch.add_node("output.value", None, node_id="out")
-    patch.connect("frame", "out", "add", "a")
-    patch.connect("add", "out", "out", "in")
-    return patch
+from tests.app.test_engine import chain_patch
 
 
 def linked(patch: Patch) -> tuple[LocalEngineLink, EditBatch]:
