@@ -128,6 +128,8 @@ class Controls:
         self._bindings: dict[str, list[tuple[str, Binding]]] = {}  # by control name
         self._services: tuple[str, ...] = ()  # the sources whose services the patch needs
         self._plan_stale = True
+        # The nodes the plan holds (input nodes, bound nodes): removing another one leaves it.
+        self._planned_nodes: set[str] = set()
         self._unsubscribe: Callable[[], None] | None = None
         self._patch = patch
         self.patch = patch
@@ -167,11 +169,19 @@ class Controls:
             self._feedback_due.add((event.node_id or "", event.pin or ""))
         if event.definition is not None or self._plan_stale:
             return
-        if event.kind == "structural" or event.op == EditOp.BINDING:
+        if event.op == EditOp.BINDING or event.node_id is None:
             self._plan_stale = True
-        elif event.op == EditOp.SET_VALUE and event.pin not in self._live_pins:
-            instance = self._patch.nodes.get(event.node_id or "")
-            self._plan_stale = instance is not None and instance.type_id in self._input_types
+        elif event.op == EditOp.REMOVE_NODE:
+            # A source's plan holds its input nodes and the nodes bound to its controls.
+            self._plan_stale = event.node_id in self._planned_nodes
+        elif event.op in (EditOp.ADD_NODE, EditOp.PINS) or (
+            event.op == EditOp.SET_VALUE and event.pin not in self._live_pins
+        ):
+            instance = self._patch.nodes.get(event.node_id)
+            self._plan_stale = event.node_id in self._planned_nodes or (
+                instance is not None and instance.type_id in self._input_types
+            )
+        # Links do not change a plan: input nodes are read by their own values.
 
     # ------------------------------------------------------------------ learn
     def learn(self, node: str, pin: str) -> None:
@@ -372,6 +382,8 @@ class Controls:
             name = owner.get(instance.type_id)
             if name is not None:
                 inputs[name].append((node_id, instance))
+        self._planned_nodes = {node_id for nodes in inputs.values() for node_id, _ in nodes}
+        self._planned_nodes.update(binding.node for binding in self._patch.bindings.values())
         self._services = tuple(
             name
             for name, source in self._sources.items()

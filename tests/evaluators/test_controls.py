@@ -507,6 +507,50 @@ def test_the_controls_follow_edits_of_addresses_and_bindings(osc: FakeService) -
     assert rig.value(slider) == 2.5
 
 
+def test_the_plan_follows_the_edits_that_change_it_and_only_those(
+    osc: FakeService, midi: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patch = Patch()
+    a = patch.add_node("math.add", node_id="a")
+    slider = patch.add_node("input.float", {"max": 10.0}, node_id="slider")
+    rig = Rig(patch)
+    plans: list[str] = []
+    osc_source = rig.controls._sources["osc"]
+    plan = osc_source.plan
+    monkeypatch.setattr(osc_source, "plan", lambda *args: plans.append("osc") or plan(*args))
+    rig.frame()
+    assert plans == ["osc"]
+    # Edits of other nodes and of links leave the plan (at 10,000 nodes a plan is a pass).
+    b = patch.add_node("math.add", node_id="b")
+    patch.connect(a, "out", b, "a")
+    patch.set_value(b, "b", 2.0)
+    patch.remove_node(b)
+    rig.frame()
+    assert plans == ["osc"]
+    # An input node added, its address edited, removed: each is planned again.
+    listener = patch.add_node("osc.in", {"address": "/a"}, node_id="in")
+    rig.frame()
+    osc.send("osc:/a", 0.5)
+    rig.frame()
+    assert rig.value(listener) == 0.5
+    patch.set_value(listener, "address", "/b")
+    osc.send("osc:/b", 0.25)
+    rig.frame()
+    assert rig.value(listener) == 0.25
+    patch.remove_node(listener)
+    rig.frame()
+    assert plans == ["osc"] * 4
+    # A bound node removed and added back (an undo): MIDI binds it again.
+    patch.set_binding("binding1", Binding("midi:cc:1:7", slider, "value", 0.0, 10.0))
+    patch.remove_node(slider)
+    rig.frame()
+    patch.add_node("input.float", {"max": 10.0}, node_id="slider")
+    rig.frame()
+    midi.send("midi:cc:1:7", 0.5)
+    rig.frame()
+    assert rig.value(slider) == 5.0
+
+
 def test_live_pins_saved_in_a_file_settle_on_the_first_frame(osc: FakeService) -> None:
     patch = Patch()
     listener = patch.add_node("osc.in", {"address": "/go", "arrived": 3, "pending": 2})
