@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from evaluators.flat.build_steps import finish
-from evaluators.flat.incremental import MAX_CHANGED, MAX_CHANGED_BACKGROUND
+from evaluators.flat.incremental import MAX_CHANGED, MAX_CHANGED_BACKGROUND, EditJournal
 from evaluators.flat.program import FlatProgram, NotDerived, program_output
 from evaluators.graph.ir import PatchSnapshot
 from evaluators.graph.view import expanded
@@ -355,6 +355,7 @@ class DualEvaluator:
         self._failed_token = -1
         self._last_structural = time.monotonic() - debounce
         self._edited: set[str] = set()
+        self._journal = EditJournal()  # the edits since the program was stopped
         self._built: BuildResult | None = None  # a result compiled on this thread
         self._clock = clock
         self._frame_ended_at: float | None = None  # on `clock`
@@ -377,6 +378,8 @@ class DualEvaluator:
             self._to_lazy()
         elif event.kind == "value" and event.node_id is not None:
             self._edited.add(event.node_id)
+        if self._stopped is not None:
+            self._journal.note(event)
 
     def _to_lazy(self) -> None:
         program = self.program
@@ -392,6 +395,7 @@ class DualEvaluator:
             self._stopped = program
             self._stopped_exported = False
             self._lazy_ran = False
+            self._journal = EditJournal()
         else:
             program.export_context(self.patch.nodes)
             self._retire(program)
@@ -526,7 +530,7 @@ class DualEvaluator:
             program = FlatProgram(
                 self.patch, self.ctx, self._watched, previous=stopped,
                 only_derived=True, code_later=self._builder is not None,
-                max_changed=self._derive_limit(),
+                max_changed=self._derive_limit(), journal=self._journal,
             )  # fmt: skip
         except NotDerived:
             self._underived = self._token  # too big an edit: lazy, then a background build

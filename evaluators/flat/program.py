@@ -75,7 +75,7 @@ import numpy as np
 
 from evaluators.flat.build_steps import STEP_ITEMS, BuildSteps, finish, gathered
 from evaluators.flat.codegen import CHUNK_STEPS, HotCode
-from evaluators.flat.incremental import MAX_CHANGED, change_since, deriving
+from evaluators.flat.incremental import MAX_CHANGED, EditJournal, change_since, deriving
 from evaluators.flat.memory_plan import (
     hot_dependencies,
     hot_order,
@@ -166,16 +166,18 @@ class FlatProgram(StepProgram):
         only_derived: bool = False,
         code_later: bool = False,
         max_changed: float = MAX_CHANGED,
+        journal: EditJournal | None = None,
     ) -> None:
         """Build at once. `snapshot`: the patch to build, or on the thread that edits, the live
-        patch (then only what changed since `previous` is copied out of it). `previous`: build
-        from it (evaluators/flat/incremental.py) when worth it; with `only_derived`, raise
-        `NotDerived` instead of building from scratch; `max_changed`: the share of nodes an edit
-        may touch and still be derived. `code_later`: leave generating the HOT code to whoever
-        runs the program."""
+        patch (then only what changed since `previous` is copied out of it, as far as `journal`
+        names it: see `change_since`). `previous`: build from it
+        (evaluators/flat/incremental.py) when worth it; with `only_derived`, raise `NotDerived`
+        instead of building from scratch; `max_changed`: the share of nodes an edit may touch
+        and still be derived. `code_later`: leave generating the HOT code to whoever runs the
+        program."""
         build = self._building(
             snapshot, ctx, watched, observer, codegen, previous, only_derived, code_later, False,
-            max_changed,
+            max_changed, journal,
         )  # fmt: skip
         finish(build)
 
@@ -193,7 +195,7 @@ class FlatProgram(StepProgram):
         it in its steps). `max_changed`: as for `__init__`."""
         program = cls.__new__(cls)
         yield from program._building(
-            snapshot, ctx, watched, None, True, previous, False, False, True, max_changed
+            snapshot, ctx, watched, None, True, previous, False, False, True, max_changed, None
         )
         return program
 
@@ -209,6 +211,7 @@ class FlatProgram(StepProgram):
         code_later: bool,
         background: bool,
         max_changed: float,
+        journal: EditJournal | None,
     ) -> BuildSteps[None]:
         self.codegen = codegen  # run the HOT list as generated code (evaluators/flat/codegen.py)
         # Statuses, errors and run counts go to the observer (`report_to` hands them over).
@@ -218,8 +221,11 @@ class FlatProgram(StepProgram):
         self.ctx = ctx
         self.holes = 0  # slots nothing uses, left by builds from a previous program
         self.link_set: frozenset[Link] | None = None  # the snapshot's links, once compared
+        self.refreshed: set[int] = set()  # nodes whose values `refresh_values` took in
         # From the previous program when it is worth it (evaluators/flat/incremental.py).
-        change = change_since(previous, snapshot, max_changed) if previous is not None else None
+        change = (
+            change_since(previous, snapshot, max_changed, journal) if previous is not None else None
+        )
         self.derived = False
         self.derive_error: str | None = None  # why deriving failed (a full build followed)
         if previous is not None and change is not None:
@@ -630,6 +636,7 @@ class FlatProgram(StepProgram):
             if i is None or instance is None or instance.stamp == self.stamps[i]:
                 continue
             self.stamps[i] = instance.stamp
+            self.refreshed.add(i)
             for pin_name, value in instance.values.items():
                 slot = self.value_slot.get((i, pin_name))
                 if slot is not None:

@@ -13,10 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import evaluators.flat.incremental as incremental_module
 from app.bench.patches import hot_chain
 from evaluators import DualEvaluator, LazyEvaluator
+from evaluators.flat.incremental import EditJournal
 from evaluators.flat.program import FlatEvaluator, FlatProgram
-from nodes import Patch
+from nodes import EditOp, Link, Patch, PatchEvent
 from tests.patch_strategies import random_edit, random_patch, same
 
 
@@ -80,16 +82,20 @@ def play(data: st.DataObject, subpatches: bool) -> None:
             for evaluator in (full, incremental, dual):
                 evaluator.run_frame(frame / 60.0, frame)
             assert full.program is not None and incremental.program is not None
-            assert incremental.program.derive_error is None, incremental.program.derive_error
-            incremental.program.validate()
-            # Step lists follow the order, which may differ between two valid orders: compare
-            # them as multisets, and the topological order is checked by validate().
-            a, b = shape(full.program), shape(incremental.program)
-            for name in ("hot", "all"):
-                assert sorted(map(repr, a.pop(name))) == sorted(map(repr, b.pop(name)))
-            a["guarded"] = {k: sorted(v) for k, v in a["guarded"].items()}
-            b["guarded"] = {k: sorted(v) for k, v in b["guarded"].items()}
-            assert a == b
+            # The dual derives on the thread that edits, from the journal of the edits (it
+            # starts lazy: no program before its first build).
+            derived_programs = [incremental.program, dual.program]
+            for derived in filter(None, derived_programs):
+                assert derived.derive_error is None, derived.derive_error
+                derived.validate()
+                # Step lists follow the order, which may differ between two valid orders:
+                # compare them as multisets, and the topological order is checked by validate().
+                a, b = shape(full.program), shape(derived)
+                for name in ("hot", "all"):
+                    assert sorted(map(repr, a.pop(name))) == sorted(map(repr, b.pop(name)))
+                a["guarded"] = {k: sorted(v) for k, v in a["guarded"].items()}
+                b["guarded"] = {k: sorted(v) for k, v in b["guarded"].items()}
+                assert a == b
             expected = sinks(full, patch)
             for evaluator in (incremental, dual):
                 got = sinks(evaluator, patch)
@@ -211,6 +217,64 @@ def test_typical_edits_are_built_from_the_previous_program_and_equal_full_builds
     finally:
         incremental.close()
         full.close()
+
+
+def test_the_dual_finds_what_an_edit_changed_from_its_journal_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Deriving on the thread that edits compares only the nodes and links the edits named (a
+    value edit made just before the structural one is taken in as any value edit), never the
+    whole patch; each
+    program has the shape of a full build. An edit the journal cannot place (a definition's, on a
+    plain patch) makes it give up, and every node is compared again."""
+    patch = hot_chain(300)
+    dual = DualEvaluator(patch, debounce=0.0, background=False)
+    full = FlatEvaluator(patch, incremental=False)
+    scans: list[int] = []
+    scanned_change = incremental_module._scanned_change
+    monkeypatch.setattr(
+        incremental_module,
+        "_scanned_change",
+        lambda *args: scans.append(1) or scanned_change(*args),
+    )
+    try:
+        dual.run_frame(0.0, 0)
+        dual.build_now()
+        assert dual.mode == "flat"
+        frame = 1
+        for edit in chain_edits(patch):
+            patch.set_value("c10", "b", float(frame))  # before the structural edit, not run yet
+            edit()
+            swaps = dual.derived_swaps
+            for _ in range(2):
+                dual.run_frame(frame / 60.0, frame)
+                full.run_frame(frame / 60.0, frame)
+                frame += 1
+            program, reference = dual.program, full.program
+            assert program is not None and reference is not None
+            assert dual.derived_swaps == swaps + (edit.__name__ != "value")
+            program.validate()
+            a, b = shape(reference), shape(program)
+            for name in ("hot", "all"):
+                assert sorted(map(repr, a.pop(name))) == sorted(map(repr, b.pop(name)))
+            assert a == b
+            assert sinks(dual, patch) == sinks(full, patch)
+        assert scans == []
+    finally:
+        dual.close()
+        full.close()
+    journal = EditJournal()
+    journal.note(
+        PatchEvent("structural", EditOp.CONNECT, "b", "a", link=Link("a", "out", "b", "a"))
+    )
+    journal.note(
+        PatchEvent("structural", EditOp.DISCONNECT, "b", "a", link=Link("a", "out", "b", "a"))
+    )
+    assert journal.complete and journal.links_made == journal.links_gone == set()
+    journal.note(PatchEvent("value", EditOp.BINDING, value="binding1"))  # names no node
+    assert journal.complete
+    journal.note(PatchEvent("structural", EditOp.ADD_DEFINITION, value="blob"))
+    assert not journal.complete
 
 
 def test_holes_past_the_live_slots_make_a_full_build() -> None:
