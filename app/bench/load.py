@@ -18,9 +18,10 @@ in one run on a 10,000-node HOT chain (app/bench/patches.py), show that it alway
   within 0.5 s.
 - paced: the same engine at 60 fps with idle time. A small edit (as bench `live_edit`, rebuilt
   between frames): the longest frame from the edit on against a normal flat frame (target at
-  most 1.5x), and the time deriving its program held the loop between two frames. A big edit: its frames until the flat program swaps in (how many, median,
-  longest). And the slices frames granted the builder (none while lazy frames leave 2 ms of idle
-  time or more, `DualEvaluator.BACK_TO_BACK_GAP`; on a machine too slow for that, some).
+  most 1.5x), and the time deriving its program held the loop between two frames. A big
+  edit: its frames until the flat program swaps in (how many, median, longest). And the
+  slices frames granted the builder (none while lazy frames leave 2 ms of idle time or more,
+  `DualEvaluator.BACK_TO_BACK_GAP`; on a machine too slow for that, some).
 
 Timings are for reading by people, never asserted in tests.
 """

@@ -130,17 +130,25 @@ class ExpandedPatch(Patch):
         self._collectors: dict[int, tuple[tuple[OutputSpec, ...], NodeSpec]] = {}
         self._pending: set[str] = set()  # definitions whose instances must be re-expanded
         self._pending_instances: set[str] = set()  # view ids of instances to re-expand
-        built = _Expansion()
-        for node in document.nodes.values():
-            if is_instance(node):
-                self._expand(node.id, document, node, built)
-            else:
-                built.nodes[node.id] = node
-        for link in document.links:
-            mapped = self._map_top_link(link)
-            if mapped is not None:
-                built.links.append(mapped)
-        self._apply(built, (), emit=False)
+        if any(map(is_instance, document.nodes.values())):
+            built = _Expansion()
+            for node in document.nodes.values():
+                if is_instance(node):
+                    self._expand(node.id, document, node, built)
+                else:
+                    built.nodes[node.id] = node
+            for link in document.links:
+                mapped = self._map_top_link(link)
+                if mapped is not None:
+                    built.links.append(mapped)
+            self._apply(built, (), emit=False)
+        else:
+            # Nothing to inline: the document's nodes and links as they are (its links were
+            # checked when made; at 10,000 nodes this saves most of a tenth of a second a load).
+            self.nodes.update(document.nodes)
+            self._links = dict(document._links)
+            self._links_in = {node: dict(links) for node, links in document._links_in.items()}
+            self._links_out = {node: dict(links) for node, links in document._links_out.items()}
         self._follow_revisions()
         # First: whoever handles an event may ask an evaluator, which reads this view.
         self._unsubscribe = document.subscribe(self._on_event, first=True)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from evaluators import ExecutionContext, FlatProgram, PatchGraph, PatchSnapshot
 from evaluators.flat.program import program_output
 from evaluators.graph.analysis import LiveAnalysis
+from evaluators.graph.view import ExpandedPatch, _Expansion
 from nodes import Link, NodeInstance, Patch, PatchEvent
 from tests.patch_strategies import random_edit, random_patch
 
@@ -105,3 +106,35 @@ def test_a_flat_program_compiled_from_the_view_takes_value_edits_through_it() ->
     program.run()
     assert program_output(graph, program.ctx, program, "sink", "out") == 12.0
     program.release()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_view_of_a_patch_without_instances_is_the_patch_and_follows_its_edits(
+    data: st.DataObject,
+) -> None:
+    """A document with no instance is taken over as it is (no expansion); its view has exactly
+    the nodes and links the expanding path makes, before and after edits."""
+    patch = random_patch(data, False)
+    plain = ExpandedPatch(patch)
+    expanding = ExpandedPatch(patch)  # the same document, through the general path
+    expanding.nodes.clear()
+    expanding._links, expanding._links_in, expanding._links_out = {}, {}, {}
+    built = _Expansion()
+    built.nodes.update(patch.nodes)
+    built.links.extend(patch.links)
+    expanding._apply(built, (), emit=False)
+    try:
+        edits = data.draw(st.integers(0, 5))
+        for count in range(edits + 1):
+            if count:
+                random_edit(data, patch, False)
+            for view in (plain, expanding):
+                assert view.nodes == patch.nodes
+                assert view.links == patch.links
+                for node_id in patch.nodes:
+                    assert dict(view.links_into(node_id)) == dict(patch.links_into(node_id))
+                    assert list(view.links_out_of(node_id)) == list(patch.links_out_of(node_id))
+    finally:
+        plain.close()
+        expanding.close()
