@@ -596,20 +596,33 @@ class DualEvaluator:
         if self._building is not None:
             return self.wait_for_flat()
         if self.program is None:
-            self._export_stopped()
-            self.builds += 1
-            self._building = self._token
-            snapshot = PatchSnapshot.of(self.patch)
-            code_later = not code_now and self._builder is not None
-            self._swap_in(
-                compile_program(self._token, snapshot, self.ctx, self._watched,
-                                previous=self._stopped, code_later=code_later)
-            )  # fmt: skip
-            program = self.program
-            if code_later and program is not None and program.hot_code is not None:
-                assert self._builder is not None
-                self._builder.generate(program)
+            self.adopt_build(self.compile_now(code_now))
         return self.program is not None
+
+    def compile_now(self, code_now: bool = True) -> BuildResult:
+        """The first half of `build_now`: compile the flat program of the patch as it is. On any
+        thread, while no frame of this evaluator runs and nothing edits its patch (a host that
+        loads a patch beside the one playing); `adopt_build` then swaps it in."""
+        self.patch.flush()
+        self._export_stopped()
+        self.builds += 1
+        self._building = self._token
+        snapshot = PatchSnapshot.of(self.patch)
+        code_later = not code_now and self._builder is not None
+        return compile_program(
+            self._token, snapshot, self.ctx, self._watched, previous=self._stopped,
+            code_later=code_later,
+        )  # fmt: skip
+
+    def adopt_build(self, result: BuildResult) -> None:
+        """Swap in what `compile_now` made (on the frame thread); HOT code it left to be made is
+        generated on the builder thread while the program runs its step loop."""
+        self._swap_in(result)
+        program = self.program
+        if program is None or self._builder is None:
+            return
+        if program.hot_code is not None and program.hot_code.pending:
+            self._builder.generate(program)
 
     def wait_for_flat(self, timeout: float = 10.0) -> bool:
         """Run no frames, but let a pending build finish and swap (for tools and tests)."""

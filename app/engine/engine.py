@@ -5,7 +5,9 @@ copy), the DualEvaluator and its ExecutionContext, and runs one frame per `step(
 around it (`app.qt.engine_host`) owns the GL service, the output window and the timer that calls
 `step()`; tests drive an Engine directly. A load (a new engine, or `replace_patch`) builds the flat
 program before the first frame (`DualEvaluator.build_now`): there is no edit to show at once, and
-the first frame computes every node either way.
+the first frame computes every node either way. In the engine process (`load_beside`) a patch the
+editor sends while one plays is built on a thread of its own, and the one playing plays on until
+it is ready: a file opened during a show holds no frame for its build.
 
 An editor talks to the engine through `EngineServer` (a local socket, see
 app.engine.protocol.channel): reader threads only put messages in the engine's inbox, and `step()`
@@ -177,6 +179,7 @@ from evaluators import (
     ServiceStatus,
     node_running_in,
 )
+from evaluators.dual import BuildResult
 from nodes import (
     EditOp,
     PackWatcher,
@@ -213,6 +216,12 @@ WATCHDOG_S = 2.0
 FAILURES_PER_REPORT = 16
 """`node_failed` messages posted with one report at most: a patch whose every node fails at once
 tells the editor over a few reports, not in one burst."""
+_NEEDS_THE_NEW_PATCH = frozenset(
+    {Edits, GetPatch, Learn, ProfileRequest, Retry, PresetRecall, Morph, Crossfade, Nudge,
+     ResyncBeats}
+)  # fmt: skip
+"""Messages that act on the patch the editor sent last: a patch still being built beside the
+playing one (`Engine.replace_patch`) plays before they are handled."""
 FRAME_LOG_ENV = "PATCHBAY_FRAME_LOG"
 FRAME_LOG_FLUSH_S = 0.5
 
@@ -488,13 +497,18 @@ class Engine:
         now: Callable[[], float] = time.perf_counter,
         build_first: bool = True,
         freeze_collector: bool = True,
+        load_beside: bool = False,
     ) -> None:
         """`build_first`: build the flat program before the first frame (see the module note);
         a host that builds it itself, once it has set what the evaluator watches, says False.
         `freeze_collector`: `gc.freeze()` at loads (an engine process; not an engine in an
-        editor's process, whose frozen garbage cycles would never be collected)."""
+        editor's process, whose frozen garbage cycles would never be collected). `load_beside`:
+        a patch the editor sends is built on a thread while the one playing plays on (see
+        `replace_patch`; the engine process; tests step an engine that switches at once)."""
         self.gpu = gpu
         self.freeze_collector = freeze_collector  # gc.freeze() at loads (see the module note)
+        self.load_beside = load_beside
+        self._incoming: _IncomingPatch | None = None  # a patch being built beside the playing one
         self.supervised = supervised  # a supervisor process restarts it, not its editors
         self.playing_file = playing_file  # where what plays is kept when the editor leaves
         self.ctx = ExecutionContext(gpu)
@@ -635,6 +649,7 @@ class Engine:
         headless player reads its output there), and report when one is due. Live controls apply
         before the frame, and while paused too (as edits do)."""
         self.drain()
+        self._switch_patch(wait=False)
         self.refresh_steps.run("packs", self._apply_packs)
         self.refresh_steps.run("controls", self.controls.before_frame)
         learned = self.controls.take_learned()
@@ -706,6 +721,7 @@ class Engine:
         """Apply what editors sent now, between two frames, and build what a structural edit
         needs (`DualEvaluator.prepare`), so the next frame only runs."""
         self.drain()
+        self._switch_patch(wait=False)
         self.evaluator.prepare()
 
     def drain(self) -> None:
@@ -728,6 +744,7 @@ class Engine:
             return  # a replaced editor's last words
         if isinstance(message, Gone):
             self.editor = None
+            self._switch_patch(wait=True)  # what it sent last is what plays on
             self._keep_playing()
             return
         if isinstance(message, Unreadable):
@@ -736,6 +753,8 @@ class Engine:
                 self._ask_resync(message.error)
             return
         kind = message.message.TYPE if isinstance(message, ArrivedPatch) else message.TYPE
+        if type(message) in _NEEDS_THE_NEW_PATCH:
+            self._switch_patch(wait=True)  # a patch still being built beside the playing one
         try:
             self._handlers[type(message)](message, blobs)
         except (PatchError, ProtocolError, ValueError, TypeError) as error:
@@ -890,6 +909,8 @@ class Engine:
             self.editor.post(ResyncNeeded(reason))
 
     def _watch(self) -> None:
+        if self._incoming is not None:
+            return  # watched once it plays
         graph = self.graph
         graph.flush()  # edits inside definitions: their nodes exist from now on
         self.evaluator.watch(n for n in self._watched if n in graph.nodes)
@@ -901,22 +922,48 @@ class Engine:
         return self.evaluator.patch
 
     def replace_patch(self, patch: Patch) -> None:
-        """Play `patch` from the next frame on, keeping node states (same ids go on playing)."""
+        """Play `patch` from the next frame on, keeping node states (same ids go on playing).
+
+        With `load_beside` its flat program is compiled on a thread while the patch playing
+        plays on, and it plays from the first frame after that (`_switch_patch`): opening a
+        big file during a show holds no frame for its build. A message that needs the new patch
+        (an edit, a recall, another patch) switches at once, waiting for the build."""
+        self._switch_patch(wait=True)  # one that was still being built
+        sync_instances(patch)  # built on a reader thread: a pack may have changed since
+        evaluator = DualEvaluator(patch, context=self.ctx)
+        graph = evaluator.patch
+        graph.flush()
+        evaluator.watch(n for n in self._watched if n in graph.nodes)
+        incoming = self._incoming = _IncomingPatch(patch, evaluator)
+        if self.load_beside:
+            incoming.start()
+        else:
+            incoming.compile()
+            self._switch_patch(wait=True)
+
+    def _switch_patch(self, wait: bool) -> None:
+        """Play the incoming patch (`replace_patch`) once its program is compiled, or at once
+        when `wait`."""
+        incoming = self._incoming
+        if incoming is None or not (wait or incoming.ready()):
+            return
+        built = incoming.result()
+        self._incoming = None
         self.evaluator.close()
         self._unsubscribe()
         self.failed_pictures.clear()
+        patch = incoming.patch
         self._unsubscribe = patch.subscribe(self._on_patch_event)
         self._live_values.clear()
-        sync_instances(patch)  # built on a reader thread: a pack may have changed since
         self.patch = patch
         self.presets.attach(patch)
         self.controls.patch = patch
-        self.evaluator = DualEvaluator(patch, context=self.ctx)
+        self.evaluator = incoming.evaluator
         self.ctx.keep_only(self.graph.nodes)  # inside instances too: paths that go on
-        self._watch()
+        self.evaluator.adopt_build(built)
+        self._watch()  # what the editor asked to watch meanwhile
         self.in_sync = True
         self._freeze_due = self.freeze_collector
-        self._build_first()
         if self.freeze_collector:
             gc.freeze()
 
@@ -940,6 +987,9 @@ class Engine:
         now = time.perf_counter()
         if editor is None or (now - self._report_at < 1.0 / REPORT_HZ and not images):
             return
+        if self._incoming is not None:
+            return  # the editor's patch plays in a moment: reports of the one before would
+            # carry its revisions
         if now - self._fps_since >= 0.5:
             self.fps = self._fps_frames / (now - self._fps_since)
             self._fps_frames, self._fps_since = 0, now
@@ -1140,6 +1190,10 @@ class Engine:
         threading.Thread(target=watch, name="engine-watchdog", daemon=True).start()
 
     def close(self) -> None:
+        if self._incoming is not None:
+            self._incoming.result()  # its compile uses the context released below
+            self._incoming.evaluator.close()
+            self._incoming = None
         if self._pack_watcher is not None:
             self._pack_watcher.close()
         if self.editor is not None:
@@ -1148,6 +1202,36 @@ class Engine:
         self.ctx.release_all()
         if self.frame_log is not None:
             self.frame_log.close()
+
+
+class _IncomingPatch:
+    """A patch the engine will play next and its evaluator, whose flat program is compiled on
+    a thread of its own (`start`) or on the caller's (`compile`); see `Engine.replace_patch`."""
+
+    def __init__(self, patch: Patch, evaluator: DualEvaluator) -> None:
+        self.patch = patch
+        self.evaluator = evaluator
+        self._built: BuildResult | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self.compile, name="patchbay incoming patch", daemon=True
+        )
+        self._thread.start()
+
+    def compile(self) -> None:
+        # HOT code follows on the evaluator's builder thread while the program runs.
+        self._built = self.evaluator.compile_now(code_now=False)
+
+    def ready(self) -> bool:
+        return self._thread is None or not self._thread.is_alive()
+
+    def result(self) -> BuildResult:
+        if self._thread is not None:
+            self._thread.join()
+        assert self._built is not None
+        return self._built
 
 
 def _note_running(

@@ -204,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         supervised=options.supervised,
         playing_file=playing_file,
         services=service_options(options),
+        load_beside=True,  # a file opened during a show is built while the show plays on
     )
     if resumed is not None:
         path = resumed.get("path")

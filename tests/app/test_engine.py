@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.bench.patches import hot_chain
 from app.engine.engine import Engine, FrameLog, load_playing, save_playing
 from app.engine.protocol.channel import (
     Channel,
@@ -192,6 +193,43 @@ def test_a_load_runs_flat_from_the_first_frame() -> None:
     assert engine.evaluator.mode == "flat"
     engine.step()
     assert engine.evaluator.output("out") == 3.0 * engine.evaluator.output("add") >= 30.0
+    engine.close()
+
+
+def test_a_patch_sent_during_a_show_is_built_beside_it_and_plays_flat_when_ready() -> None:
+    """With `load_beside` (the engine process) the patch playing plays on while the new one is
+    built on a thread; the first frame after the build plays the new one, flat; an edit that
+    comes meanwhile waits for it, then applies to the new patch."""
+    engine = Engine(chain_patch(), load_beside=True)
+    engine.step()
+    playing = engine.patch
+    big = hot_chain(3000)
+    engine.replace_patch(big)
+    assert engine.patch is playing  # plays on meanwhile
+    switched = []
+
+    def new_patch_plays() -> bool:
+        engine.step()
+        if engine.patch is big:
+            switched.append(engine.evaluator.mode)
+        return bool(switched)
+
+    assert poll_until(new_patch_plays, BUILD_TIMEOUT_S, interval=0.0)
+    assert switched == ["flat"]
+    assert engine.evaluator.output("sink") is not None
+    # An editor's patch and an edit right after it, in one drain: the edit waits for that
+    # patch's build, then applies to it (no resync: the revisions agree).
+    arrived = []
+    counting = engine.inbox.put
+    engine.inbox.put = lambda item: arrived.append(item) or counting(item)  # type: ignore[method-assign]
+    editor = EditorEnd(engine, chain_patch())
+    editor.patch.add_node("math.mul", {"b": 3.0}, node_id="triple")
+    editor.send_edits()
+    assert poll_until(lambda: len(arrived) == 3, TIMEOUT_S)  # connected, patch, edits
+    engine.drain()
+    assert engine._incoming is None and "triple" in engine.patch.nodes
+    editor.read_until("report", lambda m: "triple" in m["nodes"])
+    assert not any(m["type"] == "resync" for m in editor.received)
     engine.close()
 
 
