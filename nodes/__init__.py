@@ -71,7 +71,15 @@ from nodes.spec import (
     node,
 )
 from nodes.tempo import DEFAULT_BPM, BeatClock, TapTempo, nudge_beats, resync_beats
-from nodes.types import PIN_HINTS, PIN_TYPES, PinType, is_picture, pin_type, register_pin_type
+from nodes.types import (
+    PIN_HINTS,
+    PIN_TYPES,
+    PinType,
+    is_bindable,
+    is_picture,
+    pin_type,
+    register_pin_type,
+)
 
 __all__ = [
     "DEFAULT_BPM",
@@ -119,6 +127,7 @@ __all__ = [
     "apply_staged",
     "capture",
     "get_spec",
+    "is_bindable",
     "is_picture",
     "library_revision",
     "load_packs",

@@ -2,9 +2,10 @@
 
 A pin type is a short name (files and the editor show it as is) and an object that says everything
 the core knows about it: how a stored value is coerced, what an output reads before its node ever
-ran, which types it links to, how presets blend it, which GLSL uniforms it stands for and whether
-it is a picture. The editor's half (colour, widget) lives in app/qt/pin_types.py, keyed by the same
-name. A new type is one `register_pin_type(PinType(...))` here plus one widget there.
+ran, which types it links to, how presets blend it, which GLSL uniforms it stands for, whether
+it is a picture and whether a control (MIDI, OSC) can drive it. The editor's half (colour,
+widget) lives in app/qt/pin_types.py, keyed by the same name. A new type is one
+`register_pin_type(PinType(...))` here plus one widget there.
 
 Numbers are forgiving: every type of the `number` family (bool, int, float, num, array) links to
 every other one, since math nodes accept floats and numpy arrays alike; a wrong shape at run time
@@ -73,6 +74,8 @@ class PinType:
     exposed_hint: str | None = None
     # Its values are pictures (textures): thumbnails, previews, GPU-only in freezing.
     is_picture: bool = False
+    # A control (MIDI, OSC) can drive an input of this type: a number a binding maps its range to.
+    bindable: bool = False
 
     def links_to(self, other: PinType) -> bool:
         """True if an output of this type may feed an input of type `other`."""
@@ -131,6 +134,12 @@ def is_picture(name: str | None) -> bool:
     """True if values of the type `name` are pictures (an unknown type, or none, is not)."""
     kind = None if name is None else PIN_TYPES.get(name)
     return kind is not None and kind.is_picture
+
+
+def is_bindable(name: str | None) -> bool:
+    """True if a control can drive an input of the type `name` (an unknown type, or none, not)."""
+    kind = None if name is None else PIN_TYPES.get(name)
+    return kind is not None and kind.bindable
 
 
 def zero_of(name: str) -> Any:
@@ -258,19 +267,21 @@ NUMBER = "number"
 
 register_pin_type(
     PinType("bool", "bool", _bool, lambda: False, family=NUMBER, uniform="bool",
-            exposes=("bool",), exposed_default=False, exposed_hint="toggle")
+            exposes=("bool",), exposed_default=False, exposed_hint="toggle", bindable=True)
 )  # fmt: skip
 register_pin_type(
     PinType("int", "int", _int, lambda: 0, family=NUMBER, blend=_rounded_mean,
-            blendable=_plain_numbers, uniform="int", exposes=("int",), exposed_default=0)
+            blendable=_plain_numbers, uniform="int", exposes=("int",), exposed_default=0,
+            bindable=True)
 )  # fmt: skip
 register_pin_type(
     PinType("float", "float", _float, lambda: 0.0, family=NUMBER, blend=_mean,
-            blendable=_plain_numbers, uniform="float", exposes=("float",), exposed_default=0.0)
+            blendable=_plain_numbers, uniform="float", exposes=("float",), exposed_default=0.0,
+            bindable=True)
 )  # fmt: skip
 register_pin_type(
     PinType("num", "Num", _number_or_array, lambda: 0.0, family=NUMBER, blend=_mean,
-            blendable=_plain_numbers)
+            blendable=_plain_numbers, bindable=True)
 )  # fmt: skip
 register_pin_type(PinType("array", "Array", _number_or_array, lambda: np.zeros(0), family=NUMBER))
 register_pin_type(PinType("str", "str", _str, lambda: ""))

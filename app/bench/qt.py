@@ -58,7 +58,7 @@ def editor_bench(sizes: tuple[int, ...] = (200, 1000, 2000)) -> dict[str, dict[s
         window = QtEditorWindow(Path(state), engine=link)
         window.resize(1600, 1000)
         window.show()
-        window.toggle_pause()  # the frame loop would compete with the measurements
+        window.transport_actions.toggle_pause()  # the frame loop would compete with measurements
         app.processEvents()
         viewer = window.canvas.viewer()
         sign = [1]  # pan and zoom steps alternate in direction, so the view stays put

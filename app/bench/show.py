@@ -263,7 +263,7 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     if mode == "attach":  # then the engine is killed: the editor brings it back
         window = launch_editor(None, attach=True, state_dir=state)
         run_for(0.5)
-        window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+        window.file_actions.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
         assert window.engine is not None
         first = window.engine.engine.running_pid()
         assert first is not None
@@ -290,10 +290,10 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
         link, _output = local_engine_with_output()
         window = QtEditorWindow(state, engine=link)
         window.show()
-        window.open_path(show_path, ask=False)
-        window.open_output_window()
+        window.file_actions.open_path(show_path, ask=False)
+        window.view_actions.open_output_window()
     window.resize(1400, 850)
-    window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    window.file_actions.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
     run_for(3.0)  # started, built, output shown
     loaded_by = time.monotonic() + LOAD_TIMEOUT_S  # the canvas draws a large patch in slices
     while window.canvas.loading and time.monotonic() < loaded_by:
@@ -324,28 +324,28 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
             run_for(0.016)
 
     def paste() -> None:
-        window.select_all()
-        window.copy_selection()
-        window.paste()
+        window.edit_actions.select_all()
+        window.edit_actions.copy_selection()
+        window.edit_actions.paste()
         run_for(0.5)
 
     def open_big() -> None:
-        window.open_path(big_path, ask=False)
+        window.file_actions.open_path(big_path, ask=False)
         run_for(1.0)
 
     def save_big() -> None:
         import numpy as np
 
         window.patch.add_node("value.array", {"value": np.ones(100 * 2**20 // 8)}, node_id="big")
-        window.ask_save_path = lambda: str(work / "saved.patchbay")  # type: ignore
-        window.save_as()
+        window.file_actions.ask_save_path = lambda: str(work / "saved.patchbay")  # type: ignore
+        window.file_actions.save_as()
         run_for(1.0)
 
     def undo() -> None:
         window.patch.add_node("input.float", None, (0.0, -200.0), node_id="knob")
         window.undo_stack.clear()
         for step in range(250):
-            window._on_value_edited("knob", "value", step / 250, None)
+            window.edit_actions.on_value_edited("knob", "value", step / 250, None)
             if step % 10 == 0:
                 app.processEvents()
         for step in range(250):
@@ -363,15 +363,15 @@ def _editor_main(mode: str, state: Path, work: Path, quick: bool) -> int:
     phase("500 undo steps", undo)
 
     # edit-to-output: value edits of a node the output depends on
-    window.open_path(show_path, ask=False)
+    window.file_actions.open_path(show_path, ask=False)
     run_for(2.0)
     edits: list[list[Any]] = []
     remote = window.evaluator
     for step in range(10 if quick else 20):
         sent_at = time.monotonic()
-        window._on_value_edited("contrast", "value", 1.0 + step / 10, None)
+        window.edit_actions.on_value_edited("contrast", "value", 1.0 + step / 10, None)
         window.send_edits()
-        seq = window._edits.sent
+        seq = window.edits.sent
         deadline = time.monotonic() + 5
         while remote.applied[0] != seq and time.monotonic() < deadline:
             app.processEvents()

@@ -77,18 +77,18 @@ def open_editor(
     The patch runs in `engine` (a client, or an engine in this process: see app.qt.window).
     `allow_send` (`--allow-send`): patches from files may send OSC without asking."""
     window = QtEditorWindow(state_dir, engine=engine)
-    window.always_allow_send = allow_send
+    window.live_control.always_allow_send = allow_send
     window.show()
     # Temporary files of saves that were killed (by a crash, a power cut) go now.
     remove_stale_temporary_files(window.state_dir)
     if path is not None:
         remove_stale_temporary_files(Path(path).absolute().parent)
-    if not window.offer_recovery():
+    if not window.file_actions.offer_recovery():
         if path is None:
             # The demo is a starting point, not a file to overwrite: it opens as untitled.
             window.set_patch(load_patch(demo_patch_path()), None)
         else:
-            window.open_path(path, ask=False)
+            window.file_actions.open_path(path, ask=False)
     return window
 
 
@@ -129,16 +129,16 @@ def launch_editor(
     give_way_to_engine()
     if attached and (attach or path is None):
         window = QtEditorWindow(state_dir, engine=client)
-        window.always_allow_send = allow_send
+        window.live_control.always_allow_send = allow_send
         window.show()
-        if not window.attach():
-            window.report_error("The running engine did not send its patch.")
+        if not window.file_actions.attach():
+            window.file_actions.report_error("The running engine did not send its patch.")
         else:  # an editor that ended without saving: its work, beside what the engine plays
-            window.offer_recovery(playing=describe_patch(window.patch, window.path))
+            window.file_actions.offer_recovery(playing=describe_patch(window.patch, window.path))
     else:
         window = open_editor(path, state_dir, engine=client, allow_send=allow_send)
     if output:
-        window.show_output_on(screen, fullscreen=fullscreen)
+        window.view_actions.show_output_on(screen, fullscreen=fullscreen)
     return window
 
 

@@ -1,6 +1,7 @@
 """The editor window's profiling: the Profiler dock, the heat tint and going to a node by path.
 
-`Profiling` is a part of `QtEditorWindow` (app.qt.window). The Profiler panel
+`Profiling` is a controller the editor window (app.qt.window) owns as `profiling`; it works on the
+canvas and sends to the engine, and the window docks its panel. The Profiler panel
 (app.qt.panels.profiler) asks the engine for `profile` replies (the costliest nodes, why the
 selected one ran); View > Heat tint colours node bodies by cost through the canvas's tints (log
 scale of self time per frame; an instance by its cumulative time). A row of the panel selects its
@@ -9,34 +10,37 @@ node on the canvas, entering the instances on its path.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from app.engine.protocol.messages import ProfileRequest
+from app.engine.protocol.messages import Message, ProfileRequest
 from app.qt.panels.profiler import QtProfilerPanel, heat_color
+
+if TYPE_CHECKING:
+    from app.qt.canvas.canvas import QtPatchCanvas
 
 
 class Profiling:
-    """The window's profiling (see the module note); mixed into `QtEditorWindow`."""
+    """The window's profiling (see the module note); owned by the window, which docks its
+    panel."""
 
-    def _build_profiler(self) -> None:
-        """The Profiler dock (app.qt.panels.profiler), tabbed with Messages and Bindings."""
+    def __init__(self, canvas: QtPatchCanvas, send: Callable[[Message], Any]) -> None:
+        self.canvas = canvas
+        self._send = send  # to the engine
         self.profiler_panel = QtProfilerPanel()
         self.profiler_panel.request = self._request_profile
         self.profiler_panel.type_of = self._type_at
         self.profiler_panel.node_activated.connect(self.show_node_path)
         self.profiler_panel.replied.connect(self._show_heat)
-        self.canvas.selection_changed.connect(self._explain_selected)
-        self.canvas.level_changed.connect(self._show_heat)
-        self.docks["Profiler"] = self._dock(
-            "Profiler", self.profiler_panel, Qt.DockWidgetArea.BottomDockWidgetArea
-        )
-        self.tabifyDockWidget(self.docks["Messages"], self.docks["Profiler"])
-        self.docks["Messages"].raise_()
-        self.resizeDocks([self.docks["Messages"]], [110], Qt.Orientation.Vertical)
+        canvas.selection_changed.connect(self._explain_selected)
+        canvas.level_changed.connect(self._show_heat)
 
-    def _build_heat_action(self, view: QMenu) -> None:
-        self.heat_action = self._action(
+    def build_heat_action(self, view: QMenu, add_action: Callable[..., QAction]) -> None:
+        """View > Heat tint, made by the window's `add_action`."""
+        self.heat_action = add_action(
             view, "&Heat tint", lambda: self.show_heat_tint(self.heat_action.isChecked())
         )
         self.heat_action.setCheckable(True)
@@ -63,7 +67,7 @@ class Profiling:
 
     def _request_profile(self, node: str | None, top: int) -> None:
         """Ask the engine for a `profile` reply (the panel shows it)."""
-        self.engine.send(ProfileRequest(node, top))
+        self._send(ProfileRequest(node, top))
 
     def _type_at(self, path: str) -> str:
         """The type of the node at an evaluator path (a definition's name for an instance)."""

@@ -52,8 +52,8 @@ from typing import Any
 
 from evaluators.controls.sources import CONTROL_SOURCES, ControlFrame, ControlSource, InputNodes
 from evaluators.services.registry import FACTORIES, ON, WAITING
-from nodes import EditOp, Patch, PatchError, PatchEvent
-from nodes.document.bindings import BINDABLE_TYPES, CROSSFADER_TARGET, PRESET_TARGET, Binding
+from nodes import EditOp, Patch, PatchError, PatchEvent, is_bindable
+from nodes.document.bindings import CROSSFADER_TARGET, PRESET_TARGET, Binding
 
 MAX_EVENTS_PER_FRAME = 65536
 TOUCH = 1.0 / 512  # positions this close (of the whole travel) touch: pickup and scale meet
@@ -305,7 +305,7 @@ class Controls:
             return
         instance = self.patch.nodes.get(binding.node)
         pin = instance.input(binding.pin) if instance is not None else None
-        if pin is None or pin.type not in BINDABLE_TYPES:
+        if pin is None or not is_bindable(pin.type):
             return
         if pin.type == "bool":
             self.set_live(binding.node, binding.pin, x >= 0.5)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluators.flat.build_steps import BuildSteps
 from evaluators.flat.memory_plan import value_bytes
@@ -54,10 +54,8 @@ from evaluators.graph.patch_graph import PatchGraph
 from evaluators.run.context import CONST
 from nodes import EditOp, Link, PatchEvent
 
-# The programs built and derived from are evaluators.flat.program.FlatProgram, which calls this
-# module; they are taken as they come (not imported) so that the two modules do not import each
-# other.
-FlatProgram = Any
+if TYPE_CHECKING:  # evaluators.flat.program calls this module: no import at run time
+    from evaluators.flat.program import FlatProgram
 
 _DEPENDS = (EAGER, LAZY)
 MAX_CHANGED = 0.25  # share of the nodes an edit may touch before it is derived between frames

@@ -32,8 +32,6 @@ Curve = Literal["linear", "exponential"]
 Takeover = Literal["jump", "pickup", "scale"]
 CURVES: tuple[Curve, ...] = ("linear", "exponential")
 TAKEOVERS: tuple[Takeover, ...] = ("jump", "pickup", "scale")
-#: Pin types a control can drive.
-BINDABLE_TYPES = frozenset({"float", "int", "bool", "num"})
 PRESET_TARGET = "@preset"
 CROSSFADER_TARGET = "@crossfader"
 MAX_SOURCE = 200

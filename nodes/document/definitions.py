@@ -22,18 +22,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodes.errors import CycleError, PatchValueError
 from nodes.limits import active_limits
 from nodes.spec import NodeSpec, OutputSpec, PinSpec, get_spec
 from nodes.types import coerce_value, zero_of
 
-# The Patches and nodes these functions take are nodes.document.patch's Patch and NodeInstance,
-# whose methods call them; taken as they come (not imported) so that the two modules do not import
-# each other.
-Patch = Any
-NodeInstance = Any
+if TYPE_CHECKING:  # nodes.document.patch's methods call this module: no import at run time
+    from nodes.document.patch import NodeInstance, Patch
 
 SUBPATCH, INLET, OUTLET = "subpatch", "subpatch.inlet", "subpatch.outlet"
 MAX_NESTING = 64

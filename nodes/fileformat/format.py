@@ -83,7 +83,6 @@ import jsonschema
 import numpy as np
 
 from nodes.document.bindings import (
-    BINDABLE_TYPES,
     CROSSFADER_TARGET,
     CURVES,
     PRESET_TARGET,
@@ -116,7 +115,7 @@ from nodes.packs import placeholder_spec
 from nodes.paths import PathRefusedError, open_patch_file, read_patch_file, resolve_patch_path
 from nodes.spec import get_spec
 from nodes.tempo import checked_bpm
-from nodes.types import coerce_value
+from nodes.types import coerce_value, is_bindable
 
 FORMAT = "patchbay"
 VERSION = 2  # the newest version read and written (1 when a patch has no definitions)
@@ -475,7 +474,7 @@ def _binding_target_problem(patch: Patch, binding: Binding) -> tuple[str, str] |
         return "pin", f"node {shown(instance.id)} ({instance.type_id}) has no input " + shown(
             binding.pin
         )
-    if pin.type not in BINDABLE_TYPES:
+    if not is_bindable(pin.type):
         return "pin", f"{instance.id}.{pin.name} is a {pin.type} input: a control cannot drive it"
     return None
 

@@ -42,13 +42,15 @@ class ScriptedDialogs:
         self.osc_address: str | None = None
 
     def install(self, window: QtEditorWindow) -> None:
-        window.ask_unsaved = self._ask_unsaved
-        window.ask_open_path = lambda: self.open_path
-        window.ask_save_path = lambda: self.save_path
-        window.ask_restore = lambda offered, playing: offered[0] if self.restore else None
-        window.report_error = self.errors.append
-        window.ask_allow_send = self._ask_allow_send
-        window.ask_osc_address = lambda target, suggested: self.osc_address
+        window.file_actions.ask_unsaved = self._ask_unsaved
+        window.file_actions.ask_open_path = lambda: self.open_path
+        window.file_actions.ask_save_path = lambda: self.save_path
+        window.file_actions.ask_restore = lambda offered, playing: (
+            offered[0] if self.restore else None
+        )
+        window.file_actions.report_error = self.errors.append
+        window.live_control.ask_allow_send = self._ask_allow_send
+        window.live_control.ask_osc_address = lambda target, suggested: self.osc_address
 
     def _ask_allow_send(self, targets: list[str]) -> bool:
         self.asked_allow_send.append(targets)

@@ -123,7 +123,7 @@ def main() -> int:
         "platform": app.platformName(),
         "gl": bool(link.hello.gl),
         "gpu_label": editor.status_labels["gpu"].text(),
-        "output_action_enabled": editor.output_action.isEnabled(),
+        "output_action_enabled": editor.view_actions.output_action.isEnabled(),
     }
     wait_for(
         app,
@@ -158,7 +158,7 @@ def main() -> int:
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     QTest.keyClick(viewer, Qt.Key.Key_Space)
-    report["paused"] = editor.paused
+    report["paused"] = editor.transport_actions.paused
     report["status_mode"] = editor.status_labels["mode"].text()
     reports(2, "the pause to reach the engine")
     frames = engine.frame
@@ -198,7 +198,7 @@ def main() -> int:
         report["screenshot_thumbnail"] = compare(drawn, noise)
 
     # View > Output Window: the engine's window with the gpu.output texture
-    editor.output_action.trigger()
+    editor.view_actions.output_action.trigger()
     wait_for(
         app,
         lambda: (
@@ -209,12 +209,12 @@ def main() -> int:
         "the output window to show",
     )
     window = output.window
-    report["output_checked"] = editor.output_action.isChecked()
+    report["output_checked"] = editor.view_actions.output_action.isChecked()
     shown = grab_window(app, window)
     report["output_window"] = compare(shown, output_texture) if shown is not None else None
 
     # View > Output Screen: fullscreen on the second screen, Esc leaves fullscreen
-    menu = editor.output_screen_menu
+    menu = editor.view_actions.output_screen_menu
     menu.aboutToShow.emit()
     menu.aboutToShow.emit()  # refilled, not appended
     report["screen_menu_enabled"] = menu.isEnabled()
@@ -249,7 +249,8 @@ def main() -> int:
 
     # zoomed out to plain rectangles, no thumbnail is asked for; zoomed back in, it is
     viewer.scale(0.1, 0.1)
-    asked = lambda: editor._image_request is not None and not editor._image_request.thumbnails  # noqa: E731
+    views = editor.report_views
+    asked = lambda: views.image_request is not None and not views.image_request.thumbnails  # noqa: E731
     wait_for(app, asked, "no thumbnail asked for")
     reports(2, "the request to reach the engine")
     canvas.set_thumbnail("noise", None)
@@ -260,21 +261,23 @@ def main() -> int:
     report["thumbnail_zoomed_in"] = wait_until(app, lambda: thumbnail_of("noise") is not None)
 
     # the action closes the window and opens it again
-    editor.output_action.trigger()
+    editor.view_actions.output_action.trigger()
     wait_for(app, lambda: output.window is None, "the output window to close")
-    report["toggled_closed"] = output.window is None and not editor.output_action.isChecked()
-    editor.output_action.trigger()
+    report["toggled_closed"] = (
+        output.window is None and not editor.view_actions.output_action.isChecked()
+    )
+    editor.view_actions.output_action.trigger()
     wait_for(
         app,
         lambda: output.window is not None and output.window.isExposed(),
         "the output window to open again",
     )
-    report["reopened"] = editor.output_action.isChecked()
+    report["reopened"] = editor.view_actions.output_action.isChecked()
 
     # File > New: the old patch's textures go back to the pool
     report["in_use_before_new"] = gl.pool_stats()["in_use"]
     editor.undo_stack.setClean()
-    editor.new_patch()
+    editor.file_actions.new_patch()
     report["textures_back"] = wait_until(app, lambda: gl.pool_stats()["in_use"] == 0)
 
     editor.close()

@@ -121,7 +121,7 @@ def main() -> int:
     editor.patch.set_value("still", "resolution", (64, 32))
     shown.clear()
     report["shown_after_edit"] = wait_until(app, lambda: shown.get("still"))
-    editor.ask_unsaved = lambda: "discard"
+    editor.file_actions.ask_unsaved = lambda: "discard"
     editor.close()
     print("REPORT " + json.dumps(report))
     return 0

@@ -40,7 +40,7 @@ def report(values: dict[str, Any]) -> None:
 def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) -> None:
     editor = launch_editor(patch_path, output=True, screen=1, fullscreen=True, state_dir=state_dir)
     editor.resize(1400, 850)
-    editor.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    editor.file_actions.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
     remote = editor.evaluator
     assert isinstance(remote, RemoteEvaluator) and editor.engine is not None
     values: dict[str, Any] = {"editor_pid": os.getpid()}
@@ -63,7 +63,7 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     )
 
     # values on links, as the engine reports them (textures as its thumbnails)
-    editor.show_link_values(True)
+    editor.view_actions.show_link_values(True)
     link_values = editor.link_values
 
     def link_labels() -> dict[str, list[Any]]:
@@ -83,7 +83,7 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     values["link_labels"] = link_labels()
     values["link_values_asked"] = link_values.wanted()
     editor.grab().save(str(screenshot.with_name("live_values.png")))
-    editor.show_link_values(False)
+    editor.view_actions.show_link_values(False)
 
     # an edit on the canvas reaches the engine, and so does its undo
     added = editor.canvas.create_node("time.frame", (0.0, 300.0))
@@ -97,8 +97,8 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
         piece.add_node("value.float", {"value": float(index)}, (index % 40 * 200, index // 40 * 90))
     QApplication.clipboard().setText(json.dumps(patch_to_dict(piece)))
     frame = remote.frame
-    editor.select_all()
-    editor.paste()
+    editor.edit_actions.select_all()
+    editor.edit_actions.paste()
     values["pasted_in_editor"] = len(editor.patch.nodes)
     values["paste_arrives"] = wait_until(
         app, lambda: len(remote.nodes()) == len(editor.patch.nodes)
@@ -122,7 +122,7 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     editor.canvas.select(["contrast"])
     editor.undo_stack.clear()
     for step in range(250):
-        editor._on_value_edited("contrast", "value", 1.0 + step / 100, None)
+        editor.edit_actions.on_value_edited("contrast", "value", 1.0 + step / 100, None)
     for _ in range(250):
         editor.undo_stack.undo()
     expected = editor.patch.value("contrast", "value")
@@ -146,7 +146,7 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     big_path = screenshot.parent / "engine_editor_2000.patchbay"
     save_patch(big, big_path)
     frame = remote.frame
-    editor.open_path(big_path, ask=False)
+    editor.file_actions.open_path(big_path, ask=False)
     values["open_arrives"] = wait_until(app, lambda: remote.nodes() == set(big.nodes))
     values["frames_during_open"] = remote.frame - frame
     big_path.unlink()
@@ -155,8 +155,8 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     frame = remote.frame
     editor.patch.add_node("value.array", {"value": np.ones(100 * 2**20 // 8)}, node_id="array")
     saved = screenshot.parent / "engine_editor_saved.patchbay"
-    editor.ask_save_path = lambda: str(saved)  # type: ignore[method-assign]
-    values["saved"] = editor.save_as()
+    editor.file_actions.ask_save_path = lambda: str(saved)  # type: ignore[method-assign]
+    values["saved"] = editor.file_actions.save_as()
     sidecars = list(saved.parent.glob(saved.name + ".*npz"))
     values["sidecar_mb"] = sum(path.stat().st_size for path in sidecars) / 2**20
     values["array_arrives"] = wait_until(app, lambda: "array" in remote.nodes())
@@ -175,7 +175,7 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
 def attach(app: QApplication, state_dir: Path) -> None:
     started = time.monotonic()
     editor = launch_editor(None, attach=True, state_dir=state_dir)
-    editor.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    editor.file_actions.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
     remote = editor.evaluator
     assert isinstance(remote, RemoteEvaluator) and editor.engine is not None
     values: dict[str, Any] = {"attached": editor.engine.attached}

@@ -52,12 +52,12 @@ def shown(canvas: QtPatchCanvas) -> dict[str, list[float]]:
 
 def build(app: QApplication, state_dir: Path) -> None:
     editor = launch_editor(None, state_dir=state_dir)
-    editor.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
-    editor.ask_definition_name = lambda title, default: "pair"  # type: ignore[method-assign]
+    editor.file_actions.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    editor.edit_actions.ask_definition_name = lambda title, default: "pair"  # type: ignore[method-assign]
     editor.session.autosave_delay_s = 0.0
     remote = editor.evaluator
     assert isinstance(remote, RemoteEvaluator) and editor.engine is not None
-    editor.new_patch()
+    editor.file_actions.new_patch()
     canvas = editor.canvas
     made = [canvas.create_node(type_id, pos) for type_id, pos in PLACES]
     ids = [node_id for node_id in made if node_id is not None]
@@ -71,7 +71,7 @@ def build(app: QApplication, state_dir: Path) -> None:
     canvas.backdrops.retitle(backdrop, "The clock")
     # two nodes grouped into a definition; inside it, a node moved and a backdrop made
     canvas.select([ids[3], ids[4]])
-    editor.group_selection()
+    editor.edit_actions.group_selection()
     [instance] = canvas.selected_ids()
     assert canvas.enter(instance)
     body = canvas.patch
@@ -82,10 +82,10 @@ def build(app: QApplication, state_dir: Path) -> None:
     canvas.leave()
 
     editor.send_edits()
-    sent = editor._edits.sent  # the last batch of edits: the engine has them all once applied
+    sent = editor.edits.sent  # the last batch of edits: the engine has them all once applied
     wait_for(app, lambda: remote.applied[0] == sent, "the engine to apply every edit")
     editor.session.wait_for_autosave()
-    editor.autosave()  # holds every edit
+    editor.file_actions.autosave()  # holds every edit
     assert editor.session.wait_for_autosave() == []
     report = {
         "editor_pid": os.getpid(),

@@ -147,9 +147,9 @@ def test_new_patch_gives_textures_back_and_close_closes_gl(report: dict) -> None
 def test_without_gl_the_editor_degrades_to_text(editor, ui, qtbot) -> None:
     assert editor.findChildren(QOpenGLWidget) == []  # offscreen, no X server: no GL engine
     assert editor.status_labels["gpu"].text() == "engine: no GL"
-    assert not editor.output_action.isEnabled()
-    editor.toggle_output_window()
-    assert not editor.evaluator.output_open and not editor.output_action.isChecked()
+    assert not editor.view_actions.output_action.isEnabled()
+    editor.view_actions.toggle_output_window()
+    assert not editor.evaluator.output_open and not editor.view_actions.output_action.isChecked()
     ui.show_patch(editor, load_patch(EXAMPLE))
     qtbot.waitUntil(lambda: played(editor).status("noise") == "failed")
     assert "no GPU context" in played(editor).error("noise")

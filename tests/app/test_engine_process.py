@@ -292,7 +292,7 @@ def editor_window(qtbot: Any, patch: Patch, folder: Path) -> Any:
     save_patch(patch, folder / "next.patchbay")
     window = launch_editor(str(folder / "next.patchbay"), state_dir=folder)
     qtbot.addWidget(window)
-    window.ask_unsaved = lambda: "discard"
+    window.file_actions.ask_unsaved = lambda: "discard"
     return window
 
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from app.engine.client import EngineProcess
+from app.qt.actions.file import FileActions
 from app.qt.launch import launch_editor
-from app.qt.window import QtEditorWindow
 from app.session.session import Recovery
 from nodes import load_patch
 from tests.app.layout_probe import layout, shown
@@ -72,8 +72,9 @@ def test_an_editor_attaching_after_a_kill_shows_the_layout_and_offers_the_autosa
     offers: list[dict[str, Any]] = []
 
     def ask_restore(
-        window: QtEditorWindow, recoveries: list[Recovery], playing: str | None = None
+        actions: FileActions, recoveries: list[Recovery], playing: str | None = None
     ) -> Recovery | None:
+        window = actions.window
         # the new editor autosaves what it attached to meanwhile: a file of its own
         qtbot.waitUntil(window.session.recovery_file.exists, timeout=int(TIMEOUT_S * 1000))
         offers.append({
@@ -84,12 +85,12 @@ def test_an_editor_attaching_after_a_kill_shows_the_layout_and_offers_the_autosa
         })  # fmt: skip
         return recoveries[0] if restore else None
 
-    monkeypatch.setattr(QtEditorWindow, "ask_restore", ask_restore)
+    monkeypatch.setattr(FileActions, "ask_restore", ask_restore)
     assert layout(load_patch(crashed)) == built["layout"]  # the autosave has the layout too
 
     window = launch_editor(None, state_dir=state_dir)
     qtbot.addWidget(window)
-    window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    window.file_actions.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
     assert window.engine is not None and window.engine.attached
     assert window.engine.engine.running_pid() == built["engine_pid"]
 

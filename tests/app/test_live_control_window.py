@@ -39,7 +39,7 @@ def test_learn_binds_an_osc_fader_that_then_plays_the_pin(qtbot: Any, tmp_path: 
         str(tmp_path / "knob.patchbay"), state_dir=tmp_path, engine_args=["--osc-port", str(port)]
     )
     qtbot.addWidget(window)
-    window.ask_unsaved = lambda: "discard"
+    window.file_actions.ask_unsaved = lambda: "discard"
     fader = SimpleUDPClient("127.0.0.1", port)
     try:
         remote = window.evaluator

@@ -161,7 +161,7 @@ def test_learn_from_the_inspector_binds_with_undo_and_redo(
     assert remote.patch.bindings == {"binding1": expected}
     assert remote.statusBar().currentMessage() == "Bound knob.value to midi:cc:1:7 on nanoKONTROL2"
     assert "◉ midi:cc:1:7" in label.text() and "background" not in label.styleSheet()
-    assert remote.learn.target is None
+    assert remote.live_control.learn.target is None
     assert remote.bindings_panel.ids == ["binding1"]
     qtbot.waitUntil(lambda: len(engine.binding_ops()) == 1)
     assert engine.binding_ops()[0] == {"op": "binding", "id": "binding1",
@@ -193,9 +193,9 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
 
     # Esc cancels; an answer that comes after is ignored
     choose(remote, remote.inspector.pin_label("hz"), LEARN_TEXT)
-    assert remote.learn.target == ("lfo", "hz")
+    assert remote.live_control.learn.target == ("lfo", "hz")
     press(remote.inspector, Qt.Key.Key_Escape)
-    assert remote.learn.target is None
+    assert remote.live_control.learn.target is None
     assert engine.of_type("learn")[-1] == {"type": "learn", "node": None}
     assert "background" not in remote.inspector.pin_label("hz").styleSheet()
     engine.deliver({"type": "learned", "node": "lfo", "pin": "hz", "source": "osc:/late"})
@@ -205,14 +205,14 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     # a second learn of the pin cancels it
     choose(remote, remote.inspector.pin_label("hz"), LEARN_TEXT)
     choose(remote, remote.inspector.pin_label("hz"), CANCEL_LEARN_TEXT)
-    assert remote.learn.target is None
+    assert remote.live_control.learn.target is None
     assert engine.of_type("learn")[-1] == {"type": "learn", "node": None}
 
     # a bool (toggle) gets 0..1, and deleting the node learn waits for cancels it
     inspect(remote, "switch")
     choose(remote, remote.inspector.pin_widget("value"), LEARN_TEXT)
-    remote.delete_selection()
-    assert remote.learn.target is None
+    remote.edit_actions.delete_selection()
+    assert remote.live_control.learn.target is None
     remote.undo_stack.undo()
     inspect(remote, "switch")
     choose(remote, remote.inspector.pin_widget("value"), LEARN_TEXT)
@@ -308,7 +308,7 @@ def test_a_binding_whose_node_is_gone_shows_missing_and_targets_select_nodes(
     show_patch(editor, bound_patch())
     panel = editor.bindings_panel
     editor.canvas.select(["add"])
-    editor.delete_selection()
+    editor.edit_actions.delete_selection()
     target = panel.table.item(1, TARGET)
     assert target.text() == "add.b (missing)" and target.font().italic()
     assert target.foreground().color().getRgb()[:3] == (130, 130, 130)
@@ -424,29 +424,31 @@ def test_a_file_with_osc_out_sends_only_once_allowed(
 ) -> None:
     path = osc_patch_file(tmp_path)
     dialogs.allow_send = False
-    assert remote.open_path(path)
+    assert remote.file_actions.open_path(path)
     assert dialogs.asked_allow_send == [["10.0.0.7:7000 /x"]]
     kinds = [m["type"] for m in engine.sent]
     patch_at = len(kinds) - 1 - kinds[::-1].index("patch")
     assert engine.sent[patch_at - 1] == {"type": "allow_send", "allow": False}  # before it plays
-    assert engine.of_type("allow_send")[-1]["allow"] is False and not remote.send_allowed
+    assert (
+        engine.of_type("allow_send")[-1]["allow"] is False and not remote.live_control.send_allowed
+    )
 
     dialogs.allow_send = True
-    remote.offer_allow_send()  # View > Allow OSC Sending…
+    remote.live_control.offer_allow_send()  # View > Allow OSC Sending…
     assert engine.of_type("allow_send")[-1] == {"type": "allow_send", "allow": True}
     remote.send_patch()  # a restarted engine hears it again, before the patch
     kinds = [m["type"] for m in engine.sent]
     assert kinds[-5:-3] == ["allow_send", "patch"] and engine.sent[-5]["allow"] is True
 
-    assert remote.open_path(path, ask=False)
-    assert len(dialogs.asked_allow_send) == 3 and remote.send_allowed
+    assert remote.file_actions.open_path(path, ask=False)
+    assert len(dialogs.asked_allow_send) == 3 and remote.live_control.send_allowed
 
-    remote.new_patch()  # made here: sends without asking
-    assert remote.send_allowed and engine.of_type("allow_send")[-1]["allow"] is True
-    remote.always_allow_send = True  # patchbay edit --allow-send
+    remote.file_actions.new_patch()  # made here: sends without asking
+    assert remote.live_control.send_allowed and engine.of_type("allow_send")[-1]["allow"] is True
+    remote.live_control.always_allow_send = True  # patchbay edit --allow-send
     dialogs.allow_send = False
-    assert remote.open_path(path, ask=False)
-    assert len(dialogs.asked_allow_send) == 3 and remote.send_allowed
+    assert remote.file_actions.open_path(path, ask=False)
+    assert len(dialogs.asked_allow_send) == 3 and remote.live_control.send_allowed
 
 
 def test_allow_send_reaches_the_in_process_engine(
@@ -454,15 +456,15 @@ def test_allow_send_reaches_the_in_process_engine(
 ) -> None:
     options = editor.engine.engine.ctx.services.options
     path = osc_patch_file(tmp_path)
-    assert editor.new_patch()
+    assert editor.file_actions.new_patch()
     run_frames(editor)
     assert options.get("allow_send") is True  # a new patch, made here
-    assert editor.open_path(path)
+    assert editor.file_actions.open_path(path)
     run_frames(editor)
     assert options["allow_send"] is False
     assert osc_send_targets(editor.patch) == ["10.0.0.7:7000 /x"]
     dialogs.allow_send = True
-    editor.offer_allow_send()
+    editor.live_control.offer_allow_send()
     run_frames(editor)
     assert options["allow_send"] is True
 
@@ -487,7 +489,7 @@ def test_closing_the_window_stops_learn_and_its_escape_key(
     choose(remote, remote.inspector.pin_label("b"), LEARN_TEXT)
     dialogs.unsaved_answer = "discard"
     remote.close()
-    assert remote.learn.target is None
+    assert remote.live_control.learn.target is None
     assert engine.of_type("learn")[-1] == {"type": "learn", "node": None}
     other = QLineEdit()
     qtbot.addWidget(other)

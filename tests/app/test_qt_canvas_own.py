@@ -180,19 +180,19 @@ def test_backdrop_rename_recolour_remove_are_undoable(editor, ui, qtbot):
     ui.show_patch(editor, small_patch())
     canvas = editor.canvas
     canvas.select(["d"])
-    editor.add_backdrop()
+    editor.edit_actions.add_backdrop()
     (backdrop_id,) = editor.patch.backdrops
-    editor.ask_backdrop_title = lambda current: "Failure demo"
+    editor.edit_actions.ask_backdrop_title = lambda current: "Failure demo"
     x, y, _, _ = editor.patch.backdrops[backdrop_id].rect
     header = canvas.viewer().mapFromScene(QPointF(x + 30.0, y + HEADER / 2))
     QTest.mouseDClick(canvas.viewer().viewport(), Qt.MouseButton.LeftButton,
                       Qt.KeyboardModifier.NoModifier, header)  # fmt: skip
     assert editor.patch.backdrops[backdrop_id].title == "Failure demo"
-    editor.ask_backdrop_color = lambda current: (200, 40, 40)
+    editor.edit_actions.ask_backdrop_color = lambda current: (200, 40, 40)
     canvas.menu_scene_pos = QPointF(x + 30.0, y + HEADER / 2)  # as a right-click there leaves it
-    editor.recolor_backdrop(editor._menu_backdrop())
+    editor.edit_actions.recolor_backdrop(editor.edit_actions._menu_backdrop())
     assert editor.patch.backdrops[backdrop_id].color == (200, 40, 40)
-    editor.remove_backdrop(backdrop_id)
+    editor.edit_actions.remove_backdrop(backdrop_id)
     assert editor.patch.backdrops == {} and canvas.backdrops.items == {}
     for expected in ((200, 40, 40), (70, 90, 120)):
         editor.undo_stack.undo()
@@ -232,7 +232,7 @@ def test_legend_is_shown_and_hidden_from_the_view_menu(editor):
         assert word in words
     view_menu = next(a.menu() for a in editor.menuBar().actions() if a.text() == "&View")
     action = next(a for a in view_menu.actions() if a.text() == "&Legend")
-    assert action is editor.legend_action
+    assert action is editor.view_actions.legend_action
     QTest.keyClick(editor, Qt.Key.Key_F1)
     assert not legend.isVisible() and not action.isChecked()
     action.trigger()
@@ -257,7 +257,7 @@ def test_pin_tooltip_tells_type_doc_and_value(editor, ui, qtbot):
     patch.connect("b", "out", "c", "in")  # an output needs it: b runs
     ui.show_patch(editor, patch)
     qtbot.waitUntil(lambda: played(editor).output("b", "out") == 3.0)
-    editor.show_link_values(True)  # the engine reports the values its links carry
+    editor.view_actions.show_link_values(True)  # the engine reports the values its links carry
     shown = editor.evaluator  # what the window was told
     qtbot.waitUntil(lambda: (shown.output("a"), shown.output("b")) == (2.0, 3.0))
     canvas = editor.canvas
@@ -377,7 +377,7 @@ def test_backdrops_belong_to_the_level_shown(editor, ui):
     canvas = editor.canvas
     assert canvas.enter("blob1")
     canvas.select(["x"])
-    editor.add_backdrop()
+    editor.edit_actions.add_backdrop()
     assert list(body.backdrops) == ["backdrop1"] and patch.backdrops == {}
     assert set(canvas.backdrops.items) == {"backdrop1"}
     ui.press(canvas.viewer(), Qt.Key.Key_Backspace)  # leave (the canvas has the focus)

@@ -82,7 +82,7 @@ def test_a_structural_edit_shows_on_the_next_frame_and_stays_flat(editor, ui, qt
     program = played(editor).program
     assert program is not None and program is not running and program.derived
     assert played(editor).derived_swaps == 1
-    editor._update_status()
+    editor.update_status()
     assert editor.status_labels["mode"].text() == "flat"
 
 
@@ -95,7 +95,7 @@ def test_a_structural_edit_is_built_between_frames_even_while_paused(editor, ui,
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Space)
-    assert editor.paused
+    assert editor.transport_actions.paused
     frame = editor.engine.engine.frame
     ui.drag_link(editor, "speed", "out", "gain", "b")
     qtbot.waitUntil(lambda: played(editor).program not in (None, running))
@@ -114,12 +114,12 @@ def test_space_pauses_and_resumes_the_frame_loop(editor, ui, qtbot):
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Space)
-    assert editor.paused
+    assert editor.transport_actions.paused
     frozen = played(editor).output("out")
     qtbot.wait(100)
     assert played(editor).output("out") == frozen
     ui.press(viewer, Qt.Key.Key_Space)
-    assert not editor.paused
+    assert not editor.transport_actions.paused
     qtbot.waitUntil(lambda: played(editor).output("out") > frozen)
 
 
@@ -131,7 +131,7 @@ def test_failed_node_is_red_with_its_message(editor, ui, qtbot):
     patch.connect("bad", "out", "out", "in")
     ui.show_patch(editor, patch)
     qtbot.waitUntil(lambda: played(editor).status("bad") == "failed")
-    editor.decorate_nodes()
+    editor.report_views.decorate_nodes()
     bad = editor.canvas.view_node("bad")
     assert tuple(bad.color()[:3]) == (190, 30, 30)
     assert "boom here" in bad.view.toolTip()
@@ -146,15 +146,15 @@ def test_save_then_open_round_trips(editor, ui, dialogs, tmp_path):
     editor.patch.set_position("gain", (310.0, 15.0))
     target = tmp_path / "mine.patchbay"
     dialogs.save_path = str(target)
-    assert editor.save()
+    assert editor.file_actions.save()
     assert "mine.patchbay" in editor.windowTitle() and "*" not in editor.windowTitle()
     original = patch_to_dict(editor.patch)
-    editor.new_patch()
+    editor.file_actions.new_patch()
     assert editor.patch.nodes == {}
-    assert editor.open_path(target)
+    assert editor.file_actions.open_path(target)
     assert patch_to_dict(editor.patch) == original
     assert not editor.modified and "*" not in editor.windowTitle()
-    assert str(target.resolve()) in editor.recent_files()
+    assert str(target.resolve()) in editor.file_actions.recent_files()
 
 
 def test_opening_a_corrupt_file_keeps_the_current_patch(editor, ui, dialogs, tmp_path):
@@ -162,7 +162,7 @@ def test_opening_a_corrupt_file_keeps_the_current_patch(editor, ui, dialogs, tmp
     bad = tmp_path / "bad.patchbay"
     bad.write_text('{"format": "patchbay", "version": 1, "nodes": [{"id": "x"', "utf-8")
     before = patch_to_dict(editor.patch)
-    assert not editor.open_path(bad)
+    assert not editor.file_actions.open_path(bad)
     assert patch_to_dict(editor.patch) == before
     assert len(dialogs.errors) == 1 and "invalid JSON" in dialogs.errors[0]
     assert "\n" not in dialogs.errors[0]
@@ -171,13 +171,13 @@ def test_opening_a_corrupt_file_keeps_the_current_patch(editor, ui, dialogs, tmp
 def test_unsaved_changes_prompt(editor, ui, dialogs):
     ui.show_patch(editor, slider_patch())
     editor.canvas.select(["gain"])
-    editor.delete_selection()
+    editor.edit_actions.delete_selection()
     assert editor.windowTitle().startswith("untitled *")
     dialogs.unsaved_answer = "cancel"
-    assert not editor.new_patch()
+    assert not editor.file_actions.new_patch()
     assert "speed" in editor.patch.nodes and dialogs.asked_unsaved == 1
     dialogs.unsaved_answer = "discard"
-    assert editor.new_patch()
+    assert editor.file_actions.new_patch()
     assert editor.patch.nodes == {}
 
 
@@ -186,15 +186,17 @@ def test_restore_offers_the_work_of_a_crashed_editor_only(qtbot, ui, dialogs, tm
     live = ui.make_editor(qtbot, state, dialogs)
     ui.show_patch(live, slider_patch())
     live.canvas.select(["gain"])
-    live.delete_selection()
-    live.autosave()
+    live.edit_actions.delete_selection()
+    live.file_actions.autosave()
     assert live.session.wait_for_autosave(TIMEOUT_S) == []
     original = tmp_path / "show.patchbay"
     assert run_editor(state, 0.8, CRASH, str(original)).wait(TIMEOUT_S) == 1
     offered = []
     second = ui.make_editor(qtbot, state, dialogs)
-    second.ask_restore = lambda recoveries, playing: offered.extend(recoveries) or recoveries[0]
-    assert second.offer_recovery()
+    second.file_actions.ask_restore = lambda recoveries, playing: (
+        offered.extend(recoveries) or recoveries[0]
+    )
+    assert second.file_actions.offer_recovery()
     assert [recovery.original for recovery in offered] == [original]  # not the live editor's
     assert second.patch.value("speed", "value") == 0.4 and second.path == original
     assert second.modified and second.windowTitle().startswith("show.patchbay *")
@@ -209,10 +211,12 @@ def test_declining_a_restore_keeps_a_running_editors_work(qtbot, ui, dialogs, tm
     try:
         dialogs.restore = False
         editor = ui.make_editor(qtbot, state, dialogs)
-        assert not editor.offer_recovery()
+        assert not editor.file_actions.offer_recovery()
         left = list((state / "recovery").glob("*.patchbay"))
         assert len(left) == 1 and load_patch(left[0]).value("speed", "value") == 0.3
-        assert not editor.offer_recovery()  # the declined one is gone, the live one not offered
+        assert (
+            not editor.file_actions.offer_recovery()
+        )  # the declined one is gone, the live one not offered
     finally:
         running.communicate("stop\n", timeout=TIMEOUT_S)
 
@@ -224,14 +228,16 @@ def test_autosaved_work_that_fails_to_load_is_kept(qtbot, ui, dialogs, tmp_path)
     recovery.write_text('{"format": "patchbay", "version": 1, "nodes": [', "utf-8")  # torn
     dialogs.restore = True
     editor = ui.make_editor(qtbot, state, dialogs)
-    assert not editor.offer_recovery()
+    assert not editor.file_actions.offer_recovery()
     assert len(dialogs.errors) == 1 and str(recovery) in dialogs.errors[0]
     assert "\n" not in dialogs.errors[0] and recovery.exists()
     offered = []
     again = ui.make_editor(qtbot, state, dialogs)
-    again.ask_restore = lambda recoveries, playing: offered.extend(recoveries)  # declines
+    again.file_actions.ask_restore = lambda recoveries, playing: offered.extend(
+        recoveries
+    )  # declines
     editor.close()  # let go of it
-    again.offer_recovery()
+    again.file_actions.offer_recovery()
     assert [r.patch_file for r in offered] == [recovery]  # offered again, not lost
 
 
@@ -239,7 +245,7 @@ def test_autosave_follows_edits_without_a_save(editor, ui, qtbot):
     ui.show_patch(editor, slider_patch())
     editor.session.autosave_delay_s = 0.0
     editor.canvas.select(["gain"])
-    editor.delete_selection()
+    editor.edit_actions.delete_selection()
     qtbot.waitUntil(editor.session.recovery_file.exists)
     qtbot.waitUntil(lambda: "gain" not in load_patch(editor.session.recovery_file).nodes)
     editor.undo_stack.undo()  # back at the saved state: nothing to recover
@@ -251,7 +257,7 @@ def test_a_save_that_fails_is_reported_in_one_line(editor, ui, dialogs, tmp_path
     editor.patch.set_value("speed", "value", 0.5)  # unsaved
     (tmp_path / "file").write_text("a file, not a folder")
     dialogs.save_path = str(tmp_path / "file" / "x.patchbay")
-    assert not editor.save()
+    assert not editor.file_actions.save()
     assert len(dialogs.errors) == 1 and "cannot save" in dialogs.errors[0]
     assert "\n" not in dialogs.errors[0] and editor.modified and editor.path is None
 
@@ -261,10 +267,10 @@ def test_frozen_export_opens_read_only_with_banner(editor, tmp_path):
     patch.meta["frozen"] = {"source": "x.patchbay"}
     path = tmp_path / "frozen.patchbay"
     save_patch(patch, path)
-    assert editor.open_path(path)
+    assert editor.file_actions.open_path(path)
     assert editor.banner.isVisible() and "read-only" in editor.banner.text()
     assert not editor.canvas.viewer().isInteractive()
-    assert not editor.save_action.isEnabled()
+    assert not editor.file_actions.save_action.isEnabled()
 
 
 def test_the_demo_opens_unmodified(editor):
@@ -293,17 +299,17 @@ def test_paste_pastes_the_last_copy_even_with_large_arrays(editor, ui, qtbot):
     patch.add_node("value.array", {"value": big}, (300, 0), node_id="big")
     ui.show_patch(editor, patch)
     editor.canvas.select(["small"])
-    editor.copy_selection()
+    editor.edit_actions.copy_selection()
     editor.canvas.select(["big"])
-    editor.copy_selection()  # the last copy: only this window can hold it
-    editor.paste()
+    editor.edit_actions.copy_selection()  # the last copy: only this window can hold it
+    editor.edit_actions.paste()
     pasted = editor.canvas.selected_ids()
     assert len(pasted) == 1 and editor.patch.nodes[pasted[0]].type_id == "value.array"
     assert np.array_equal(editor.patch.value(pasted[0], "value"), big)
     # A patch copied (in any window) after that is what pastes next.
     editor.canvas.select(["small"])
-    editor.copy_selection()
-    editor.paste()
+    editor.edit_actions.copy_selection()
+    editor.edit_actions.paste()
     pasted = editor.canvas.selected_ids()
     assert len(pasted) == 1 and editor.patch.nodes[pasted[0]].type_id == "math.add"
 
@@ -349,14 +355,14 @@ def test_a_node_bypassed_for_taking_too_long_can_be_retried_from_the_inspector(e
     ui.show_patch(editor, patch)
     editor.engine.engine.ctx.time_budget = 0.1
     editor.canvas.select(["slow"])
-    qtbot.waitUntil(lambda: editor.is_bypassed("slow"))
+    qtbot.waitUntil(lambda: editor.report_views.is_bypassed("slow"))
     retry = editor.inspector.retry_button
     qtbot.waitUntil(lambda: not retry.isHidden())
     assert "bypassed" in played(editor).error("slow")
     editor.engine.engine.ctx.time_budget = 10.0  # the machine got faster: the same node now fits
     retry.click()
     qtbot.waitUntil(lambda: played(editor).status("slow") == "ok")
-    assert not editor.is_bypassed("slow")
+    assert not editor.report_views.is_bypassed("slow")
     qtbot.waitUntil(lambda: retry.isHidden())
 
 
@@ -372,7 +378,7 @@ def test_frame_all_shows_every_node_of_a_patch_spread_to_the_position_limits(
     for node_id, pos in (("left", (-1e6, -1e6)), ("right", (1e6, 1e6)), ("mid", (0, 0))):
         patch.add_node("math.add", None, pos, node_id=node_id)
     save_patch(patch, tmp_path / "wide.patchbay")
-    assert editor.open_path(tmp_path / "wide.patchbay")
+    assert editor.file_actions.open_path(tmp_path / "wide.patchbay")
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     viewer.scale(50, 50)  # somewhere else entirely
@@ -420,11 +426,11 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
         "&Fixed step (render)", "Tap &tempo", "Nudge beat &earlier", "Nudge beat &later",
         "Resync to &downbeat",
     ]  # fmt: skip
-    assert toolbar.widgetForAction(editor.step_back_action).text() == "◀ Step"
+    assert toolbar.widgetForAction(editor.transport_actions.step_back_action).text() == "◀ Step"
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Period)  # playing: a step pauses first
-    assert editor.paused
+    assert editor.transport_actions.paused
     ui.run_frames(editor)  # the engine hears of the pause and the step
     frame, seconds = played(editor).output("frame"), played(editor).output("t")
     qtbot.wait(100)
@@ -433,13 +439,15 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     ui.run_frames(editor)
     assert played(editor).output("frame") == frame + 1
     assert played(editor).output("t") == pytest.approx(seconds + 0.016)
-    button = toolbar.widgetForAction(editor.step_action)  # the toolbar's button does the same
+    button = toolbar.widgetForAction(
+        editor.transport_actions.step_action
+    )  # the toolbar's button does the same
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     ui.run_frames(editor)
     assert played(editor).output("frame") == frame + 2
     assert played(editor).output("t") == pytest.approx(seconds + 0.032)
     ui.press(viewer, Qt.Key.Key_Home, Qt.KeyboardModifier.ControlModifier)
-    assert editor.paused
+    assert editor.transport_actions.paused
     ui.run_frames(editor)
     assert played(editor).output("frame") == 0.0 and played(editor).output("t") == 0.0
     ui.press(viewer, Qt.Key.Key_Space)
@@ -460,13 +468,13 @@ def test_tap_nudge_and_resync_from_the_transport_toolbar(editor, ui, qtbot):
     ui.press(viewer, Qt.Key.Key_Period)  # paused: frames run only when stepped
     ui.run_frames(editor)
     now = [50.0]
-    editor.tap_clock = lambda: now[0]
-    tap = toolbar.widgetForAction(editor.tap_action)
+    editor.transport_actions.tap_clock = lambda: now[0]
+    tap = toolbar.widgetForAction(editor.transport_actions.tap_action)
     for t in (50.0, 50.4, 50.8, 51.3, 51.6):  # 0.4 s taps, one late (both its intervals ignored)
         now[0] = t
         qtbot.mouseClick(tap, Qt.MouseButton.LeftButton)
     assert editor.patch.settings["bpm"] == 150.0
-    assert "150 BPM" in editor.tap_action.toolTip()
+    assert "150 BPM" in editor.transport_actions.tap_action.toolTip()
 
     def beats() -> float:
         return played(editor).output("beat", "beat") + played(editor).output("beat", "phase")
@@ -475,16 +483,22 @@ def test_tap_nudge_and_resync_from_the_transport_toolbar(editor, ui, qtbot):
     ui.run_frames(editor)
     before = beats()
     qtbot.mouseClick(
-        toolbar.widgetForAction(editor.nudge_earlier_action), Qt.MouseButton.LeftButton
+        toolbar.widgetForAction(editor.transport_actions.nudge_earlier_action),
+        Qt.MouseButton.LeftButton,
     )
     ui.press(viewer, Qt.Key.Key_Period)  # 16 ms at 150 BPM is 0.04 beats, plus the nudge
     ui.run_frames(editor)
     assert beats() == pytest.approx(before + 0.04 + 0.05)
-    qtbot.mouseClick(toolbar.widgetForAction(editor.nudge_later_action), Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(
+        toolbar.widgetForAction(editor.transport_actions.nudge_later_action),
+        Qt.MouseButton.LeftButton,
+    )
     ui.press(viewer, Qt.Key.Key_Period)
     ui.run_frames(editor)
     assert beats() == pytest.approx(before + 0.08)
-    qtbot.mouseClick(toolbar.widgetForAction(editor.resync_action), Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(
+        toolbar.widgetForAction(editor.transport_actions.resync_action), Qt.MouseButton.LeftButton
+    )
     ui.press(viewer, Qt.Key.Key_Period)
     ui.run_frames(editor)
     assert played(editor).output("beat", "phase") == 0.0

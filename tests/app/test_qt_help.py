@@ -88,7 +88,7 @@ def test_f1_without_a_node_toggles_the_legend(editor, ui):
 def test_open_example_makes_an_untitled_patch_with_the_node(editor, ui, qtbot):
     ui.show_patch(editor, lfo_patch())
     click_node(editor, "wobble")
-    editor.help_for_context()
+    editor.view_actions.help_for_context()
     help_window = editor.node_help
     qtbot.waitUntil(help_window.isVisible)
     help_window.resize(620, 700)

@@ -88,7 +88,7 @@ def test_node_colours_are_redrawn_only_when_a_status_changes(editor, engine, qtb
     for _ in range(20):  # an idle show: the same statuses, report after report
         reports = remote.reports
         remote.update(Report(nodes=statuses), [])
-        qtbot.waitUntil(lambda reports=reports: editor._reports_decorated > reports)
+        qtbot.waitUntil(lambda reports=reports: editor.report_views.reports_decorated > reports)
     assert len(decorated) == 2
     remote.update(Report(nodes={"noise": ["HOT", "failed", "boom"]}), [])
     qtbot.waitUntil(lambda: len(decorated) == 4)

@@ -17,7 +17,9 @@ def test_live_values_are_live_edits_the_inspector_shows(editor, ui):
     editor.canvas.select(["speed"])
     field = editor.inspector.pin_widget("value")
     revisions = (editor.patch.revision, editor.patch.value_revision)
-    editor._apply_live_values([["speed", "value", 3.5], ["ghost", "value", 1.0], "junk"], [])
+    editor.live_control.apply_live_values(
+        [["speed", "value", 3.5], ["ghost", "value", 1.0], "junk"], []
+    )
     assert editor.patch.value("speed", "value") == 3.5
     assert field.number.value() == 3.5  # the inspector follows
     assert (editor.patch.revision, editor.patch.value_revision) == revisions

@@ -39,7 +39,7 @@ def test_a_placeholder_opens_with_its_ports_fails_in_one_line_and_saves_unchange
 ) -> None:
     source = tmp_path / "ghost.patchbay"
     source.write_text(PLACEHOLDER_FILE)
-    assert editor.open_path(source)
+    assert editor.file_actions.open_path(source)
     view = editor.canvas.view_node("ghost")
     assert [port.name() for port in view.inputs().values()] == ["x", "mode", "table", "extra"]
     assert [port.name() for port in view.outputs().values()] == ["out"]
@@ -48,7 +48,7 @@ def test_a_placeholder_opens_with_its_ports_fails_in_one_line_and_saves_unchange
     assert played(editor).error("ghost") == (
         "MissingNodeTypeError: node type 'mypack.scale' is not installed (missing pack?)"
     )
-    assert editor.save()  # over the file it came from
+    assert editor.file_actions.save()  # over the file it came from
     saved, original = json.loads(source.read_text()), json.loads(PLACEHOLDER_FILE)
     assert saved["nodes"][1] == original["nodes"][1] and saved["links"] == original["links"]
     assert not listed(editor, "mypack.scale")
@@ -83,10 +83,10 @@ def test_deleting_a_placeholder_is_undone_with_its_values_and_links(
 ) -> None:
     source = tmp_path / "ghost.patchbay"
     source.write_text(PLACEHOLDER_FILE)
-    assert editor.open_path(source)
+    assert editor.file_actions.open_path(source)
     values = dict(editor.patch.nodes["ghost"].values)
     editor.canvas.select(["ghost"])
-    editor.delete_selection()
+    editor.edit_actions.delete_selection()
     assert "ghost" not in editor.patch.nodes and editor.patch.links == []
     editor.undo_stack.undo()
     ghost = editor.patch.nodes["ghost"]

@@ -112,7 +112,7 @@ def test_learn_a_preset_from_its_menu_binds_it_with_undo(
     expected = Binding("midi:note:1:36", "@preset", "A", 0.0, 1.0, device=KEYS)
     assert remote.patch.bindings == {"binding1": expected}
     assert remote.statusBar().currentMessage() == f"Bound preset A to midi:note:1:36 on {KEYS}"
-    assert remote.learn.target is None
+    assert remote.live_control.learn.target is None
     assert item_text(panel, "A") == "A  ◉ midi:note:1:36" and item_text(panel, "B") == "B"
     table = remote.bindings_panel.table
     assert table.item(0, TARGET).text() == "preset A" and not table.item(0, TARGET).font().italic()
@@ -138,13 +138,13 @@ def test_learn_of_a_preset_stops_on_escape_and_when_the_preset_is_deleted(
     panel = remote.presets_panel
     choose(panel, preset_menu(panel, "B"), LEARN_TEXT)
     press(panel.list, Qt.Key.Key_Escape)
-    assert remote.learn.target is None and item_text(panel, "B") == "B"
+    assert remote.live_control.learn.target is None and item_text(panel, "B") == "B"
     assert engine.of_type("learn")[-1] == {"type": "learn", "node": None}
     assert remote.statusBar().currentMessage() == "Learn cancelled: preset B not bound"
     choose(panel, preset_menu(panel, "B"), LEARN_TEXT)
-    assert remote.learn.target == ("@preset", "B")
+    assert remote.live_control.learn.target == ("@preset", "B")
     panel.buttons["Delete"].click()
-    assert remote.learn.target is None
+    assert remote.live_control.learn.target is None
     engine.deliver({"type": "learned", "node": "@preset", "pin": "B", "source": "osc:/late"})
     qtbot.waitUntil(lambda: not engine.incoming)  # taken and handled in the same turn
     assert remote.patch.bindings == {}

@@ -159,17 +159,20 @@ def test_step_back_rate_and_fixed_step_on_the_toolbar(editor, ui, qtbot):
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Period)  # pause and step
-    assert editor.paused
+    assert editor.transport_actions.paused
     ui.run_frames(editor)
     t, frame = played(editor).output("out"), played(editor).output("frames")
     ui.press(viewer, Qt.Key.Key_Comma)
     ui.run_frames(editor)
     assert played(editor).output("out") == pytest.approx(t - 0.016)
     assert played(editor).output("frames") == frame - 1
-    editor.rate_box.setValue(2.0)
+    editor.transport_actions.rate_box.setValue(2.0)
     assert editor.session.clock.rate == 2.0
-    editor.fixed_step_action.trigger()
-    assert editor.fixed_step_action.isChecked() and editor.session.clock.fixed_fps == 60.0
+    editor.transport_actions.fixed_step_action.trigger()
+    assert (
+        editor.transport_actions.fixed_step_action.isChecked()
+        and editor.session.clock.fixed_fps == 60.0
+    )
     ui.press(viewer, Qt.Key.Key_Period)  # a step is one fixed frame now
     ui.run_frames(editor)
     assert played(editor).output("out") == pytest.approx(t - 0.016 + 1 / 60)
@@ -179,7 +182,7 @@ def test_step_back_rate_and_fixed_step_on_the_toolbar(editor, ui, qtbot):
     qtbot.waitUntil(lambda: played(editor).output("frames") >= at + 10)
     ran = played(editor).output("frames") - at
     assert played(editor).output("out") == pytest.approx(before + ran / 60)
-    editor.fixed_step_action.trigger()
+    editor.transport_actions.fixed_step_action.trigger()
     assert editor.session.clock.fixed_fps is None
 
 

@@ -133,7 +133,7 @@ def test_costs_are_worked_out_again_only_when_they_took_a_small_share_of_the_tim
 def open_profiler(editor: QtEditorWindow, qtbot: Any) -> Any:
     editor.docks["Profiler"].raise_()
     editor.resizeDocks([editor.docks["Profiler"]], [320], Qt.Orientation.Vertical)
-    panel = editor.profiler_panel
+    panel = editor.profiling.profiler_panel
     qtbot.waitUntil(lambda: panel.shown)
     qtbot.waitUntil(lambda: panel.shown_paths()[:1] == ["slow"], timeout=10000)
     return panel
@@ -205,17 +205,17 @@ def test_heat_tint_colours_nodes_by_cost_and_off_restores_them(editor, qtbot):
     qtbot.waitUntil(lambda: canvas.body_color("slow") == CLASS_COLORS[NodeClass.HOT])
     normal = {node_id: canvas.body_color(node_id) for node_id in ("slow", "k", "m")}
     editor.docks["Messages"].raise_()  # the tint refreshes with the panel hidden too
-    editor.show_heat_tint(True)
-    panel = editor.profiler_panel
+    editor.profiling.show_heat_tint(True)
+    panel = editor.profiling.profiler_panel
     qtbot.waitUntil(lambda: panel.cost_of("slow") > 1.0, timeout=10000)
     qtbot.waitUntil(lambda: canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
     hot, cold = canvas.body_color("slow"), canvas.body_color("k")
     assert hot != normal["slow"] and cold != normal["k"]
     assert hot[0] > 180 and hot[0] > hot[2]  # red
     assert cold[2] > cold[0]  # blue-grey
-    editor.show_heat_tint(False)
+    editor.profiling.show_heat_tint(False)
     assert {node_id: canvas.body_color(node_id) for node_id in normal} == normal
-    assert not editor.heat_action.isChecked()
+    assert not editor.profiling.heat_action.isChecked()
 
 
 class EngineBridge:
@@ -285,7 +285,7 @@ def test_the_profiler_dock_with_an_engine(remote, bridge, qtbot):
     remote.canvas.select(["m"])
     qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
     assert {"type": "profile", "node": "m", "top": 200} in bridge.sent
-    remote.show_heat_tint(True)
+    remote.profiling.show_heat_tint(True)
     qtbot.waitUntil(lambda: remote.canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
     # a request the engine cannot read is one error line, not an exception
     for raw in ({"type": "profile", "top": "all"}, {"type": "profile", "node": 3},
@@ -302,8 +302,8 @@ def test_the_profiler_dock_with_an_engine(remote, bridge, qtbot):
 def test_screenshot_of_the_profiler_with_heat_tint(editor, qtbot):
     show_patch(editor, busy_patch())
     panel = open_profiler(editor, qtbot)
-    editor.show_heat_tint(True)
-    editor.legend_action.trigger()  # the legend's class colours would cover the patch
+    editor.profiling.show_heat_tint(True)
+    editor.view_actions.legend_action.trigger()  # the legend's class colours would cover the patch
     editor.canvas.select(["m"])
     qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
     qtbot.waitUntil(lambda: editor.canvas.body_color("slow") == heat_color(panel.cost_of("slow")))

@@ -53,7 +53,7 @@ def test_a_taken_osc_port_shows_in_the_window_and_is_changed_there(
     save_patch(osc_patch(taken_port), tmp_path / "osc.patchbay")
     window = launch_editor(str(tmp_path / "osc.patchbay"), state_dir=tmp_path)
     qtbot.addWidget(window)
-    window.ask_unsaved = lambda: "discard"
+    window.file_actions.ask_unsaved = lambda: "discard"
     try:
         window.docks["Bindings"].raise_()  # Messages behind another tab: news counts unread
         off = f"OSC off: cannot listen on 127.0.0.1:{taken_port} ("
@@ -67,7 +67,7 @@ def test_a_taken_osc_port_shows_in_the_window_and_is_changed_there(
         ARTIFACTS.mkdir(exist_ok=True)
         window.grab().save(str(ARTIFACTS / "service_status_off.png"))
 
-        dialog = window.open_settings()
+        dialog = window.file_actions.open_settings()
         assert dialog.osc_port.value() == taken_port
         assert dialog.osc_host.text() == "127.0.0.1"
         assert off in dialog.osc_status.text()
@@ -127,7 +127,7 @@ def test_node_failures_restarts_and_refused_sending_reach_messages(
     patch.add_node("osc.out", {"host": "127.0.0.1", "port": 9999}, node_id="send")
     show_patch(remote, patch)
     dialogs.allow_send = False
-    remote.offer_allow_send()
+    remote.live_control.offer_allow_send()
     assert "osc.out nodes send nothing to 127.0.0.1:9999" in remote.messages.text()
 
 
@@ -148,11 +148,11 @@ def test_learn_says_when_no_source_can_reach_it_and_stays_armed(
     qtbot.waitUntil(lambda: "nothing can reach" in remote.messages.text())
     assert "learn: nothing can reach knob.value: OSC cannot listen" in remote.messages.text()
     assert "Settings" in remote.statusBar().currentMessage()
-    assert remote.learn.target == ("knob", "value")
+    assert remote.live_control.learn.target == ("knob", "value")
 
 
 def test_settings_change_tempo_and_midi_as_one_undo_step(remote: QtEditorWindow) -> None:
-    dialog = remote.open_settings()
+    dialog = remote.file_actions.open_settings()
     assert "Not in use" in dialog.osc_status.text()
     dialog.bpm.setValue(128.0)
     dialog.tempo_source.setCurrentIndex(dialog.tempo_source.findData("midi"))

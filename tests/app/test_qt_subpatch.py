@@ -81,7 +81,9 @@ def shown_ids(editor) -> set[str]:
 def test_ctrl_g_groups_the_selection_as_one_undo_step(editor, ui, qtbot):
     ui.show_patch(editor, chain_patch())
     asked = []
-    editor.ask_definition_name = lambda title, default: asked.append(default) or default
+    editor.edit_actions.ask_definition_name = lambda title, default: (
+        asked.append(default) or default
+    )
     editor.canvas.select(["gain", "add"])
     viewer = editor.canvas.viewer()
     viewer.setFocus()
@@ -122,7 +124,7 @@ def test_ctrl_g_groups_the_selection_as_one_undo_step(editor, ui, qtbot):
 
 def test_a_refused_definition_name_is_explained(editor, ui):
     ui.show_patch(editor, chain_patch())
-    editor.ask_definition_name = lambda title, default: "a/b"
+    editor.edit_actions.ask_definition_name = lambda title, default: "a/b"
     editor.canvas.select(["gain"])
     viewer = editor.canvas.viewer()
     viewer.setFocus()
@@ -243,13 +245,13 @@ def test_rename_and_remove_definitions_are_undoable(editor, ui):
     patch = amp_patch()
     patch.add_definition("spare", Patch())
     ui.show_patch(editor, patch)
-    editor.ask_definition_name = lambda title, default: "gain"
-    editor.rename_definition("amp")
+    editor.edit_actions.ask_definition_name = lambda title, default: "gain"
+    editor.edit_actions.rename_definition("amp")
     assert list(patch.definitions) == ["gain", "spare"]
     assert editor.canvas.badge_text("amp1") == "gain ×2"
-    editor.remove_definition("gain")  # in use: refused, with where
+    editor.edit_actions.remove_definition("gain")  # in use: refused, with where
     assert "used by 2 instance(s)" in editor.statusBar().currentMessage()
-    editor.remove_definition("spare")
+    editor.edit_actions.remove_definition("spare")
     assert list(patch.definitions) == ["gain"]
     assert editor.library.definition_item("spare") is None
     editor.undo_stack.undo()
@@ -352,10 +354,10 @@ def test_an_edit_inside_a_definition_reaches_the_engine_and_its_output(editor, u
 
 def test_make_unique_detaches_one_instance_and_undoes(editor, ui):
     ui.show_patch(editor, amp_patch())
-    editor.ask_definition_name = lambda title, default: default
+    editor.edit_actions.ask_definition_name = lambda title, default: default
     patch, canvas = editor.patch, editor.canvas
     canvas.select(["amp2"])
-    editor.make_unique_selection()
+    editor.edit_actions.make_unique_selection()
     assert patch.value("amp2", "definition") == "amp1"  # the first free name after amp
     assert canvas.badge_text("amp2") == "amp1 ×1" and canvas.badge_text("amp1") == "amp ×1"
     assert editor.library.definition_item("amp1") is not None
@@ -421,7 +423,7 @@ def test_a_definition_dropped_from_the_library_makes_an_instance_there(editor, u
 
 def test_the_canvas_context_menu_groups_and_enters(editor, ui):
     ui.show_patch(editor, chain_patch())
-    editor.ask_definition_name = lambda title, default: "pair"
+    editor.edit_actions.ask_definition_name = lambda title, default: "pair"
     menu = editor.canvas.graph.get_context_menu("graph")
     editor.canvas.select(["gain", "add"])
     menu.get_command("Group (Ctrl+G)").qaction.trigger()
@@ -436,7 +438,7 @@ def test_nested_instances_paths_and_breadcrumb_clicks(editor, ui, qtbot):
     """Group inside a body, enter the inner instance: the trail has three levels, the preview
     reads the nested path, and a click on the first breadcrumb goes back to the top."""
     ui.show_patch(editor, amp_patch())
-    editor.ask_definition_name = lambda title, default: "inner"
+    editor.edit_actions.ask_definition_name = lambda title, default: "inner"
     canvas = editor.canvas
     double_click(editor, "amp2")
     canvas.select(["mul"])

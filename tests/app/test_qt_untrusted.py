@@ -24,7 +24,7 @@ def test_a_hostile_file_is_one_line_over_the_current_patch(editor, dialogs, tmp_
     folder.mkdir()
     path = case.make(folder)
     before = list(editor.patch.nodes)
-    assert not editor.open_path(path)
+    assert not editor.file_actions.open_path(path)
     assert list(editor.patch.nodes) == before
     assert len(dialogs.errors) == 1
     message = dialogs.errors[0]
@@ -41,12 +41,12 @@ def test_a_value_that_would_not_load_back_is_refused_at_the_edit(
     patch = Patch()
     patch.add_node("value.any", {"value": 1.0}, node_id="v")
     editor.set_patch(patch, target)
-    assert editor.save()
+    assert editor.file_actions.save()
     before = target.read_bytes()
     with pytest.raises(UnsavableValueError, match=r'^v\.value: a dict whose only key is "\$array"'):
         editor.patch.set_value("v", "value", {"$array": {"dtype": "float64", "data": [1.0]}})
     assert editor.patch.value("v", "value") == 1.0
     ui.run_frames(editor)
     assert editor.engine.engine.patch.value("v", "value") == 1.0
-    assert editor.save() and not dialogs.errors
+    assert editor.file_actions.save() and not dialogs.errors
     assert target.read_bytes() == before

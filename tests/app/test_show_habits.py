@@ -170,7 +170,7 @@ def test_the_player_quits_on_its_keys(
 def test_a_signal_closes_the_editor_without_asking_and_keeps_unsaved_work(
     editor, dialogs, qtbot, tmp_path: Path
 ) -> None:
-    editor.open_path(show_file(tmp_path))
+    editor.file_actions.open_path(show_file(tmp_path))
     editor.patch.add_node("math.add", {"a": 41.0}, node_id="unsaved")
     assert editor.modified
     restore = on_signals(lambda number: editor.end())

@@ -12,6 +12,7 @@ from nodes import (
     Patch,
     PatchValueError,
     PinType,
+    is_bindable,
     is_picture,
     pin_type,
     register_pin_type,
@@ -86,6 +87,16 @@ def test_the_shader_parser_reports_the_uniform_types_a_pin_type_exposes() -> Non
 def test_only_textures_are_pictures() -> None:
     assert [name for name in PIN_TYPES if is_picture(name)] == ["texture"]
     assert not is_picture(None) and not is_picture("no such type")
+
+
+def test_controls_drive_the_plain_numbers_only() -> None:
+    assert sorted(name for name in PIN_TYPES if is_bindable(name)) == [
+        "bool",
+        "float",
+        "int",
+        "num",
+    ]
+    assert not is_bindable(None) and not is_bindable("no such type")
 
 
 def test_a_node_declares_a_vec3_pin_with_its_annotation() -> None:

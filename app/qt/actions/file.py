@@ -1,11 +1,16 @@
 """The editor window's File actions: documents, files, recovery, settings and their dialogs.
 
-`FileActions` is a part of `QtEditorWindow` (app.qt.window): New / Open / Open Recent / Examples /
-Save / Save As / Export Frozen / Settings / Quit, the prompt before unsaved changes are lost,
-attaching to what a running engine plays, the offer of autosaved work, and the `ask_*` /
-`report_error` dialogs tests replace. The document and its file live in the window's
-`EditorSession` (app.session.session); a saved file's new folder or name goes to the engine.
-Settings (app.qt.dialogs.settings) are one undo step; service statuses from the engine show in the
+`FileActions` is a controller the editor window (app.qt.window) owns as `file_actions`: New / Open /
+Open Recent / Examples / Save / Save As / Export Frozen / Settings / Quit, the prompt before unsaved
+changes are lost, attaching to what a running engine plays, the offer of autosaved work, and the
+`ask_*` / `report_error` dialogs tests replace. The document and its file live in the window's
+`EditorSession` (app.session.session); a saved file's new folder or name goes to the engine. A file
+that does not load is reported with its one-line reason and the current patch stays. Autosave runs a
+few seconds after the last edit, on the session's worker thread; at start the editor offers back
+only the autosaved work of editors that are no longer running, also when it attaches to a running
+engine (beside what the engine plays). Settings (app.qt.dialogs.settings; also a click on a
+service's indicator) change the OSC port and host, the tempo and the MIDI options live (the engine
+restarts only the service concerned), as one undo step; service statuses from the engine show in the
 status bar, the open dialog and Messages.
 """
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMenu, QMessageBox
@@ -27,37 +33,46 @@ from app.session.session import Recovery
 from evaluators import ServiceStatus
 from nodes import Patch, PatchError
 
+if TYPE_CHECKING:
+    from app.qt.window import QtEditorWindow
+
 FILE_FILTER = "patchbay patches (*.patchbay);;All files (*)"
 ATTACH_TIMEOUT_S = 30.0  # for the running engine's patch (a big one is tens of MB of blobs)
 
 
 class FileActions:
-    """The window's File menu and what it does (see the module note); mixed into
-    `QtEditorWindow`, whose session, engine and widgets it uses."""
+    """The window's File menu and what it does (see the module note); owned by the window,
+    whose session, engine and widgets it uses."""
 
-    def _build_file_menu(self, file_menu: QMenu) -> None:
+    def __init__(self, window: QtEditorWindow) -> None:
+        self.window = window
+        self.settings_dialog: QtSettingsDialog | None = None
+
+    def build_menu(self, file_menu: QMenu) -> None:
         """File: documents, examples, export, settings, quit."""
-        self._action(file_menu, "&New", self.new_patch, QKeySequence.StandardKey.New)
-        self._action(file_menu, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self.window.add_action(file_menu, "&New", self.new_patch, QKeySequence.StandardKey.New)
+        self.window.add_action(file_menu, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self.examples_menu = file_menu.addMenu("E&xamples")
         for path in example_paths():
-            self._action(self.examples_menu, path.stem, lambda p=path: self.open_example(p))
-        self.save_action = self._action(
+            self.window.add_action(
+                self.examples_menu, path.stem, lambda p=path: self.open_example(p)
+            )
+        self.save_action = self.window.add_action(
             file_menu, "&Save", self.save, QKeySequence.StandardKey.Save
         )
-        self._action(file_menu, "Save &As…", self.save_as, "Ctrl+Shift+S")
-        self._action(file_menu, "Export &Frozen…", self.export_frozen, "Ctrl+E")
+        self.window.add_action(file_menu, "Save &As…", self.save_as, "Ctrl+Shift+S")
+        self.window.add_action(file_menu, "Export &Frozen…", self.export_frozen, "Ctrl+E")
         file_menu.addSeparator()
-        self._action(file_menu, "Se&ttings…", self.open_settings, "Ctrl+,")
+        self.window.add_action(file_menu, "Se&ttings…", self.open_settings, "Ctrl+,")
         file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.window.add_action(file_menu, "&Quit", self.window.close, QKeySequence.StandardKey.Quit)
 
     def new_patch(self) -> bool:
         if not self.maybe_save_changes():
             return False
-        self.set_patch(Patch(), None)
+        self.window.set_patch(Patch(), None)
         return True
 
     def open_dialog(self) -> bool:
@@ -70,28 +85,28 @@ class FileActions:
         if ask and not self.maybe_save_changes():
             return False
         try:
-            patch = self.session.load(path)
+            patch = self.window.session.load(path)
         except PatchError as error:
             self.report_error(str(error))
             return False
-        self.set_patch(patch, None if untitled else Path(path), from_file=True)
+        self.window.set_patch(patch, None if untitled else Path(path), from_file=True)
         if not untitled:
-            self.session.remember_recent(Path(path))
-        if not self.send_allowed:
-            self.offer_allow_send()
+            self.window.session.remember_recent(Path(path))
+        if not self.window.live_control.send_allowed:
+            self.window.live_control.offer_allow_send()
         return True
 
     def open_example(self, path: Path) -> bool:
         """Open a bundled example patch as a new untitled document (Save asks for a name)."""
         if not self.open_path(path, untitled=True):
             return False
-        self.canvas.frame(None)
+        self.window.canvas.frame(None)
         return True
 
     def save(self) -> bool:
-        if self.path is None:
+        if self.window.path is None:
             return self.save_as()
-        return self._write(self.path)
+        return self._write(self.window.path)
 
     def save_as(self) -> bool:
         path = self.ask_save_path()
@@ -102,34 +117,38 @@ class FileActions:
             path = path.with_suffix(".patchbay")
         if not self._write(path):
             return False
-        self.session.remember_recent(path)
+        self.window.session.remember_recent(path)
         return True
 
     def export_frozen(self) -> None:
         """File > Export Frozen…: the live patch as a frozen runtime patch (see
         app.qt.dialogs.export)."""
         export_frozen_dialog(
-            self, self.patch, self.path, saved=not self.modified, report_error=self.report_error
+            self.window,
+            self.window.patch,
+            self.window.path,
+            saved=not self.window.modified,
+            report_error=self.report_error,
         )
 
     def _write(self, path: Path) -> bool:
-        folder = self.patch.folder
-        problem = self.session.save(path)
+        folder = self.window.patch.folder
+        problem = self.window.session.save(path)
         if problem is not None:
             self.report_error(problem)
             return False
-        if self.patch.folder != folder:
-            self.send_patch()  # the engine's copy resolves file names in the new folder too
+        if self.window.patch.folder != folder:
+            self.window.send_patch()  # the engine's copy resolves file names in the new folder too
         else:
-            self.engine.send(DocumentPath(str(path)))
-        self.undo_stack.setClean()
-        self._update_title()
-        self.statusBar().showMessage(f"Saved {path}", 3000)
+            self.window.engine.send(DocumentPath(str(path)))
+        self.window.undo_stack.setClean()
+        self.window.update_title()
+        self.window.statusBar().showMessage(f"Saved {path}", 3000)
         return True
 
     def maybe_save_changes(self) -> bool:
         """True when it is fine to drop the current patch (saved, discarded or unchanged)."""
-        if not self.modified:
+        if not self.window.modified:
             return True
         answer = self.ask_unsaved()
         if answer == "save":
@@ -137,7 +156,7 @@ class FileActions:
         return answer == "discard"
 
     def recent_files(self) -> list[str]:
-        return self.session.recent_files()
+        return self.window.session.recent_files()
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -149,11 +168,11 @@ class FileActions:
     def autosave(self) -> None:
         """Start writing the patch to this editor's recovery file now (on the session's worker
         thread; edits normally trigger it, a few seconds after the last one)."""
-        self.session.autosave()
+        self.window.session.autosave()
 
-    def _poll_autosave(self) -> None:
-        for message in self.session.poll():
-            self.statusBar().showMessage(message, 8000)
+    def poll_autosave(self) -> None:
+        for message in self.window.session.poll():
+            self.window.statusBar().showMessage(message, 8000)
 
     def offer_recovery(self, playing: str | None = None) -> bool:
         """If editors that are no longer running left autosaved work, offer to restore it
@@ -162,45 +181,45 @@ class FileActions:
         replaces it. Declining removes what was offered; work that fails to load is never
         removed. This editor's own autosave has a file of its own: it never replaces what is
         offered."""
-        offered = self.session.orphaned_recoveries()
+        offered = self.window.session.orphaned_recoveries()
         if not offered:
             return False
         chosen = self.ask_restore(offered, playing)
         if chosen is None:
-            self.session.discard(offered)
+            self.window.session.discard(offered)
             return False
-        self.session.release(r for r in offered if r != chosen)  # offered again next time
+        self.window.session.release(r for r in offered if r != chosen)  # offered again next time
         try:
-            patch = self.session.restore(chosen)
+            patch = self.window.session.restore(chosen)
         except PatchError as error:  # kept: offered again next time, and there to open by hand
-            self.session.release([chosen])
+            self.window.session.release([chosen])
             self.report_error(f"{error}; the autosaved work stays in {chosen.patch_file}")
             return False
-        self.set_patch(patch, chosen.original, from_file=True)
-        self.session.mark_unsaved()
-        self._update_title()
-        if not self.send_allowed:
-            self.offer_allow_send()
+        self.window.set_patch(patch, chosen.original, from_file=True)
+        self.window.session.mark_unsaved()
+        self.window.update_title()
+        if not self.window.live_control.send_allowed:
+            self.window.live_control.offer_allow_send()
         return True
 
     def attach(self, timeout: float = ATTACH_TIMEOUT_S) -> bool:
         """Take the running engine's patch as the document (an editor attaching to a show);
         False if it did not come within `timeout` seconds."""
-        if not self.engine.send(GetPatch()):
+        if not self.window.engine.send(GetPatch()):
             return False
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for message, blobs in self.engine.poll():
+            for message, blobs in self.window.engine.poll():
                 if isinstance(message, PatchDocument):
                     patch = patch_from_message(message, blobs)
                     where = Path(message.path) if message.path is not None else None
                     # Its osc.out nodes send once allowed here (as a file's: it may be one).
-                    self.set_patch(patch, where, send=False, from_file=True)
-                    self.session.mark_unsaved()  # what the engine plays may not be saved
-                    self._update_title()
-                    self._send_watch()
-                    if not self.send_allowed:
-                        self.offer_allow_send()
+                    self.window.set_patch(patch, where, send=False, from_file=True)
+                    self.window.session.mark_unsaved()  # what the engine plays may not be saved
+                    self.window.update_title()
+                    self.window.send_watch()
+                    if not self.window.live_control.send_allowed:
+                        self.window.live_control.offer_allow_send()
                     return True
             time.sleep(0.01)
         return False
@@ -209,19 +228,19 @@ class FileActions:
         """'save', 'discard' or 'cancel'."""
         buttons = QMessageBox.StandardButton
         answer = QMessageBox.question(
-            self,
+            self.window,
             "Unsaved changes",
-            f"Save the changes to {self.path.name if self.path else 'untitled'}?",
+            f"Save the changes to {self.window.path.name if self.window.path else 'untitled'}?",
             buttons.Save | buttons.Discard | buttons.Cancel,
         )
         return {buttons.Save: "save", buttons.Discard: "discard"}.get(answer, "cancel")
 
     def ask_open_path(self) -> str | None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open patch", "", FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open patch", "", FILE_FILTER)
         return path or None
 
     def ask_save_path(self) -> str | None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save patch", "", FILE_FILTER)
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save patch", "", FILE_FILTER)
         return path or None
 
     def ask_restore(
@@ -236,7 +255,7 @@ class FileActions:
         )
         if len(recoveries) == 1:
             answer = QMessageBox.question(
-                self,
+                self.window,
                 "Recover unsaved work",
                 "An editor ended without saving. Restore its autosaved patch "
                 f"({recoveries[0].describe()})?{plays}",
@@ -244,7 +263,7 @@ class FileActions:
             return recoveries[0] if answer == QMessageBox.StandardButton.Yes else None
         labels = [recovery.describe() for recovery in recoveries]
         label, accepted = QInputDialog.getItem(
-            self,
+            self.window,
             "Recover unsaved work",
             f"Editors ended without saving.{plays}\n\nRestore:",
             labels,
@@ -254,8 +273,8 @@ class FileActions:
         return recoveries[labels.index(label)] if accepted and label in labels else None
 
     def report_error(self, message: str) -> None:
-        self.statusBar().showMessage(message, 10000)
-        QMessageBox.warning(self, "patchbay", message)
+        self.window.statusBar().showMessage(message, 10000)
+        QMessageBox.warning(self.window, "patchbay", message)
 
     def open_settings(self) -> QtSettingsDialog:
         """File > Settings…: the dialog, open beside the window (app.qt.dialogs.settings)."""
@@ -265,9 +284,9 @@ class FileActions:
         statuses = {
             name: status
             for name in ("osc", "midi")
-            if (status := self.service_status.status(name)) is not None
+            if (status := self.window.service_status.status(name)) is not None
         }
-        dialog = QtSettingsDialog(self.patch.settings, statuses, self)
+        dialog = QtSettingsDialog(self.window.patch.settings, statuses, self.window)
         dialog.applied.connect(self.apply_settings)
         dialog.finished.connect(self._settings_closed)
         self.settings_dialog = dialog
@@ -283,20 +302,22 @@ class FileActions:
         """The Settings dialog's changes: patch settings as one undo step (the engine hears of
         them as edits), the OSC host as the engine's own option."""
         if choice.settings:  # valid by the dialog's ranges: the push applies them
-            self.undo_stack.push(SettingsCommand(self.patch, choice.settings, choice.previous))
+            self.window.undo_stack.push(
+                SettingsCommand(self.window.patch, choice.settings, choice.previous)
+            )
         if choice.osc_host is not None:
-            self.send_edits()  # a port changed with it is restarted first
-            self.engine.send(Services(choice.osc_host))
-        self.statusBar().showMessage("Settings applied", 4000)
+            self.window.send_edits()  # a port changed with it is restarted first
+            self.window.engine.send(Services(choice.osc_host))
+        self.window.statusBar().showMessage("Settings applied", 4000)
 
     def show_service(self, name: str, status: ServiceStatus) -> None:
         """A service's status: in its status-bar indicator and the open Settings dialog; in
         Messages when it is off, or works again after being off."""
-        before = self.service_status.status(name)
-        if not self.service_status.show_status(name, status):
+        before = self.window.service_status.status(name)
+        if not self.window.service_status.show_status(name, status):
             return
         if self.settings_dialog is not None:
             self.settings_dialog.show_status(name, status)
         recovered = status.state == "on" and before is not None and before.state == "off"
         if status.state == "off" or recovered:
-            self.messages.add("service", service_line(name, status))
+            self.window.messages.add("service", service_line(name, status))

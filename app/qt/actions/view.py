@@ -1,14 +1,16 @@
 """The editor window's View and Help actions: framing, link values, the output window, help.
 
-`ViewActions` is a part of `QtEditorWindow` (app.qt.window). The output window is the engine's:
-View > Output Window asks the engine to open or close it, View > Output Screen to put it
-fullscreen on a screen (by name and resolution, as the screens are now); without GL in the engine
-it cannot be opened. F1 opens the node help (app.qt.panels.help) for the library entry under the
-pointer, else the selected node, else shows or hides the legend; a help example opens as a new
-untitled document.
+`ViewActions` is a controller the editor window (app.qt.window) owns as `view_actions`. The output
+window is the engine's: View > Output Window asks the engine to open or close it, View > Output
+Screen to put it fullscreen on a screen (by name and resolution, as the screens are now); without GL
+in the engine it cannot be opened. F1 opens the node help (app.qt.panels.help) for the library entry
+under the pointer, else the selected node, else shows or hides the legend; a help example opens as a
+new untitled document.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu
@@ -18,55 +20,65 @@ from app.qt.output import screen_choices
 from app.session.node_examples import example_patch
 from nodes import PatchError
 
+if TYPE_CHECKING:
+    from app.qt.window import QtEditorWindow
+
 
 class ViewActions:
-    """The window's View and Help menus and what they do (see the module note); mixed into
-    `QtEditorWindow`."""
+    """The window's View and Help menus and what they do (see the module note); owned by the
+    window."""
 
-    def _build_view_menu(self, view: QMenu, frame_action: QAction) -> None:
+    def __init__(self, window: QtEditorWindow) -> None:
+        self.window = window
+
+    def build_menu(self, view: QMenu, frame_action: QAction) -> None:
         """View: framing, the transport (app.qt.actions.transport), link values, the output
         window, sending, the legend, the heat tint (app.qt.profiling) and the panels."""
         frame_action.setShortcut(QKeySequence("F"))
-        frame_action.triggered.connect(lambda _checked=False: self.frame_selection())
+        frame_action.triggered.connect(
+            lambda _checked=False: self.window.edit_actions.frame_selection()
+        )
         view.addAction(frame_action)
-        self._action(view, "Frame &all", lambda: self.canvas.frame(None), "Home")
-        self._build_transport(view)
-        self.link_values_action = self._action(
+        self.window.add_action(view, "Frame &all", lambda: self.window.canvas.frame(None), "Home")
+        self.window.transport_actions.build_menu(view)
+        self.link_values_action = self.window.add_action(
             view,
             "Show &Values on Links",
-            lambda: self.show_link_values(not self.link_values.enabled),
+            lambda: self.show_link_values(not self.window.link_values.enabled),
         )
         self.link_values_action.setCheckable(True)
         view.addSeparator()
-        self.output_action = self._action(
+        self.output_action = self.window.add_action(
             view, "&Output Window", self.toggle_output_window, "Ctrl+Shift+O"
         )
         self.output_action.setCheckable(True)
         self.output_action.setEnabled(self._can_show_output)
         if not self._can_show_output:
-            self.output_action.setStatusTip(f"No OpenGL: {self.gl_problem}")
+            self.output_action.setStatusTip(f"No OpenGL: {self.window.gl_problem}")
         self.output_screen_menu = view.addMenu("Output &Screen")
         self.output_screen_menu.setEnabled(False)
         self.output_screen_menu.aboutToShow.connect(self._fill_output_screen_menu)
-        self.allow_send_action = self._action(view, "Allow OSC &Sending…", self.offer_allow_send)
+        self.allow_send_action = self.window.add_action(
+            view, "Allow OSC &Sending…", self.window.live_control.offer_allow_send
+        )
         view.addSeparator()
-        self.legend_action = self._action(view, "&Legend", self._toggle_legend)
+        self.legend_action = self.window.add_action(view, "&Legend", self._toggle_legend)
         self.legend_action.setToolTip("Show or hide the legend (F1 when no node is chosen)")
         self.legend_action.setCheckable(True)
         self.legend_action.setChecked(True)
-        self.legend.closed.connect(lambda: self.legend_action.setChecked(False))
-        self._build_heat_action(view)
+        self.window.legend.closed.connect(lambda: self.legend_action.setChecked(False))
+        self.window.profiling.build_heat_action(view, self.window.add_action)
         panels = view.addMenu("&Panels")
-        for dock in self.docks.values():
+        for dock in self.window.docks.values():
             panels.addAction(dock.toggleViewAction())
 
     @property
     def _can_show_output(self) -> bool:
-        return bool(self.engine.hello.gl)
+        return bool(self.window.engine.hello.gl)
 
     def toggle_output_window(self) -> None:
         """View > Output Window: open the engine's output window, or close it."""
-        if self.evaluator.output_open:
+        if self.window.evaluator.output_open:
             self.close_output_window()
         else:
             self.open_output_window()
@@ -79,15 +91,23 @@ class ViewActions:
 
     def show_output_on(self, screen: int | None, *, fullscreen: bool) -> None:
         """The engine's output window, on `screen` (an index), fullscreen or not."""
-        self.engine.send(Output(True, screen, fullscreen))
-        self.evaluator.output_open = True
+        self.window.engine.send(Output(True, screen, fullscreen))
+        self.window.evaluator.output_open = True
         self.output_action.setChecked(True)
         self.output_screen_menu.setEnabled(True)
 
+    def reopen_output(self) -> None:
+        """After the engine restarted: its output window as it was before, if it was open (same
+        screen, fullscreen or not)."""
+        was_open, label, fullscreen = self.window.engine.evaluator.output_before
+        if was_open:
+            screen = int(label.split(":")[0]) if label and label[:1].isdigit() else None
+            self.show_output_on(screen, fullscreen=fullscreen)
+
     def close_output_window(self) -> None:
         """Close the engine's output window."""
-        self.engine.send(Output(False))
-        self.evaluator.output_open = False
+        self.window.engine.send(Output(False))
+        self.window.evaluator.output_open = False
         self.output_action.setChecked(False)
         self.output_screen_menu.setEnabled(False)
 
@@ -111,20 +131,20 @@ class ViewActions:
     def show_link_values(self, shown: bool) -> None:
         """View > Show Values on Links."""
         self.link_values_action.setChecked(shown)
-        self.link_values.set_enabled(shown)
+        self.window.link_values.set_enabled(shown)
 
     def _toggle_legend(self) -> None:
-        self.legend.setVisible(self.legend_action.isChecked())
-        if self.legend.isVisible():
-            self.legend.raise_()
+        self.window.legend.setVisible(self.legend_action.isChecked())
+        if self.window.legend.isVisible():
+            self.window.legend.raise_()
 
     def help_for_context(self) -> None:
         """F1: the help of the library entry pointed at, else of the node selected on the
         canvas; with neither, the legend is shown or hidden."""
-        type_id = self.library.help_type()
+        type_id = self.window.library.help_type()
         if type_id is None:
-            selected = self.canvas.selected_ids()
-            shown = self.canvas.patch
+            selected = self.window.canvas.selected_ids()
+            shown = self.window.canvas.patch
             if selected and selected[0] in shown.nodes:
                 type_id = shown.nodes[selected[0]].type_id
         if type_id is None:
@@ -133,25 +153,25 @@ class ViewActions:
         self.show_help(type_id)
 
     def show_help(self, type_id: str) -> None:
-        self.node_help.show_type(type_id)
+        self.window.node_help.show_type(type_id)
 
     def open_node_example(self, type_id: str) -> bool:
         """Open the help example of `type_id` as a new untitled document."""
-        if not self.maybe_save_changes():
+        if not self.window.file_actions.maybe_save_changes():
             return False
         try:
             patch = example_patch(type_id)
         except PatchError as error:
-            self.report_error(str(error))
+            self.window.file_actions.report_error(str(error))
             return False
-        self.set_patch(patch, None, from_file=True)
-        self.canvas.frame(None)
+        self.window.set_patch(patch, None, from_file=True)
+        self.window.canvas.frame(None)
         return True
 
     def show_node(self, node_id: str) -> None:
         """Select a node of the document on the canvas and bring it into view."""
-        if self.canvas.trail:
-            self.canvas.go_to(0)
-        if node_id in self.canvas.patch.nodes:
-            self.canvas.select([node_id])
-            self.canvas.frame([node_id])
+        if self.window.canvas.trail:
+            self.window.canvas.go_to(0)
+        if node_id in self.window.canvas.patch.nodes:
+            self.window.canvas.select([node_id])
+            self.window.canvas.frame([node_id])

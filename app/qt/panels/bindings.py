@@ -49,9 +49,8 @@ from PySide6.QtWidgets import (
 from app.engine.protocol.messages import Learn, Learned
 from app.qt.canvas.canvas import title_of
 from app.qt.commands import SetBindingCommand
-from nodes import EditOp, NodeInstance, Patch, PatchError, PatchEvent, PinSpec
+from nodes import EditOp, NodeInstance, Patch, PatchError, PatchEvent, PinSpec, is_bindable
 from nodes.document.bindings import (
-    BINDABLE_TYPES,
     CROSSFADER_TARGET,
     CURVES,
     PRESET_TARGET,
@@ -95,7 +94,7 @@ _REFRESHING_OPS = (
 def bindable(pin: PinSpec) -> bool:
     """Whether a control can drive the pin: a float, int or bool input the runtime does not
     write itself (hint "live")."""
-    return pin.type in BINDABLE_TYPES and pin.hint != "live"
+    return is_bindable(pin.type) and pin.hint != "live"
 
 
 def default_range(inst: NodeInstance, pin: PinSpec) -> tuple[float, float]:
