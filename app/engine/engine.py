@@ -7,7 +7,8 @@ around it (`app.qt.engine_host`) owns the GL service, the output window and the 
 program before the first frame (`DualEvaluator.build_now`): there is no edit to show at once, and
 the first frame computes every node either way. In the engine process (`load_beside`) a patch the
 editor sends while one plays is built on a thread of its own, and the one playing plays on until
-it is ready: a file opened during a show holds no frame for its build.
+it is ready: a file opened during a show holds no frame for its build. A big edit batch (a paste
+of many nodes, `BESIDE_EDIT_OPS`) is applied the same way, to a copy of the patch playing.
 
 An editor talks to the engine through `EngineServer` (a local socket, see
 app.engine.protocol.channel): reader threads only put messages in the engine's inbox, and `step()`
@@ -216,6 +217,10 @@ WATCHDOG_S = 2.0
 FAILURES_PER_REPORT = 16
 """`node_failed` messages posted with one report at most: a patch whose every node fails at once
 tells the editor over a few reports, not in one burst."""
+BESIDE_EDIT_OPS = 256
+"""An edit batch of this many ops or more (a paste of many nodes) is applied beside what plays, in
+the engine process (`Engine.load_beside`): applying 2,000 ops and building for them took most of a
+second between two frames on a 2-core machine."""
 _NEEDS_THE_NEW_PATCH = frozenset(
     {Edits, GetPatch, Learn, ProfileRequest, Retry, PresetRecall, Morph, Crossfade, Nudge,
      ResyncBeats}
@@ -791,12 +796,18 @@ class Engine:
     def _on_patch(self, arrived: ArrivedPatch, _blobs: list[bytes]) -> None:
         if arrived.patch is None:
             raise ProtocolError(str(arrived.error))
-        self.replace_patch(arrived.patch)
         if arrived.message.seq is not None:  # the editor's edits it holds
             self._applied = [arrived.message.seq, self.frame]
+        self.replace_patch(arrived.patch)
         self.document_path = arrived.message.path
 
     def _on_edits(self, message: Edits, blobs: list[bytes]) -> None:
+        if self.in_sync and self.load_beside and len(message.ops) >= BESIDE_EDIT_OPS:
+            # A big batch (a paste of many nodes): applied to a copy and built beside what plays.
+            self._take_in(
+                _IncomingPatch(self.patch.copy(), self.ctx, self._watched, message, blobs)
+            )
+            return
         if self.in_sync and not apply_edits(self.patch, message, blobs):
             self._ask_resync("revisions disagree")
         self._applied = [message.seq, self.frame]
@@ -930,25 +941,32 @@ class Engine:
         (an edit, a recall, another patch) switches at once, waiting for the build."""
         self._switch_patch(wait=True)  # one that was still being built
         sync_instances(patch)  # built on a reader thread: a pack may have changed since
-        evaluator = DualEvaluator(patch, context=self.ctx)
-        graph = evaluator.patch
-        graph.flush()
-        evaluator.watch(n for n in self._watched if n in graph.nodes)
-        incoming = self._incoming = _IncomingPatch(patch, evaluator)
+        self._take_in(_IncomingPatch(patch, self.ctx, self._watched))
+
+    def _take_in(self, incoming: _IncomingPatch) -> None:
+        self._incoming = incoming
         if self.load_beside:
             incoming.start()
         else:
-            incoming.compile()
+            incoming.work()
             self._switch_patch(wait=True)
 
     def _switch_patch(self, wait: bool) -> None:
-        """Play the incoming patch (`replace_patch`) once its program is compiled, or at once
-        when `wait`."""
+        """Play the incoming patch (`replace_patch`, `_on_edits`) once its program is compiled,
+        or at once when `wait`; an edit batch that could not be applied to it is answered as
+        `_on_edits` answers one, and what plays plays on."""
         incoming = self._incoming
         if incoming is None or not (wait or incoming.ready()):
             return
         built = incoming.result()
         self._incoming = None
+        if incoming.problem is not None or incoming.evaluator is None or built is None:
+            if incoming.evaluator is not None:
+                incoming.evaluator.close()
+            if self.editor is not None and incoming.problem is not None:
+                self.editor.post(Error(f"edits: {incoming.problem}"[:300]))
+            self._ask_resync(incoming.problem or "the edits could not be applied")
+            return
         self.evaluator.close()
         self._unsubscribe()
         self.failed_pictures.clear()
@@ -963,6 +981,8 @@ class Engine:
         self.evaluator.adopt_build(built)
         self._watch()  # what the editor asked to watch meanwhile
         self.in_sync = True
+        if incoming.seq is not None:
+            self._applied = [incoming.seq, self.frame]
         self._freeze_due = self.freeze_collector
         if self.freeze_collector:
             gc.freeze()
@@ -1192,7 +1212,8 @@ class Engine:
     def close(self) -> None:
         if self._incoming is not None:
             self._incoming.result()  # its compile uses the context released below
-            self._incoming.evaluator.close()
+            if self._incoming.evaluator is not None:
+                self._incoming.evaluator.close()
             self._incoming = None
         if self._pack_watcher is not None:
             self._pack_watcher.close()
@@ -1205,32 +1226,54 @@ class Engine:
 
 
 class _IncomingPatch:
-    """A patch the engine will play next and its evaluator, whose flat program is compiled on
-    a thread of its own (`start`) or on the caller's (`compile`); see `Engine.replace_patch`."""
+    """A patch the engine plays next (`Engine.replace_patch`), or a copy of the one playing with
+    a big edit batch to apply (`Engine._on_edits`): `work` applies the batch, makes its evaluator
+    and compiles its flat program, on a thread of its own (`start`) or the caller's. Nothing else
+    touches the patch meanwhile; `problem` says why a batch could not be applied."""
 
-    def __init__(self, patch: Patch, evaluator: DualEvaluator) -> None:
+    def __init__(
+        self,
+        patch: Patch,
+        ctx: ExecutionContext,
+        watched: Iterable[str],
+        edits: Edits | None = None,
+        blobs: list[bytes] | None = None,
+    ) -> None:
         self.patch = patch
-        self.evaluator = evaluator
+        self.ctx = ctx
+        self.watched = list(watched)
+        self.edits, self.blobs = edits, blobs or []
+        self.seq = edits.seq if edits is not None else None
+        self.evaluator: DualEvaluator | None = None
+        self.problem: str | None = None
         self._built: BuildResult | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self.compile, name="patchbay incoming patch", daemon=True
-        )
+        self._thread = threading.Thread(target=self.work, name="patchbay incoming", daemon=True)
         self._thread.start()
 
-    def compile(self) -> None:
+    def work(self) -> None:
+        try:
+            if self.edits is not None and not apply_edits(self.patch, self.edits, self.blobs):
+                self.problem = "revisions disagree"
+                return
+        except (PatchError, ProtocolError, ValueError, TypeError) as error:
+            self.problem = str(error)
+            return
+        evaluator = self.evaluator = DualEvaluator(self.patch, context=self.ctx)
+        graph = evaluator.patch
+        graph.flush()
+        evaluator.watch(n for n in self.watched if n in graph.nodes)
         # HOT code follows on the evaluator's builder thread while the program runs.
-        self._built = self.evaluator.compile_now(code_now=False)
+        self._built = evaluator.compile_now(code_now=False)
 
     def ready(self) -> bool:
         return self._thread is None or not self._thread.is_alive()
 
-    def result(self) -> BuildResult:
+    def result(self) -> BuildResult | None:
         if self._thread is not None:
             self._thread.join()
-        assert self._built is not None
         return self._built
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from app.bench.patches import hot_chain
-from app.engine.engine import Engine, FrameLog, load_playing, save_playing
+from app.engine.engine import BESIDE_EDIT_OPS, Engine, FrameLog, load_playing, save_playing
 from app.engine.protocol.channel import (
     Channel,
     EditBatch,
@@ -230,6 +230,32 @@ def test_a_patch_sent_during_a_show_is_built_beside_it_and_plays_flat_when_ready
     assert engine._incoming is None and "triple" in engine.patch.nodes
     editor.read_until("report", lambda m: "triple" in m["nodes"])
     assert not any(m["type"] == "resync" for m in editor.received)
+    engine.close()
+
+
+def test_a_big_edit_batch_is_applied_beside_the_show_and_a_bad_one_asks_for_the_patch() -> None:
+    """In the engine process a paste of many nodes is applied to a copy of the patch playing
+    and built beside it; the copy plays once built, with the editor's revisions (no resync). A
+    big batch whose revisions disagree asks for the whole patch, and what plays plays on."""
+    engine = Engine(Patch(), load_beside=True)
+    editor = EditorEnd(engine, chain_patch())
+    editor.read_until("report", lambda m: "add" in m["nodes"])  # the editor's patch plays
+    before = engine.patch
+    for k in range(BESIDE_EDIT_OPS):
+        editor.patch.add_node("math.add", {"b": float(k)}, node_id=f"pasted{k}")
+    editor.send_edits()
+    assert poll_until(lambda: engine.step() or engine.patch is not before, BUILD_TIMEOUT_S, 0.0)
+    assert f"pasted{BESIDE_EDIT_OPS - 1}" in engine.patch.nodes
+    assert engine.patch.revision == editor.patch.revision
+    assert engine.evaluator.mode == "flat"
+    editor.read_until("report", lambda m: m["rev"] == editor.patch.revision)
+    assert not any(m["type"] == "resync" for m in editor.received)
+    playing = engine.patch
+    engine.patch.add_node("math.add", node_id="only here")  # the two now disagree
+    for k in range(BESIDE_EDIT_OPS):
+        editor.patch.set_value(f"pasted{k}", "a", 1.0)
+    editor.read_until("resync")
+    assert engine.patch is playing and engine.patch.value("pasted0", "a") != 1.0
     engine.close()
 
 
