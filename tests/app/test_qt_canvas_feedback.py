@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QApplication
 
 from app.qt.canvas.failure_marks import UPSTREAM_FAILED
 from app.qt.canvas.link_values import HISTORY
-from nodes import Link, Patch
 from app.qt.window import DECORATE_EVERY
+from nodes import Link, Patch
 from tests.app.conftest import played, run_frames
 
 
