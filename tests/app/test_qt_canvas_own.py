@@ -18,8 +18,8 @@ from app.engine.local import LocalEngineLink
 from app.qt.canvas.backdrops import HEADER
 from app.qt.canvas.canvas import PIPE_Z, READABLE_TITLE_PX, SEARCH_SEPARATOR
 from app.qt.launch import open_editor
-from nodes import LIBRARY, Backdrop, Patch, load_patch, patch_to_dict, save_patch
 from app.qt.window import DECORATE_EVERY
+from nodes import LIBRARY, Backdrop, Patch, load_patch, patch_to_dict, save_patch
 from tests.app.conftest import played, run_frames, stop_loop, wait_built
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "demo_first_launch.png"
