@@ -112,11 +112,6 @@ def stop_loop(editor: QtEditorWindow) -> None:
     editor._timer.stop()
 
 
-def start_loop(editor: QtEditorWindow) -> None:
-    """Start the window's timer again: its loop turns by itself, every frame interval."""
-    editor._timer.start()
-
-
 def played(editor: QtEditorWindow) -> Any:
     """The evaluator of the window's in-process engine (what plays the document)."""
     return editor.engine.engine.evaluator
