@@ -3,14 +3,19 @@
 
 The window drives an engine in the test's process (app.engine.local) through the messages of
 `patchbay edit`, so editor tests run the production path: edits reach the engine's own copy of
-the patch, and what the window shows comes from the engine's reports. `run_frames` turns the
-window's loop frame by frame (each frame reported), for tests that need exactly those frames;
-`played` is the engine's evaluator, for tests that look at what plays."""
+the patch, and what the window shows comes from the engine's reports.
+
+The `editor` fixture's window does not run its loop by itself: its timer is stopped, and the test
+turns the loop (`run_frames`, each frame reported; `run_until`, until something holds), so what
+the window shows follows from exactly the frames the test ran, however loaded the machine is. A
+test marked `live_loop` gets the window with its timer running, for what follows from wall-clock
+time (the frame rate shown). `played` is the engine's evaluator, for tests that look at what
+plays."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -78,11 +83,33 @@ def make_editor(
 def run_frames(editor: QtEditorWindow, count: int = 1) -> None:
     """Turn the window's loop `count` times, each running one frame of its in-process engine
     and showing that frame's report: what the window shows then follows from those frames
-    alone, without waiting on the window's timer."""
-    engine = editor.engine.engine
+    alone, without waiting on the window's timer. With a test's fake engine, each turn sends
+    what the window has to send and handles what the fake delivers."""
+    engine = getattr(editor.engine, "engine", None)  # an in-process one (or a test's)
     for _ in range(count):
-        engine.report_next_step()
+        if engine is not None:
+            engine.report_next_step()
         editor.tick()
+
+
+def run_until(
+    editor: QtEditorWindow, condition: Callable[[], object], what: str, max_frames: int = 30
+) -> int:
+    """Turn the window's loop (`run_frames`) until `condition()` holds, at most `max_frames`
+    times; the number of frames it took. For what takes a known but not exact number of turns
+    (node colours and the preview refresh every `DECORATE_EVERY` turns); a condition still false
+    after `max_frames` fails the test, naming `what`."""
+    for frames in range(max_frames + 1):
+        if condition():
+            return frames
+        if frames < max_frames:
+            run_frames(editor)
+    raise AssertionError(f"{what}: not so after {max_frames} frames")
+
+
+def stop_loop(editor: QtEditorWindow) -> None:
+    """Stop the window's timer: its loop turns only when the test turns it (`run_frames`)."""
+    editor._timer.stop()
 
 
 def played(editor: QtEditorWindow) -> Any:
@@ -186,9 +213,22 @@ def dialogs() -> ScriptedDialogs:
     return ScriptedDialogs()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "live_loop: the editor fixture's window runs its loop by itself (its timer), as in use",
+    )
+
+
 @pytest.fixture
-def editor(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs) -> QtEditorWindow:
+def editor(
+    qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, request: pytest.FixtureRequest
+) -> Iterator[QtEditorWindow]:
+    """A shown editor window with an engine in this process; its loop turns only when the test
+    turns it (`run_frames`, `run_until`), unless the test is marked `live_loop`."""
     window = make_editor(qtbot, tmp_path / "state", dialogs)
+    if request.node.get_closest_marker("live_loop") is None:
+        stop_loop(window)
     yield window
     dialogs.unsaved_answer = "discard"  # unsaved changes must not keep the window open
     # Closed here, not only by qtbot (which may close it before this teardown, when the answer
@@ -209,5 +249,6 @@ def ui() -> SimpleNamespace:
         view_links=view_links,
         make_editor=make_editor,
         run_frames=run_frames,
+        run_until=run_until,
         played=played,
     )

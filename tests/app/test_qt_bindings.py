@@ -52,7 +52,14 @@ from app.qt.panels.inspector import QtInspector
 from app.qt.window import QtEditorWindow
 from nodes import LIBRARY, Patch, node, save_patch
 from nodes.document.bindings import Binding
-from tests.app.conftest import ScriptedDialogs, make_editor, press, run_frames, show_patch
+from tests.app.conftest import (
+    ScriptedDialogs,
+    make_editor,
+    press,
+    run_frames,
+    show_patch,
+    stop_loop,
+)
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -97,8 +104,10 @@ def engine() -> FakeEngine:
 
 @pytest.fixture
 def remote(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: FakeEngine) -> Iterator:
-    """An editor window whose patch runs in the fake engine."""
+    """An editor window whose patch runs in the fake engine; its loop turns when the test turns
+    it (`run_frames`: the window sends its edits, then handles what the fake delivers)."""
     window = make_editor(qtbot, tmp_path / "state", dialogs, engine)
+    stop_loop(window)
     yield window
     dialogs.unsaved_answer = "discard"
     window.close()
@@ -155,7 +164,8 @@ def test_learn_from_the_inspector_binds_with_undo_and_redo(
 
     engine.deliver({"type": "learned", "node": "knob", "pin": "value",
                     "source": "midi:cc:1:7", "device": "nanoKONTROL2"})  # fmt: skip
-    qtbot.waitUntil(lambda: bool(remote.patch.bindings))
+    run_frames(remote)
+    assert remote.patch.bindings
     # the slider's range (the node's min / max), and the device the control moved on
     expected = Binding("midi:cc:1:7", "knob", "value", 0.0, 10.0, device="nanoKONTROL2")
     assert remote.patch.bindings == {"binding1": expected}
@@ -163,14 +173,16 @@ def test_learn_from_the_inspector_binds_with_undo_and_redo(
     assert "◉ midi:cc:1:7" in label.text() and "background" not in label.styleSheet()
     assert remote.live_control.learn.target is None
     assert remote.bindings_panel.ids == ["binding1"]
-    qtbot.waitUntil(lambda: len(engine.binding_ops()) == 1)
+    run_frames(remote)  # the edit goes to the engine at the start of the next turn
+    assert len(engine.binding_ops()) == 1
     assert engine.binding_ops()[0] == {"op": "binding", "id": "binding1",
                                        "binding": expected.to_dict()}  # fmt: skip
 
     remote.undo_stack.undo()
     assert remote.patch.bindings == {}
     assert "◉" not in label.text() and remote.bindings_panel.ids == []
-    qtbot.waitUntil(lambda: engine.binding_ops()[-1]["binding"] is None)
+    run_frames(remote)
+    assert engine.binding_ops()[-1]["binding"] is None
     remote.undo_stack.redo()
     assert remote.patch.bindings == {"binding1": expected}
     assert "◉ midi:cc:1:7" in label.text() and remote.bindings_panel.ids == ["binding1"]
@@ -188,7 +200,7 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     field = remote.inspector.pin_widget("shape")  # an int: a MIDI control's 0..127
     choose(remote, field.findChild(QLineEdit), LEARN_TEXT)  # the text inside the spin box
     engine.deliver({"type": "learned", "node": "lfo", "pin": "shape", "source": "midi:note:2:60"})
-    qtbot.waitUntil(lambda: bool(remote.patch.bindings))
+    run_frames(remote)
     assert remote.patch.bindings["binding1"] == Binding("midi:note:2:60", "lfo", "shape", 0, 127)
 
     # Esc cancels; an answer that comes after is ignored
@@ -199,7 +211,8 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     assert engine.of_type("learn")[-1] == {"type": "learn", "node": None}
     assert "background" not in remote.inspector.pin_label("hz").styleSheet()
     engine.deliver({"type": "learned", "node": "lfo", "pin": "hz", "source": "osc:/late"})
-    qtbot.waitUntil(lambda: not engine.incoming)  # taken and handled in the same turn
+    run_frames(remote)  # taken and handled in the same turn
+    assert not engine.incoming
     assert list(remote.patch.bindings) == ["binding1"]
 
     # a second learn of the pin cancels it
@@ -217,7 +230,8 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     inspect(remote, "switch")
     choose(remote, remote.inspector.pin_widget("value"), LEARN_TEXT)
     engine.deliver({"type": "learned", "node": "switch", "pin": "value", "source": "osc:/go"})
-    qtbot.waitUntil(lambda: len(remote.patch.bindings) == 2)
+    run_frames(remote)
+    assert len(remote.patch.bindings) == 2
     assert remote.patch.bindings["binding2"] == Binding("osc:/go", "switch", "value", 0.0, 1.0)
 
 
@@ -385,12 +399,14 @@ def test_live_values_from_the_engine_go_into_the_document(
     engine.deliver({"type": "live_values", "values": [["knob", "value", 7.5],
                     ["knob", "nope", 1.0], ["ghost", "value", 1.0], ["add", "b", "text"],
                     "garbage"]})  # fmt: skip
-    qtbot.waitUntil(lambda: patch.value("knob", "value") == 7.5)
+    run_frames(remote)
+    assert patch.value("knob", "value") == 7.5
     assert remote.inspector.pin_widget("value").number.value() == 7.5  # the inspector follows
     assert patch.value("add", "b") == 0.5
     assert patch.value_revision == revision and remote.undo_stack.count() == 0
     engine.deliver({"type": "live_values", "values": "garbage"})
-    qtbot.waitUntil(lambda: not engine.incoming)
+    run_frames(remote)
+    assert not engine.incoming
     remote.send_edits()
     assert not any(op["op"] == "set_value" for m in engine.of_type("edits") for op in m["ops"])
 

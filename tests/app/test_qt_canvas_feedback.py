@@ -14,8 +14,16 @@ from PySide6.QtWidgets import QApplication
 
 from app.qt.canvas.failure_marks import UPSTREAM_FAILED
 from app.qt.canvas.link_values import HISTORY
+from app.qt.window import DECORATE_EVERY
 from nodes import Link, Patch
-from tests.app.conftest import played
+from tests.app.conftest import played, run_frames
+
+
+def run_frames_shown(editor, count: int = 1) -> None:
+    """`count` frames, then the values on links and under the pointer brought up to date with
+    them (the window does that at most every `REFRESH_S` of wall-clock time by itself)."""
+    run_frames(editor, count)
+    editor.link_values.refresh(now=True)
 
 
 def pipe_middle(editor, link: Link) -> QPointF:
@@ -58,18 +66,21 @@ def values_patch() -> Patch:
 
 def test_hovering_a_link_or_a_pin_shows_its_value(editor, ui, qtbot):
     ui.show_patch(editor, values_patch())
-    qtbot.waitUntil(lambda: played(editor).output("sum") == 3.0)
+    assert played(editor).output("sum") == 3.0
     viewport = editor.canvas.viewer().viewport()
     QTest.mouseMove(
         viewport, to_viewport(editor, pipe_middle(editor, Link("sum", "out", "sum_shown", "in")))
     )
     # the engine reports the hovered link's value from then on
-    qtbot.waitUntil(lambda: editor.link_values.hover_text() == "sum.out → sum_shown.in = 3")
+    run_frames_shown(editor)
+    assert editor.link_values.hover_text() == "sum.out → sum_shown.in = 3"
     port = editor.canvas.port_scene_pos("sum", "b", output=False)  # an input nothing feeds
     QTest.mouseMove(viewport, to_viewport(editor, port))
-    qtbot.waitUntil(lambda: editor.link_values.hover_text() == "sum.b = 1")
+    run_frames_shown(editor)
+    assert editor.link_values.hover_text() == "sum.b = 1"
     QTest.mouseMove(viewport, to_viewport(editor, QPointF(200.0, 700.0)))  # empty canvas
-    qtbot.waitUntil(lambda: editor.link_values.hover_text() is None)
+    run_frames_shown(editor)
+    assert editor.link_values.hover_text() is None
 
 
 def test_values_on_links_show_numbers_sparklines_shapes_and_thumbnails(editor, ui, qtbot):
@@ -84,8 +95,10 @@ def test_values_on_links_show_numbers_sparklines_shapes_and_thumbnails(editor, u
     assert action.isChecked()
     values = editor.link_values
     wave = Link("wave", "out", "shown", "in")
-    qtbot.waitUntil(lambda: len(values.labels.get(wave, values.hover).samples) >= 20)
+    for _ in range(20):  # a sample of each link's value at each refresh
+        run_frames_shown(editor)
     labels = values.labels
+    assert len(labels[wave].samples) >= 20
     assert labels[wave].kind == "sparkline"
     assert len(set(labels[wave].samples)) > 1  # a live value, sampled as it changes
     assert len(labels[wave].samples) <= HISTORY
@@ -95,7 +108,7 @@ def test_values_on_links_show_numbers_sparklines_shapes_and_thumbnails(editor, u
     assert labels[Link("paint", "out", "screen", "in")].kind == "picture"
     # The labels' sources are watched, and no more than the cap.
     assert "wave" in values.wanted()
-    qtbot.waitUntil(lambda: values.labels[Link("total", "out", "sum_out", "in")].text == "8.13e+03")
+    assert values.labels[Link("total", "out", "sum_out", "in")].text == "8.13e+03"
     action.trigger()
     assert values.labels == {}
 
@@ -168,13 +181,15 @@ def failing_patch() -> Patch:
 
 def test_a_failed_node_shows_its_error_and_last_good_value_and_marks_downstream(editor, ui, qtbot):
     ui.show_patch(editor, failing_patch())
-    qtbot.waitUntil(lambda: played(editor).output("ratio") == 0.5)
+    assert played(editor).output("ratio") == 0.5
     editor.canvas.select(["ratio"])
     editor.patch.set_value("den", "value", 0.0)  # as the slider would: 1 / 0 fails
-    qtbot.waitUntil(lambda: editor.preview.failure.isVisible())
+    # The preview and the marks follow the reports every DECORATE_EVERY turns of the loop.
+    shown = editor.preview.failure.isVisible
+    ui.run_until(editor, shown, "the preview's failure shown", DECORATE_EVERY)
     assert editor.preview.failure.text().startswith("failed: ZeroDivisionError")
     assert editor.preview.row_widget("out").text() == "failed · last good: 0.5"
-    qtbot.waitUntil(lambda: editor.failure_marks.mark_of("plus") == UPSTREAM_FAILED)
+    assert editor.failure_marks.mark_of("plus") == UPSTREAM_FAILED
     marks = editor.failure_marks
     assert marks.mark_of("ratio").startswith("failed: ZeroDivisionError")
     assert marks.mark_of("ratio").endswith(" · last good: 0.5")
@@ -184,10 +199,10 @@ def test_a_failed_node_shows_its_error_and_last_good_value_and_marks_downstream(
     assert item.failure_outline.isVisible()
     assert item.failure_caption.text() == UPSTREAM_FAILED
     editor.patch.set_value("den", "value", 4.0)
-    qtbot.waitUntil(lambda: marks.mark_of("plus") is None and marks.mark_of("ratio") is None)
+    ui.run_until(editor, lambda: not shown(), "the preview's failure hidden", DECORATE_EVERY)
+    assert marks.mark_of("plus") is None and marks.mark_of("ratio") is None
     assert not item.failure_outline.isVisible()
     assert not editor.canvas.view_node("ratio").view.failure_caption.isVisible()
-    qtbot.waitUntil(lambda: not editor.preview.failure.isVisible())
     assert editor.preview.row_widget("out").text() == "0.25"
 
 

@@ -18,8 +18,9 @@ from app.engine.local import LocalEngineLink
 from app.qt.canvas.backdrops import HEADER
 from app.qt.canvas.canvas import PIPE_Z, READABLE_TITLE_PX, SEARCH_SEPARATOR
 from app.qt.launch import open_editor
+from app.qt.window import DECORATE_EVERY
 from nodes import LIBRARY, Backdrop, Patch, load_patch, patch_to_dict, save_patch
-from tests.app.conftest import played
+from tests.app.conftest import played, run_frames, stop_loop, wait_built
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "demo_first_launch.png"
 
@@ -256,10 +257,11 @@ def test_pin_tooltip_tells_type_doc_and_value(editor, ui, qtbot):
     patch = small_patch()
     patch.connect("b", "out", "c", "in")  # an output needs it: b runs
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: played(editor).output("b", "out") == 3.0)
+    assert played(editor).output("b", "out") == 3.0
     editor.view_actions.show_link_values(True)  # the engine reports the values its links carry
+    ui.run_frames(editor)
     shown = editor.evaluator  # what the window was told
-    qtbot.waitUntil(lambda: (shown.output("a"), shown.output("b")) == (2.0, 3.0))
+    assert (shown.output("a"), shown.output("b")) == (2.0, 3.0)
     canvas = editor.canvas
     viewer = canvas.viewer()
     add_docs = LIBRARY["math.add"].pin_docs
@@ -286,14 +288,16 @@ def test_demo_opens_with_readable_titles(qtbot, tmp_path, dialogs):
     window.resize(1400, 850)
     window.show()
     qtbot.waitExposed(window)
-    qtbot.waitUntil(lambda: window.evaluator.status("broken") == "failed")
+    stop_loop(window)  # the test turns it
+    wait_built(window)
+    run_frames(window)  # the engine plays the demo from its first frame
+    assert window.evaluator.status("broken") == "failed"
     canvas = window.canvas
     text_item = canvas.view_node("broken").view._text_item
     on_screen = QFontMetricsF(text_item.font()).height() * canvas.viewer().transform().m11()
     assert on_screen >= READABLE_TITLE_PX - 0.01
     assert canvas.view_node("broken").view.name == "broken · debug.fail"
-    frame = window._frame
-    qtbot.waitUntil(lambda: window._frame >= frame + 20)
+    run_frames(window, 2 * DECORATE_EVERY)  # node colours and previews follow the reports
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     assert window.grab().toImage().save(str(ARTIFACT))
 

@@ -11,6 +11,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QSlider, QStyle, QStyleOptionSlider
 
 from app.qt.pin_types import QtSliderField
+from app.qt.window import DECORATE_EVERY
 from nodes import Patch, load_patch, patch_to_dict, save_patch
 from tests.app.conftest import played
 from tests.app.editor_process import CRASH, KEEP_RUNNING, run_editor
@@ -38,7 +39,7 @@ def handle_center(slider: QSlider) -> QPoint:
 
 def test_slider_drag_changes_downstream_value_and_is_one_undo_step(editor, ui, qtbot):
     ui.show_patch(editor, slider_patch())
-    qtbot.waitUntil(lambda: played(editor).output("out") == 2.0)
+    assert played(editor).output("out") == 2.0
     editor.canvas.select(["speed"])
     field = editor.inspector.pin_widget("value")
     assert isinstance(field, QtSliderField)
@@ -53,11 +54,13 @@ def test_slider_drag_changes_downstream_value_and_is_one_undo_step(editor, ui, q
     value = editor.patch.value("speed", "value")
     assert value > 0.2
     assert editor.undo_stack.count() == 1  # the whole drag is one step
-    qtbot.waitUntil(lambda: played(editor).output("out") == value * 10.0)
+    ui.run_frames(editor)
+    assert played(editor).output("out") == value * 10.0
     editor.undo_stack.undo()
     assert editor.patch.value("speed", "value") == 0.2
     assert field.number.value() == 0.2  # the inspector follows undo
-    qtbot.waitUntil(lambda: played(editor).output("out") == 2.0)
+    ui.run_frames(editor)
+    assert played(editor).output("out") == 2.0
 
 
 def test_number_field_edit_is_undoable(editor, ui):
@@ -74,11 +77,12 @@ def test_number_field_edit_is_undoable(editor, ui):
 def test_a_structural_edit_shows_on_the_next_frame_and_stays_flat(editor, ui, qtbot):
     """A small edit: the program is built from the running one, so no frame runs lazily."""
     ui.show_patch(editor, slider_patch())
-    qtbot.waitUntil(lambda: played(editor).mode == "flat")
+    assert played(editor).mode == "flat"  # built when it was loaded
     running = played(editor).program
     ui.drag_link(editor, "speed", "out", "gain", "b")
     assert editor.undo_stack.count() == 1
-    qtbot.waitUntil(lambda: played(editor).output("out") == 0.2 * 0.2)
+    ui.run_frames(editor)
+    assert played(editor).output("out") == 0.2 * 0.2
     program = played(editor).program
     assert program is not None and program is not running and program.derived
     assert played(editor).derived_swaps == 1
@@ -90,7 +94,7 @@ def test_a_structural_edit_is_built_between_frames_even_while_paused(editor, ui,
     """With the frame loop paused, no frame can build the edit's program: the editor builds it
     once the edit is done, between frames, as the engine does for the edits it receives."""
     ui.show_patch(editor, slider_patch())
-    qtbot.waitUntil(lambda: played(editor).mode == "flat")
+    assert played(editor).mode == "flat"  # built when it was loaded
     running = played(editor).program
     viewer = editor.canvas.viewer()
     viewer.setFocus()
@@ -98,10 +102,12 @@ def test_a_structural_edit_is_built_between_frames_even_while_paused(editor, ui,
     assert editor.transport_actions.paused
     frame = editor.engine.engine.frame
     ui.drag_link(editor, "speed", "out", "gain", "b")
-    qtbot.waitUntil(lambda: played(editor).program not in (None, running))
+    ui.run_frames(editor)  # a turn of the loop while paused: the edit is built, no frame runs
+    assert played(editor).program not in (None, running)
     assert played(editor).program.derived and editor.engine.engine.frame == frame
     ui.press(viewer, Qt.Key.Key_Space)
-    qtbot.waitUntil(lambda: played(editor).output("out") == 0.2 * 0.2)
+    ui.run_frames(editor)
+    assert played(editor).output("out") == 0.2 * 0.2
 
 
 def test_space_pauses_and_resumes_the_frame_loop(editor, ui, qtbot):
@@ -110,17 +116,20 @@ def test_space_pauses_and_resumes_the_frame_loop(editor, ui, qtbot):
     patch.add_node("output.value", None, (300, 0), node_id="out")
     patch.connect("frame", "out", "out", "in")
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: played(editor).output("out") > 2)
+    ui.run_frames(editor, 3)
+    assert played(editor).output("out") > 2
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Space)
     assert editor.transport_actions.paused
+    ui.run_frames(editor)  # the engine hears of the pause before its frame
     frozen = played(editor).output("out")
-    qtbot.wait(100)
+    ui.run_frames(editor, 5)
     assert played(editor).output("out") == frozen
     ui.press(viewer, Qt.Key.Key_Space)
     assert not editor.transport_actions.paused
-    qtbot.waitUntil(lambda: played(editor).output("out") > frozen)
+    ui.run_frames(editor)
+    assert played(editor).output("out") > frozen
 
 
 def test_failed_node_is_red_with_its_message(editor, ui, qtbot):
@@ -130,7 +139,7 @@ def test_failed_node_is_red_with_its_message(editor, ui, qtbot):
     patch.add_node("value.float", None, (0, 200), node_id="loose")
     patch.connect("bad", "out", "out", "in")
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: played(editor).status("bad") == "failed")
+    assert played(editor).status("bad") == "failed"
     editor.report_views.decorate_nodes()
     bad = editor.canvas.view_node("bad")
     assert tuple(bad.color()[:3]) == (190, 30, 30)
@@ -355,15 +364,18 @@ def test_a_node_bypassed_for_taking_too_long_can_be_retried_from_the_inspector(e
     ui.show_patch(editor, patch)
     editor.engine.engine.ctx.time_budget = 0.1
     editor.canvas.select(["slow"])
-    qtbot.waitUntil(lambda: editor.report_views.is_bypassed("slow"))
+    # A frame over the budget bypasses the node (one more, should the collector have run in it).
+    bypassed = editor.report_views.is_bypassed
+    ui.run_until(editor, lambda: bypassed("slow"), "the slow node bypassed", 2)
     retry = editor.inspector.retry_button
-    qtbot.waitUntil(lambda: not retry.isHidden())
+    ui.run_until(editor, lambda: not retry.isHidden(), "the Retry button shown", DECORATE_EVERY)
     assert "bypassed" in played(editor).error("slow")
     editor.engine.engine.ctx.time_budget = 10.0  # the machine got faster: the same node now fits
     retry.click()
-    qtbot.waitUntil(lambda: played(editor).status("slow") == "ok")
+    ui.run_frames(editor)
+    assert played(editor).status("slow") == "ok"
     assert not editor.report_views.is_bypassed("slow")
-    qtbot.waitUntil(lambda: retry.isHidden())
+    ui.run_until(editor, retry.isHidden, "the Retry button hidden", DECORATE_EVERY)
 
 
 def _visible_scene_rect(editor):
@@ -401,6 +413,7 @@ def clock_patch() -> Patch:
     return patch
 
 
+@pytest.mark.live_loop  # the rate shown is frames per second of wall-clock time
 def test_the_fps_label_says_paused_while_the_clock_is_paused(editor, ui, qtbot):
     ui.show_patch(editor, clock_patch())
     fps = editor.status_labels["fps"]
@@ -419,7 +432,8 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     from PySide6.QtWidgets import QToolBar
 
     ui.show_patch(editor, clock_patch())
-    qtbot.waitUntil(lambda: played(editor).output("out") > 2)
+    ui.run_frames(editor, 3)
+    assert played(editor).output("out") > 2
     toolbar = editor.findChild(QToolBar, "Transport")
     assert [a.text() for a in toolbar.actions() if a.text()] == [  # the rate box has none
         "&Pause / resume", "Step &back one frame", "S&tep one frame", "&Reset time",
@@ -433,8 +447,8 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     assert editor.transport_actions.paused
     ui.run_frames(editor)  # the engine hears of the pause and the step
     frame, seconds = played(editor).output("frame"), played(editor).output("t")
-    qtbot.wait(100)
-    assert played(editor).output("frame") == frame  # paused: nothing runs by itself
+    ui.run_frames(editor, 5)
+    assert played(editor).output("frame") == frame  # paused: turns of the loop run no frame
     ui.press(viewer, Qt.Key.Key_Period)
     ui.run_frames(editor)
     assert played(editor).output("frame") == frame + 1
@@ -451,7 +465,8 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     ui.run_frames(editor)
     assert played(editor).output("frame") == 0.0 and played(editor).output("t") == 0.0
     ui.press(viewer, Qt.Key.Key_Space)
-    qtbot.waitUntil(lambda: played(editor).output("out") > 2)  # playing again
+    ui.run_frames(editor, 3)
+    assert played(editor).output("out") > 2  # playing again
 
 
 def test_tap_nudge_and_resync_from_the_transport_toolbar(editor, ui, qtbot):

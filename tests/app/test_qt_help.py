@@ -103,7 +103,7 @@ def test_open_example_makes_an_untitled_patch_with_the_node(editor, ui, qtbot):
     assert patch.link_into(lfo.id, "hz") is not None  # a slider feeds it
     assert any(link.src == lfo.id for link in patch.links)  # and its output goes somewhere
     run_frames(editor)  # the engine plays the example from its next frame
-    qtbot.waitUntil(lambda: played(editor).status(lfo.id) != "idle")
+    assert played(editor).status(lfo.id) != "idle"
     assert played(editor).status(lfo.id) != "failed"
 
 

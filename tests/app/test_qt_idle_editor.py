@@ -12,8 +12,16 @@ import pytest
 
 from app.engine.client import RemoteEvaluator
 from app.engine.protocol.messages import PROTOCOL_VERSION, EngineHello, Message, Report, encode
+from app.qt.window import DECORATE_EVERY
 from nodes import Patch
-from tests.app.conftest import ScriptedDialogs, make_editor, show_patch
+from tests.app.conftest import (
+    ScriptedDialogs,
+    make_editor,
+    run_frames,
+    run_until,
+    show_patch,
+    stop_loop,
+)
 
 
 class QuietEngine:
@@ -51,7 +59,10 @@ def engine() -> QuietEngine:
 
 @pytest.fixture
 def editor(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: QuietEngine) -> Iterator:
+    """A window with the quiet engine, showing a textured patch; its loop turns when the test
+    turns it (`run_frames`)."""
     window = make_editor(qtbot, tmp_path / "state", dialogs, engine)
+    stop_loop(window)
     show_patch(window, textured_patch())
     yield window
     dialogs.unsaved_answer = "discard"
@@ -65,11 +76,14 @@ def last_previews(engine: QuietEngine) -> list[list[str]] | None:
 
 
 def test_the_output_panel_picture_is_asked_for_only_while_it_shows(editor, engine, qtbot):
-    qtbot.waitUntil(lambda: last_previews(engine) == [["output", "out"]])
+    run_frames(editor)
+    assert last_previews(engine) == [["output", "out"]]
     editor.docks["Output"].hide()
-    qtbot.waitUntil(lambda: last_previews(engine) == [])
+    run_frames(editor)
+    assert last_previews(engine) == []
     editor.docks["Output"].show()
-    qtbot.waitUntil(lambda: last_previews(engine) == [["output", "out"]])
+    run_frames(editor)
+    assert last_previews(engine) == [["output", "out"]]
 
 
 def test_node_colours_are_redrawn_only_when_a_status_changes(editor, engine, qtbot, monkeypatch):
@@ -84,12 +98,16 @@ def test_node_colours_are_redrawn_only_when_a_status_changes(editor, engine, qtb
     remote = engine.evaluator
     statuses = {"noise": ["HOT", "ok", None], "output": ["HOT", "ok", None]}
     remote.update(Report(ids=["noise", "output"], nodes=statuses), [])
-    qtbot.waitUntil(lambda: len(decorated) == 2)
+    # Node colours follow the reports every DECORATE_EVERY turns of the window's loop.
+    run_until(editor, lambda: len(decorated) == 2, "both nodes coloured", DECORATE_EVERY)
     for _ in range(20):  # an idle show: the same statuses, report after report
         reports = remote.reports
         remote.update(Report(nodes=statuses), [])
-        qtbot.waitUntil(lambda reports=reports: editor.report_views.reports_decorated > reports)
+        run_until(
+            editor, lambda reports=reports: editor.report_views.reports_decorated > reports,
+            "the report looked at", DECORATE_EVERY,
+        )  # fmt: skip
     assert len(decorated) == 2
     remote.update(Report(nodes={"noise": ["HOT", "failed", "boom"]}), [])
-    qtbot.waitUntil(lambda: len(decorated) == 4)
+    run_until(editor, lambda: len(decorated) == 4, "both nodes coloured again", DECORATE_EVERY)
     assert editor.canvas.body_color("noise") != editor.canvas.body_color("output")

@@ -33,7 +33,10 @@ def test_without_an_engine_the_editor_plays_bindings(editor, ui, qtbot):
     patch.set_binding("binding1", Binding("osc:/speed", "speed", "value", 0.0, 4.0))
     ui.show_patch(editor, patch)
     editor.canvas.select(["speed"])
-    qtbot.waitUntil(lambda: "osc" in editor.engine.engine.ctx.services)
+    assert "osc" in editor.engine.engine.ctx.services  # made by the first frame
+    osc = editor.engine.engine.ctx.service("osc")
     SimpleUDPClient("127.0.0.1", port).send_message("/speed", 0.75)
-    qtbot.waitUntil(lambda: played(editor).output("out") == 30.0)
+    qtbot.waitUntil(lambda: osc.pending() > 0)  # received on the service's thread
+    ui.run_frames(editor)  # drained at the start of the frame, played in it
+    assert played(editor).output("out") == 30.0
     assert editor.inspector.pin_widget("value").number.value() == 3.0

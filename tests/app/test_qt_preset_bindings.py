@@ -26,7 +26,7 @@ from evaluators.services.midi import MidiService
 from evaluators.services.registry import FACTORIES
 from nodes import Patch
 from nodes.document.bindings import Binding
-from tests.app.conftest import ScriptedDialogs, played, press, show_patch
+from tests.app.conftest import ScriptedDialogs, played, press, run_frames, show_patch, stop_loop
 from tests.app.test_qt_bindings import FakeEngine
 from tests.evaluators.test_midi import KEYS, FakeBackend
 
@@ -53,13 +53,15 @@ def engine() -> FakeEngine:
 def remote(
     qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: FakeEngine
 ) -> Iterator[QtEditorWindow]:
-    """An editor window whose patch runs in the fake engine, showing the presets patch."""
+    """An editor window whose patch runs in the fake engine, showing the presets patch; its
+    loop turns when the test turns it (`run_frames`)."""
     window = QtEditorWindow(tmp_path / "state", engine=engine)  # type: ignore[arg-type]
     dialogs.install(window)
     qtbot.addWidget(window)
     window.resize(1400, 850)
     window.show()
     qtbot.waitExposed(window)
+    stop_loop(window)
     show_patch(window, presets_patch())
     window.docks["Presets"].raise_()
     qtbot.waitUntil(window.presets_panel.isVisible)
@@ -108,7 +110,7 @@ def test_learn_a_preset_from_its_menu_binds_it_with_undo(
 
     engine.deliver({"type": "learned", "node": "@preset", "pin": "A",
                     "source": "midi:note:1:36", "device": KEYS})  # fmt: skip
-    qtbot.waitUntil(lambda: bool(remote.patch.bindings))
+    run_frames(remote)
     expected = Binding("midi:note:1:36", "@preset", "A", 0.0, 1.0, device=KEYS)
     assert remote.patch.bindings == {"binding1": expected}
     assert remote.statusBar().currentMessage() == f"Bound preset A to midi:note:1:36 on {KEYS}"
@@ -116,13 +118,15 @@ def test_learn_a_preset_from_its_menu_binds_it_with_undo(
     assert item_text(panel, "A") == "A  ◉ midi:note:1:36" and item_text(panel, "B") == "B"
     table = remote.bindings_panel.table
     assert table.item(0, TARGET).text() == "preset A" and not table.item(0, TARGET).font().italic()
-    qtbot.waitUntil(lambda: len(engine.binding_ops()) == 1)
+    run_frames(remote)  # the edit goes to the engine at the start of the next turn
+    assert len(engine.binding_ops()) == 1
     assert engine.binding_ops()[0] == {"op": "binding", "id": "binding1",
                                        "binding": expected.to_dict()}  # fmt: skip
 
     remote.undo_stack.undo()
     assert remote.patch.bindings == {} and item_text(panel, "A") == "A"
-    qtbot.waitUntil(lambda: engine.binding_ops()[-1]["binding"] is None)
+    run_frames(remote)
+    assert engine.binding_ops()[-1]["binding"] is None
     remote.undo_stack.redo()
     assert remote.patch.bindings == {"binding1": expected}
     choose(panel, preset_menu(panel, "A"), UNBIND_TEXT)
@@ -146,7 +150,8 @@ def test_learn_of_a_preset_stops_on_escape_and_when_the_preset_is_deleted(
     panel.buttons["Delete"].click()
     assert remote.live_control.learn.target is None
     engine.deliver({"type": "learned", "node": "@preset", "pin": "B", "source": "osc:/late"})
-    qtbot.waitUntil(lambda: not engine.incoming)  # taken and handled in the same turn
+    run_frames(remote)  # taken and handled in the same turn
+    assert not engine.incoming
     assert remote.patch.bindings == {}
 
 
@@ -198,7 +203,7 @@ def test_the_crossfader_learns_from_its_button_and_its_menu(
     assert panel.crossfader_learn.text() == CANCEL_LEARN_TEXT
     engine.deliver({"type": "learned", "node": "@crossfader", "pin": "position",
                     "source": "midi:cc:1:1", "device": ""})  # fmt: skip
-    qtbot.waitUntil(lambda: bool(remote.patch.bindings))
+    run_frames(remote)
     assert remote.patch.bindings == {
         "binding1": Binding("midi:cc:1:1", "@crossfader", "position", 0.0, 1.0)
     }
@@ -238,17 +243,20 @@ def test_in_process_learn_is_on_and_bound_controls_play_the_engines_deck(
     assert learn.isEnabled() and panel.crossfader_learn.isEnabled()
     panel.menu.close()
 
-    qtbot.waitUntil(lambda: "midi" in editor.engine.engine.ctx.services)  # made by its frames
+    assert "midi" in editor.engine.engine.ctx.services  # made by its first frame
     midi: MidiService = editor.engine.engine.ctx.service("midi")
     # a note bound to a preset that is gone is skipped, the others still play
     midi.receive(mido.Message("note_on", channel=0, note=37, velocity=100), KEYS)
     midi.receive(mido.Message("note_on", channel=0, note=36, velocity=100), KEYS)
-    qtbot.waitUntil(lambda: editor.patch.value("x", "value") == 10.0)
-    qtbot.waitUntil(lambda: played(editor).output("out") == 10.0)
+    run_frames(editor)
+    assert editor.patch.value("x", "value") == 10.0
+    assert played(editor).output("out") == 10.0
     midi.receive(mido.Message("control_change", channel=0, control=1, value=0), KEYS)
-    qtbot.waitUntil(lambda: editor.patch.value("x", "value") == 0.0)  # all A
+    run_frames(editor)
+    assert editor.patch.value("x", "value") == 0.0  # all A
     midi.receive(mido.Message("control_change", channel=0, control=1, value=64), KEYS)
-    qtbot.waitUntil(lambda: editor.patch.value("x", "value") == pytest.approx(64 / 127 * 10))
+    run_frames(editor)
+    assert editor.patch.value("x", "value") == pytest.approx(64 / 127 * 10)
     assert editor.undo_stack.count() == 0  # live values: no undo steps
 
 

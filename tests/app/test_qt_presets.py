@@ -103,7 +103,7 @@ def test_the_crossfader_at_a_quarter_gives_a_quarter_of_the_way(editor, ui, qtbo
     ui.run_frames(editor)  # the engine's deck blends; its live values come back
     assert editor.patch.value("x", "value") == pytest.approx(2.5)
     assert editor.patch.value("on", "value") is False  # A is heavier
-    qtbot.waitUntil(lambda: played(editor).output("out") == pytest.approx(5.0))
+    assert played(editor).output("out") == pytest.approx(5.0)
     panel.crossfader.setValue(1000)
     ui.run_frames(editor)
     assert editor.patch.value("x", "value") == 10.0
@@ -117,11 +117,15 @@ def test_the_crossfader_at_a_quarter_gives_a_quarter_of_the_way(editor, ui, qtbo
 
 def test_a_transition_plays_in_the_frame_loop(editor, ui, qtbot):
     panel = captured_a_and_b(editor, ui)
+    editor.transport_actions.fixed_step_action.trigger()  # each frame 1/60 s of patch time
     panel.select("A")
     panel.seconds.setValue(0.5)
     panel.buttons["Recall"].click()
-    qtbot.waitUntil(lambda: 0.0 < editor.patch.value("x", "value") < 10.0)  # on its way
-    qtbot.waitUntil(lambda: editor.patch.value("x", "value") == 0.0)  # arrived
+    ui.run_frames(editor, 2)
+    assert 0.0 < editor.patch.value("x", "value") < 10.0  # on its way
+    assert editor.engine.engine.presets.player.busy
+    ui.run_frames(editor, 30)  # 0.5 s of patch time
+    assert editor.patch.value("x", "value") == 0.0  # arrived
     assert not editor.engine.engine.presets.player.busy
 
 
@@ -155,7 +159,8 @@ def test_step_back_rate_and_fixed_step_on_the_toolbar(editor, ui, qtbot):
     patch.connect("t", "out", "out", "in")
     patch.connect("frame", "out", "frames", "in")
     ui.show_patch(editor, patch)
-    qtbot.waitUntil(lambda: played(editor).output("frames") > 3)
+    ui.run_frames(editor, 4)
+    assert played(editor).output("frames") > 3
     viewer = editor.canvas.viewer()
     viewer.setFocus()
     ui.press(viewer, Qt.Key.Key_Period)  # pause and step
@@ -177,11 +182,11 @@ def test_step_back_rate_and_fixed_step_on_the_toolbar(editor, ui, qtbot):
     ui.run_frames(editor)
     assert played(editor).output("out") == pytest.approx(t - 0.016 + 1 / 60)
     ui.press(viewer, Qt.Key.Key_Space)  # play: each frame 1/60 s on
-    ui.run_frames(editor)  # (the window's timer may run frames too: counted from here)
+    ui.run_frames(editor)
     before, at = played(editor).output("out"), played(editor).output("frames")
-    qtbot.waitUntil(lambda: played(editor).output("frames") >= at + 10)
-    ran = played(editor).output("frames") - at
-    assert played(editor).output("out") == pytest.approx(before + ran / 60)
+    ui.run_frames(editor, 10)
+    assert played(editor).output("frames") == at + 10
+    assert played(editor).output("out") == pytest.approx(before + 10 / 60)
     editor.transport_actions.fixed_step_action.trigger()
     assert editor.session.clock.fixed_fps is None
 

@@ -39,10 +39,10 @@ from app.qt.panels.profiler import (
     heat_color,
     rows_of,
 )
-from app.qt.window import QtEditorWindow
+from app.qt.window import DECORATE_EVERY, QtEditorWindow
 from evaluators import DualEvaluator, ExecutionContext, NodeClass
 from nodes import Patch, patch_from_dict, patch_to_dict
-from tests.app.conftest import ScriptedDialogs, show_patch
+from tests.app.conftest import ScriptedDialogs, run_frames, run_until, show_patch, stop_loop
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 SLEEP_S = 0.02
@@ -130,12 +130,21 @@ def test_costs_are_worked_out_again_only_when_they_took_a_small_share_of_the_tim
     assert answers.reply(other, None, 5)["frames"] == 1  # due again
 
 
+def profiled(editor: QtEditorWindow) -> None:
+    """Ask for a `profile` reply now (as the panel's timer does, and a selection) and show it:
+    the engine answers in the next turn of the window's loop."""
+    editor.profiling.profiler_panel.refresh()
+    run_frames(editor)
+
+
 def open_profiler(editor: QtEditorWindow, qtbot: Any) -> Any:
     editor.docks["Profiler"].raise_()
     editor.resizeDocks([editor.docks["Profiler"]], [320], Qt.Orientation.Vertical)
     panel = editor.profiling.profiler_panel
-    qtbot.waitUntil(lambda: panel.shown)
-    qtbot.waitUntil(lambda: panel.shown_paths()[:1] == ["slow"], timeout=10000)
+    qtbot.waitUntil(lambda: panel.shown)  # laid out and painted
+    run_frames(editor, 4)  # frames enough that what ran each frame and what ran once differ
+    profiled(editor)
+    assert panel.shown_paths()[:1] == ["slow"]
     return panel
 
 
@@ -160,7 +169,7 @@ def test_the_profiler_dock_with_the_editors_own_evaluator(editor, qtbot):
     assert tooltip == "no GPU time: no GL context"
     assert panel.summary.text().endswith("; GPU n/a: no GL context")
     # the instance: its cumulative time is its nodes' self times
-    qtbot.waitUntil(lambda: "amp1" in panel.shown_paths())
+    assert "amp1" in panel.shown_paths()
     amp = panel.shown_paths().index("amp1")
     assert panel.proxy.index(amp, 1).data() == "subpatch amp"
     inside = sum(ms for path, ms in panel.self_ms.items() if path.startswith("amp1/"))
@@ -183,7 +192,8 @@ def test_the_profiler_dock_with_the_editors_own_evaluator(editor, qtbot):
     assert panel.shown_paths()[0] == "slow"
     # Why did this run? for the node selected on the canvas
     editor.canvas.select(["m"])
-    qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
+    profiled(editor)
+    assert "HOT because" in panel.why.toPlainText()
     assert "depends on debug.sleep (slow) through m" in panel.why.toPlainText()
     # a double-click on a row selects that node on the canvas
     k = panel.proxy.index(panel.shown_paths().index("k"), NODE)
@@ -194,7 +204,8 @@ def test_the_profiler_dock_with_the_editors_own_evaluator(editor, qtbot):
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=point)
     qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=point)
     assert editor.canvas.selected_ids() == ["k"]
-    qtbot.waitUntil(lambda: panel.why.toPlainText().startswith("CONST"))
+    profiled(editor)
+    assert panel.why.toPlainText().startswith("CONST")
     why = panel.why.toPlainText().splitlines()
     assert why[1].endswith(": first run") and why[2].startswith("cached: inputs unchanged since")
 
@@ -202,13 +213,15 @@ def test_the_profiler_dock_with_the_editors_own_evaluator(editor, qtbot):
 def test_heat_tint_colours_nodes_by_cost_and_off_restores_them(editor, qtbot):
     show_patch(editor, busy_patch())
     canvas = editor.canvas
-    qtbot.waitUntil(lambda: canvas.body_color("slow") == CLASS_COLORS[NodeClass.HOT])
+    hot_class = CLASS_COLORS[NodeClass.HOT]  # node colours follow the reports every few turns
+    run_until(editor, lambda: canvas.body_color("slow") == hot_class, "slow HOT", DECORATE_EVERY)
     normal = {node_id: canvas.body_color(node_id) for node_id in ("slow", "k", "m")}
     editor.docks["Messages"].raise_()  # the tint refreshes with the panel hidden too
-    editor.profiling.show_heat_tint(True)
+    editor.profiling.show_heat_tint(True)  # asks for a reply
     panel = editor.profiling.profiler_panel
-    qtbot.waitUntil(lambda: panel.cost_of("slow") > 1.0, timeout=10000)
-    qtbot.waitUntil(lambda: canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
+    run_frames(editor)
+    assert panel.cost_of("slow") > 1.0
+    assert canvas.body_color("slow") == heat_color(panel.cost_of("slow"))
     hot, cold = canvas.body_color("slow"), canvas.body_color("k")
     assert hot != normal["slow"] and cold != normal["k"]
     assert hot[0] > 180 and hot[0] > hot[2]  # red
@@ -270,6 +283,7 @@ def remote(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, bridge: EngineB
     window.resize(1400, 850)
     window.show()
     qtbot.waitExposed(window)
+    stop_loop(window)  # the test turns it (`profiled`)
     yield window
     dialogs.unsaved_answer = "discard"
     window.close()
@@ -283,10 +297,12 @@ def test_the_profiler_dock_with_an_engine(remote, bridge, qtbot):
     assert asked[-1] == {"type": "profile", "node": None, "top": 200}
     assert panel.self_ms["slow"] >= SLEEP_S * 1000 * 0.9
     remote.canvas.select(["m"])
-    qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
+    profiled(remote)
+    assert "HOT because" in panel.why.toPlainText()
     assert {"type": "profile", "node": "m", "top": 200} in bridge.sent
-    remote.profiling.show_heat_tint(True)
-    qtbot.waitUntil(lambda: remote.canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
+    remote.profiling.show_heat_tint(True)  # asks for a reply
+    run_frames(remote)
+    assert remote.canvas.body_color("slow") == heat_color(panel.cost_of("slow"))
     # a request the engine cannot read is one error line, not an exception
     for raw in ({"type": "profile", "top": "all"}, {"type": "profile", "node": 3},
                 {"type": "profile", "node": "x" * 5000}):  # fmt: skip
@@ -305,8 +321,9 @@ def test_screenshot_of_the_profiler_with_heat_tint(editor, qtbot):
     editor.profiling.show_heat_tint(True)
     editor.view_actions.legend_action.trigger()  # the legend's class colours would cover the patch
     editor.canvas.select(["m"])
-    qtbot.waitUntil(lambda: "HOT because" in panel.why.toPlainText())
-    qtbot.waitUntil(lambda: editor.canvas.body_color("slow") == heat_color(panel.cost_of("slow")))
-    qtbot.waitUntil(lambda: panel.table.height() > 120)
+    profiled(editor)
+    assert "HOT because" in panel.why.toPlainText()
+    assert editor.canvas.body_color("slow") == heat_color(panel.cost_of("slow"))
+    qtbot.waitUntil(lambda: panel.table.height() > 120)  # laid out
     ARTIFACTS.mkdir(exist_ok=True)
     assert editor.grab().save(str(ARTIFACTS / "profiler.png"))

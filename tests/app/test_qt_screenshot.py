@@ -11,6 +11,7 @@ from app.engine.local import LocalEngineLink
 from app.qt.canvas.canvas import CLASS_COLORS, FAILED_COLOR
 from app.qt.launch import open_editor
 from app.qt.window import DECORATE_EVERY
+from tests.app.conftest import run_frames, stop_loop, wait_built
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "editor_demo.png"
 
@@ -32,12 +33,14 @@ def test_demo_patch_screenshot(qtbot, tmp_path, dialogs):
     window.resize(1400, 850)
     window.show()
     qtbot.waitExposed(window)
-    qtbot.waitUntil(lambda: window.evaluator.status("broken") == "failed")
-    qtbot.waitUntil(lambda: window.evaluator.mode == "flat")
+    stop_loop(window)  # the test turns it
+    wait_built(window)
+    run_frames(window)  # the engine plays the demo from its first frame, flat (built at load)
+    assert window.evaluator.status("broken") == "failed"
+    assert window.evaluator.mode == "flat"
     window.canvas.select(["breathing"])
-    frame = window._frame
     # two decoration passes: colours and preview catch up
-    qtbot.waitUntil(lambda: window._frame >= frame + 2 * DECORATE_EVERY)
+    run_frames(window, 2 * DECORATE_EVERY)
     image = window.grab().toImage()
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     assert image.save(str(ARTIFACT))

@@ -23,7 +23,7 @@ from app.qt.launch import launch_editor
 from app.qt.panels.bindings import LEARN_TEXT
 from app.qt.window import QtEditorWindow
 from nodes import Patch, save_patch
-from tests.app.conftest import ScriptedDialogs, make_editor, show_patch
+from tests.app.conftest import ScriptedDialogs, make_editor, run_frames, show_patch, stop_loop
 from tests.app.test_qt_bindings import FakeEngine, choose, inspect
 from tests.evaluators.test_osc import free_udp_port
 
@@ -108,7 +108,9 @@ def engine() -> FakeEngine:
 
 @pytest.fixture
 def remote(qtbot: Any, tmp_path: Path, dialogs: ScriptedDialogs, engine: FakeEngine) -> Iterator:
+    """An editor window with the fake engine; its loop turns when the test turns it."""
     window = make_editor(qtbot, tmp_path / "state", dialogs, engine)
+    stop_loop(window)
     yield window
     dialogs.unsaved_answer = "discard"
     window.close()
@@ -119,7 +121,7 @@ def test_node_failures_restarts_and_refused_sending_reach_messages(
 ) -> None:
     engine.deliver({"type": "node_failed", "node": "ratio", "error": "ZeroDivisionError: x"})
     engine.incoming.append((Restarted("the engine stopped", "slow"), []))  # the client's own
-    qtbot.waitUntil(lambda: "restarted" in remote.messages.text())
+    run_frames(remote)
     text = remote.messages.text()
     assert "node: ratio failed: ZeroDivisionError: x" in text
     assert "engine: restarted (the engine stopped; slow bypassed)" in text
@@ -145,7 +147,7 @@ def test_learn_says_when_no_source_can_reach_it_and_stays_armed(
                    "unavailable: no ALSA sequencer",
          "advice": "choose another OSC port in Settings"}
     )  # fmt: skip
-    qtbot.waitUntil(lambda: "nothing can reach" in remote.messages.text())
+    run_frames(remote)
     assert "learn: nothing can reach knob.value: OSC cannot listen" in remote.messages.text()
     assert "Settings" in remote.statusBar().currentMessage()
     assert remote.live_control.learn.target == ("knob", "value")

@@ -99,7 +99,8 @@ def test_ctrl_g_groups_the_selection_as_one_undo_step(editor, ui, qtbot):
     assert editor.library.definition_item("group1") is not None
     assert editor.undo_stack.count() == 1
     body = patch.definition("group1")
-    qtbot.waitUntil(lambda: played(editor).output("speed") == 0.5)
+    ui.run_frames(editor)
+    assert played(editor).output("speed") == 0.5
 
     editor.undo_stack.undo()
     assert set(patch.nodes) == {"speed", "gain", "add", "out"}
@@ -260,17 +261,25 @@ def test_rename_and_remove_definitions_are_undoable(editor, ui):
     assert editor.canvas.badge_text("amp1") == "amp ×2"
 
 
+def preview_out(editor) -> str:
+    """What the preview shows for the output `out` of the node it previews."""
+    return editor.preview.row_widget("out").text()
+
+
 def test_inside_an_instance_the_inspector_shows_that_instances_values(editor, ui, qtbot):
     ui.show_patch(editor, amp_patch())
     canvas = editor.canvas
-    qtbot.waitUntil(lambda: played(editor).output("o2", "out") == 6.0)
+    assert played(editor).output("o2", "out") == 6.0
     for instance, expected in (("amp1", 3.0), ("amp2", 6.0)):
         canvas.go_to(0)
         double_click(editor, instance)
         canvas.select(["mul"])
         assert editor.preview.node_id == f"{instance}/mul"
-        row = editor.preview.row_widget("out")
-        qtbot.waitUntil(lambda row=row, expected=expected: row.text() == f"{expected:g}")
+        # the preview follows the reports every DECORATE_EVERY turns of the loop
+        ui.run_until(
+            editor, lambda expected=expected: preview_out(editor) == f"{expected:g}",
+            f"the preview of {instance}/mul", DECORATE_EVERY,
+        )  # fmt: skip
 
 
 def test_screenshot_inside_an_instance(editor, ui, qtbot):
@@ -284,10 +293,9 @@ def test_screenshot_inside_an_instance(editor, ui, qtbot):
     canvas.select(["mul"])
     assert editor.breadcrumbs.text() == "patch / amp2 (amp)"
     assert editor.breadcrumbs.affects.text() == "editing definition amp: affects 3 instances"
-    # the preview and the node colours follow the evaluator a few times per second
-    qtbot.waitUntil(lambda: editor.preview.row_widget("out").text() == "6")
-    frame = editor.engine.engine.frame
-    qtbot.waitUntil(lambda: editor.engine.engine.frame >= frame + 2 * DECORATE_EVERY)
+    # the preview and the node colours follow the reports every DECORATE_EVERY turns
+    ui.run_until(editor, lambda: preview_out(editor) == "6", "amp2/mul's preview", DECORATE_EVERY)
+    ui.run_frames(editor, 2 * DECORATE_EVERY)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert editor.centralWidget().grab().save(str(ARTIFACTS / "subpatch_inside.png"))
     # and the top level: each instance's badge
@@ -452,7 +460,7 @@ def test_nested_instances_paths_and_breadcrumb_clicks(editor, ui, qtbot):
     assert editor.breadcrumbs.text() == f"patch / amp2 (amp) / {inner} (inner)"
     canvas.select(["mul"])
     assert editor.preview.node_id == f"amp2/{inner}/mul"
-    qtbot.waitUntil(lambda: editor.preview.row_widget("out").text() == "6")
+    ui.run_until(editor, lambda: preview_out(editor) == "6", "the preview", DECORATE_EVERY)
     top = editor.breadcrumbs.buttons[0]
     QTest.mouseClick(top, Qt.MouseButton.LeftButton)
     assert canvas.trail == [] and canvas.patch is editor.patch
