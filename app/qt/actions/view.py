@@ -39,7 +39,7 @@ class ViewActions:
             lambda _checked=False: self.window.edit_actions.frame_selection()
         )
         view.addAction(frame_action)
-        self.window.add_action(view, "Frame &all", lambda: self.window.canvas.frame(None), "Home")
+        self.window.add_action(view, "Frame &all", self.frame_all, "Home")
         self.window.transport_actions.build_menu(view)
         self.link_values_action = self.window.add_action(
             view,
@@ -71,6 +71,13 @@ class ViewActions:
         panels = view.addMenu("&Panels")
         for dock in self.window.docks.values():
             panels.addAction(dock.toggleViewAction())
+
+    def frame_all(self) -> None:
+        """View > Frame all: a person asking to see everything sees it now, even while a big
+        patch is still being drawn (what is left is drawn first)."""
+        canvas = self.window.canvas
+        canvas.finish_loading()
+        canvas.frame(None)
 
     @property
     def _can_show_output(self) -> bool:
