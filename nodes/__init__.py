@@ -21,8 +21,10 @@ from nodes.document.presets import (
     PresetPlayer,
     Recall,
     capture,
+    is_preset_pin,
     morph,
     preset_named,
+    preset_pins,
 )
 from nodes.errors import (
     CycleError,
@@ -129,6 +131,7 @@ __all__ = [
     "get_spec",
     "is_bindable",
     "is_picture",
+    "is_preset_pin",
     "library_revision",
     "load_packs",
     "load_patch",
@@ -142,6 +145,7 @@ __all__ = [
     "patch_to_dict",
     "pin_type",
     "preset_named",
+    "preset_pins",
     "register_pin_type",
     "remove_stale_temporary_files",
     "resync_beats",
