@@ -37,6 +37,7 @@ from app.engine.protocol.messages import (
 )
 from app.qt.dialogs.allow_send import QtAllowSendDialog, osc_send_targets
 from app.qt.panels.bindings import (
+    default_range,
     BIND_OSC_TEXT,
     CANCEL_LEARN_TEXT,
     CURVE,
@@ -233,6 +234,31 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     run_frames(remote)
     assert len(remote.patch.bindings) == 2
     assert remote.patch.bindings["binding2"] == Binding("osc:/go", "switch", "value", 0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("type_id", "values", "pin", "expected"),
+    [
+        ("math.mul", {"b": 3.0}, "b", (0.0, 6.0)),  # no range declared: the value in the middle
+        ("math.mul", {"b": 0.5}, "b", (0.0, 1.0)),
+        ("math.add", {"b": -3.0}, "b", (-7.0, 1.0)),
+        ("input.float", {"value": 2.0, "min": 0.0, "max": 10.0}, "value", (0.0, 10.0)),
+        ("input.float", {"value": 15.0, "min": 0.0, "max": 10.0}, "value", (0.0, 30.0)),
+        ("time.beat", {"beats_per_bar": 4}, "beats_per_bar", (1.0, 64.0)),  # declared
+        ("gpu.noise", {"scale": 8.0}, "scale", (0.0, 16.0)),  # declared minimum 0 only
+        ("gpu.levels", {"gamma": 1.0}, "gamma", (0.01, 1.01)),
+        ("time.lfo", {"shape": 200}, "shape", (0.0, 400.0)),  # an int past 0..127
+    ],
+)
+def test_a_new_binding_range_holds_the_pin_value(
+    type_id: str, values: dict, pin: str, expected: tuple[float, float]
+) -> None:
+    patch = Patch()
+    node_id = patch.add_node(type_id, values)
+    inst = patch.node(node_id)
+    low, high = default_range(inst, inst.input(pin))
+    assert (low, high) == pytest.approx(expected)
+    assert low <= patch.value(node_id, pin) <= high
 
 
 def test_bind_to_a_typed_osc_address_and_no_menu_for_linked_or_text_pins(
