@@ -37,7 +37,6 @@ from app.engine.protocol.messages import (
 )
 from app.qt.dialogs.allow_send import QtAllowSendDialog, osc_send_targets
 from app.qt.panels.bindings import (
-    default_range,
     BIND_OSC_TEXT,
     CANCEL_LEARN_TEXT,
     CURVE,
@@ -48,6 +47,7 @@ from app.qt.panels.bindings import (
     TAKEOVER,
     TARGET,
     UNBIND_TEXT,
+    default_range,
 )
 from app.qt.panels.inspector import QtInspector
 from app.qt.window import QtEditorWindow

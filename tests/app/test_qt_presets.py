@@ -50,8 +50,8 @@ def list_names(panel) -> list[str]:
 def test_capture_lists_presets_and_undo_removes_them(editor, ui, qtbot):
     panel = captured_a_and_b(editor, ui)
     assert editor.patch.presets == {
-        "A": {("x", "value"): 0.0, ("on", "value"): False},
-        "B": {("x", "value"): 10.0, ("on", "value"): True},
+        "A": {("x", "value"): 0.0, ("on", "value"): False, ("double", "b"): 2.0},
+        "B": {("x", "value"): 10.0, ("on", "value"): True, ("double", "b"): 2.0},
     }
     assert list_names(panel) == ["A", "B"]
     assert (panel.a.currentText(), panel.b.currentText()) == ("A", "B")
