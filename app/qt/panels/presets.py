@@ -295,6 +295,7 @@ class QtPresetsPanel(QWidget):
             self._unsubscribe()
         self.patch = patch
         self._unsubscribe = patch.subscribe(self._on_event)
+        self.notice.hide()  # said of the document shown before
         self.refresh()
 
     def _on_event(self, event: PatchEvent) -> None:
