@@ -95,6 +95,15 @@ def capture(patch: Patch, pins: Iterable[PinRef] | None = None) -> Preset:
     return {(node_id, pin): patch.value(node_id, pin) for node_id, pin in pins}
 
 
+def changes_nothing(patch: Patch, preset: Preset) -> bool:
+    """True when recalling `preset` cannot change `patch`: it holds no value of a pin the patch
+    has (an empty capture of an older version, or every node it names removed)."""
+    return not any(
+        node_id in patch.nodes and patch.nodes[node_id].input(pin) is not None
+        for node_id, pin in preset
+    )
+
+
 def preset_named(patch: Patch, name: str) -> Preset:
     """The patch's preset `name`, or PatchValueError listing the names there are."""
     try:

@@ -344,3 +344,10 @@ def test_a_capture_that_would_hold_nothing_warns_and_makes_no_preset(editor, ui,
     panel.select("old")
     assert panel.contents_rows() == [EMPTY_TEXT]
     assert panel.contents_label.text() == "<b>old</b> holds 0 values"
+    sent: list = []
+    panel.engine_send = sent.append
+    click(panel.buttons["Recall"])
+    assert sent == [] and panel.notice.isVisible()
+    assert panel.notice.text() == (
+        "Preset old holds no value of this patch: recalling it changes nothing"
+    )

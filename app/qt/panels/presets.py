@@ -64,6 +64,7 @@ from nodes import (
     Patch,
     PatchEvent,
     capture,
+    changes_nothing,
     preset_pins,
 )
 from nodes.document.bindings import CROSSFADER_TARGET, PRESET_TARGET
@@ -576,14 +577,26 @@ class QtPresetsPanel(QWidget):
             self.undo_stack.push(SetPresetCommand(self.patch, name, None, f"delete preset {name}"))
 
     # ------------------------------------------------------------------ recalls
+    def _recalls_nothing(self, name: str) -> bool:
+        """Say so when recalling preset `name` would change nothing (it holds no value of the
+        patch), and nothing is sent."""
+        preset = self.patch.presets.get(name)
+        if preset is None or not changes_nothing(self.patch, preset):
+            self.notice.hide()
+            return False
+        self.warn(f"Preset {name} holds no value of this patch: recalling it changes nothing")
+        return True
+
     def jump(self, name: str) -> None:
         """Jump to preset `name` now, on the engine's deck."""
+        if self._recalls_nothing(name):
+            return
         self.engine_send(PresetRecall(name, mode="jump", start="now"))
 
     def recall_selected(self) -> None:
         """Recall the selected preset as the transition row says."""
         name = self.selected()
-        if name is None:
+        if name is None or self._recalls_nothing(name):
             return
         seconds = self.seconds.value()
         start = self.start.currentText()
