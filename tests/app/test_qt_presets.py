@@ -351,3 +351,43 @@ def test_a_capture_that_would_hold_nothing_warns_and_makes_no_preset(editor, ui,
     assert panel.notice.text() == (
         "Preset old holds no value of this patch: recalling it changes nothing"
     )
+
+
+def test_capture_of_the_selected_nodes_and_add_the_pin_chosen_in_the_inspector(editor, ui, qtbot):
+    ui.show_patch(editor, show_patch_without_inputs())
+    panel = editor.presets_panel
+    editor.docks["Presets"].raise_()
+    viewer = editor.canvas.viewer()
+    click(viewer.viewport(), node_center(editor, "gain"))
+    assert editor.canvas.selected_ids() == ["gain"]
+    panel.scope.setFocus()
+    ui.press(panel.scope, Qt.Key.Key_Down)  # Whole patch -> Selected nodes
+    assert panel.scope.currentText() == "Selected nodes"
+    panel.ask_name = lambda title, current: "gain only"
+    click(panel.buttons["Capture"])
+    assert editor.patch.presets["gain only"] == {("gain", "b"): 3.0}
+
+    # nothing selected: nothing to capture, and the panel says why
+    editor.canvas.select([])
+    click(panel.buttons["Capture"])
+    assert list(editor.patch.presets) == ["gain only"]
+    assert panel.notice.text().startswith("Nothing to capture: no node is selected")
+
+    # Add: the pin last clicked in the inspector goes into the selected preset
+    click(viewer.viewport(), node_center(editor, "offset"))
+    field = editor.inspector.pin_widget("b")
+    click(field, field.rect().center())
+    assert editor.inspector.chosen_pin() == ("offset", "b")
+    click_row(panel.list, "gain only")
+    steps = editor.undo_stack.count()
+    click(panel.buttons["Add"])
+    assert editor.patch.presets["gain only"] == {("gain", "b"): 3.0, ("offset", "b"): 0.5}
+    assert panel.contents_rows() == ["gain.b = 3.0", "offset.b = 0.5"]
+    assert panel.selected_values() == [("offset", "b")]
+    assert editor.undo_stack.count() == steps + 1
+    assert editor.undo_stack.undoText() == "add offset.b to preset gain only"
+    click(panel.buttons["Add"])  # in it already: said, nothing changes
+    assert panel.notice.text() == "Nothing to add to gain only: offset.b is in it already"
+    assert editor.undo_stack.count() == steps + 1
+    editor.undo_stack.undo()
+    assert editor.patch.presets["gain only"] == {("gain", "b"): 3.0}
