@@ -5,7 +5,8 @@ A preset maps (node id, pin) to a value. `capture` takes every value a person se
 explicit list of pins. Editable means a value the inspector edits and a recall may change without
 changing the patch's shape: numbers, toggles, text, colours and vectors; not pins whose links bring
 their values (pictures, arrays, `any`), not the pins controls write ("live"), nor code, file names,
-an instance's definition or a port's name (they rebuild nodes rather than tune them). Of an input
+an instance's definition or a port's name (they rebuild nodes rather than tune them), nor where and
+how a node reaches the world (a device, its latency, a host, a port, an address). Of an input
 node (USER_INPUT: a slider, a toggle, a MIDI or OSC input) only the value pins it shows (those with
 a UI hint): its range, channel or address say how it listens, not what the show looks like.
 Recalling writes through `Patch.set_value`, the path of an inspector edit, and only where the value
@@ -57,6 +58,9 @@ _LINKED_ONLY_TYPES = frozenset({"array", "any"})
 _UNTUNED_HINTS = frozenset({"live", "code", "file"})
 #: Pins that name what a node is (an instance's definition, a port's name), not how it plays.
 _NAMING_PINS = {"subpatch": "definition", "subpatch.inlet": "name", "subpatch.outlet": "name"}
+#: Pins that say where and how a node reaches the world (an audio device and its latency, an OSC
+#: host and address): a recall must not reopen a device or send elsewhere.
+_ENDPOINT_PINS = frozenset({"device", "latency", "host", "port", "address"})
 
 
 def is_preset_pin(spec: NodeSpec, pin: PinSpec) -> bool:
@@ -72,6 +76,7 @@ def is_preset_pin(spec: NodeSpec, pin: PinSpec) -> bool:
         and pin.hint not in _UNTUNED_HINTS
         and pin.name not in spec.dynamic_from
         and _NAMING_PINS.get(spec.id) != pin.name
+        and pin.name not in _ENDPOINT_PINS
     )
 
 

@@ -47,6 +47,7 @@ def test_capture_takes_every_editable_unlinked_value_of_the_patch_or_of_some_nod
     patch.connect(constant, "out", mul, "a")  # a linked pin: its link sets it
     shader = patch.add_node("gpu.shader")  # code and file rebuild the node: not in presets
     picture = patch.add_node("gpu.solid", {"color": (1.0, 0.0, 0.0, 1.0)})
+    patch.add_node("audio.input")  # its device: where it listens, not a show value
     assert capture(patch) == {
         (x, "value"): 10.0, (toggle, "value"): True, (constant, "value"): 3.0, (mul, "b"): 4.0,
         (shader, "resolution"): (0, 0), (shader, "color"): (1.0, 0.6, 0.2, 1.0),  # a uniform
