@@ -449,8 +449,13 @@ class Patch:
                 moved.src != node_id or moved.src_pin in out_names
             ):
                 relink.append(moved)
-        # A value at its pin's old default follows the new default (nobody set it).
-        before = {renamed_in.get(pin.name, pin.name): pin for pin in instance.inputs}
+        # An instance's value at its pin's old default follows the new default (nobody set it).
+        # Not for other nodes: a placeholder for a missing type keeps the values as they were.
+        before = {
+            renamed_in.get(pin.name, pin.name): pin
+            for pin in instance.inputs
+            if spec.id == defs.SUBPATCH
+        }
         instance.spec = spec
         instance.values = {pin.name: _kept(pin, values, before.get(pin.name)) for pin in inputs}
         instance.inputs = inputs
