@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
 from app.engine.client import EngineProcess
@@ -66,7 +67,8 @@ def test_learn_binds_an_osc_fader_that_then_plays_the_pin(qtbot: Any, tmp_path: 
         def picked_up() -> bool:  # the fader moves across the knob's 2.0 (0.2 of its travel)
             sent.reverse()
             fader.send_message("/fader/9", sent[0])
-            return window.patch.value("knob", "value") in (1.0, 3.0)
+            value = window.patch.value("knob", "value")  # (OSC sends 32-bit floats)
+            return value in (pytest.approx(1.0), pytest.approx(3.0))
 
         def played() -> bool:
             fader.send_message("/fader/9", 0.25)
