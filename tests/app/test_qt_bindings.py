@@ -598,7 +598,7 @@ def test_learn_keeps_the_value_it_binds_and_picks_it_up(
     assert editor.inspector.node_id == "gain"
     right_click(editor.inspector.pin_label("b"))
     click_menu_item(editor.inspector.menu, LEARN_TEXT)
-    assert editor.learn.target == ("gain", "b")
+    assert editor.live_control.learn.target == ("gain", "b")
 
     def fader(x: float, frames: int = 1) -> float:
         for _ in range(frames):
