@@ -617,6 +617,7 @@ def test_learn_keeps_the_value_it_binds_and_picks_it_up(
     assert fader(0.6) == pytest.approx(3.6)  # crossed the value: picked up
     assert fader(0.7) == pytest.approx(4.2)  # and followed
     assert played(editor).output("out") == pytest.approx(4.2)
+    assert fader(0.7, frames=20) == pytest.approx(4.2)  # resting: the panels catch up
     editor.docks["Bindings"].raise_()
     Path("/work/shots").mkdir(parents=True, exist_ok=True)
     QApplication.processEvents()  # the window's loop: widgets added since are shown

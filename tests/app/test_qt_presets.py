@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from app.engine.protocol.messages import encode
 from app.qt.panels.presets import EMPTY_TEXT
@@ -252,6 +253,14 @@ def show_patch_without_inputs() -> Patch:
     return patch
 
 
+def shot(editor, name: str) -> None:
+    """Save a screenshot of the window to look at (/work/shots, not kept in the repository),
+    once the window's loop has shown what changed."""
+    QApplication.processEvents()
+    Path("/work/shots").mkdir(parents=True, exist_ok=True)
+    editor.grab().save(f"/work/shots/{name}")
+
+
 def click(widget, point=None) -> None:
     point = widget.rect().center() if point is None else point
     QTest.mouseClick(widget, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point)
@@ -316,9 +325,8 @@ def test_capture_holds_every_unlinked_value_shown_and_edited_in_the_panel(editor
     assert panel.contents_rows()[-1] == "offset.b = 0.5  (node removed)"
     editor.undo_stack.undo()
     assert panel.contents_rows()[-1] == "offset.b = 0.5"
-    Path("/work/shots").mkdir(parents=True, exist_ok=True)
     click_row(panel.contents, "gain.b")
-    editor.grab().save("/work/shots/showfix-presets.png")
+    shot(editor, "showfix-presets.png")
 
 
 def test_a_capture_that_would_hold_nothing_warns_and_makes_no_preset(editor, ui, qtbot):
@@ -336,8 +344,7 @@ def test_a_capture_that_would_hold_nothing_warns_and_makes_no_preset(editor, ui,
     assert panel.notice.isVisible()
     assert panel.notice.text().startswith("Nothing to capture: the patch has no value")
     assert "Nothing to capture" in editor.messages.view.toPlainText()
-    Path("/work/shots").mkdir(parents=True, exist_ok=True)
-    editor.grab().save("/work/shots/showfix-presets-empty.png")
+    shot(editor, "showfix-presets-empty.png")
 
     # an empty preset from an older file says what recalling it does
     editor.patch.set_preset("old", {})
@@ -371,7 +378,10 @@ def test_capture_of_the_selected_nodes_and_add_the_pin_chosen_in_the_inspector(e
     editor.canvas.select([])
     click(panel.buttons["Capture"])
     assert list(editor.patch.presets) == ["gain only"]
-    assert panel.notice.text().startswith("Nothing to capture: no node is selected")
+    assert panel.notice.text() == (
+        "Nothing to capture: no node is selected (select nodes, or capture the whole patch); "
+        "no preset made"
+    )
 
     # Add: the pin last clicked in the inspector goes into the selected preset
     click(viewer.viewport(), node_center(editor, "offset"))
@@ -384,8 +394,10 @@ def test_capture_of_the_selected_nodes_and_add_the_pin_chosen_in_the_inspector(e
     assert editor.patch.presets["gain only"] == {("gain", "b"): 3.0, ("offset", "b"): 0.5}
     assert panel.contents_rows() == ["gain.b = 3.0", "offset.b = 0.5"]
     assert panel.selected_values() == [("offset", "b")]
+    assert QApplication.focusWidget() is not panel.seconds  # the focus stays off the transition
     assert editor.undo_stack.count() == steps + 1
     assert editor.undo_stack.undoText() == "add offset.b to preset gain only"
+    shot(editor, "showfix-presets-add.png")
     click(panel.buttons["Add"])  # in it already: said, nothing changes
     assert panel.notice.text() == "Nothing to add to gain only: offset.b is in it already"
     assert editor.undo_stack.count() == steps + 1

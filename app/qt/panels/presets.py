@@ -162,6 +162,7 @@ class QtPresetsPanel(QWidget):
         self.learning: tuple[str, str] | None = None  # the target learn waits for
         self.menu: QMenu | None = None  # the last binding menu opened
         self._unsubscribe: Callable[[], None] | None = None
+        self._listing = False  # while `refresh` lists the presets again
         # What the editor has selected: the nodes on the canvas (of the document), and the pin
         # chosen in the inspector (None: none).
         self.selected_nodes: Callable[[], list[str]] = lambda: []
@@ -170,7 +171,11 @@ class QtPresetsPanel(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("presets")
         self.list.itemDoubleClicked.connect(lambda item: self.jump(item.data(NAME_ROLE)))
-        self.list.currentItemChanged.connect(lambda *_: self.refresh_contents())
+        # (not while `refresh` lists the presets again: a button disabled meanwhile, even for
+        # that moment, would hand the keyboard focus on)
+        self.list.currentItemChanged.connect(
+            lambda *_: None if self._listing else self.refresh_contents()
+        )
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._preset_menu_at)
         buttons = QHBoxLayout()
@@ -311,6 +316,7 @@ class QtPresetsPanel(QWidget):
         """List the presets again (keeping the selection and the crossfader's pair)."""
         names = list(self.patch.presets)
         current = self.selected()
+        self._listing = True
         self.list.clear()
         for name in names:
             item = QListWidgetItem(name)
@@ -318,6 +324,7 @@ class QtPresetsPanel(QWidget):
             self.list.addItem(item)
         if current in names:
             self.list.setCurrentRow(names.index(current))
+        self._listing = False
         self.refresh_bindings()
         # A keeps its preset while it exists, else takes the first; B likewise, else the first
         # other than A's.
@@ -487,16 +494,14 @@ class QtPresetsPanel(QWidget):
         self.notice.hide()
         pins = self.capture_pins()
         if not pins:
+            kinds = "(an unlinked number, toggle, colour, vector or text)"
             if self.scope.currentText() == WHOLE_PATCH:
-                where = "the patch has"
+                why = f"the patch has no value a preset can hold {kinds}"
             elif self.selected_nodes():
-                where = "the selected nodes have"
+                why = f"the selected nodes have no value a preset can hold {kinds}"
             else:
-                where = "no node is selected: there are"
-            self.warn(
-                f"Nothing to capture: {where} no value a preset can hold (an unlinked number, "
-                "toggle, colour, vector or text); no preset made"
-            )
+                why = "no node is selected (select nodes, or capture the whole patch)"
+            self.warn(f"Nothing to capture: {why}; no preset made")
             return
         suggested = next(
             f"Preset {n}" for n in range(1, 10_000) if f"Preset {n}" not in self.patch.presets
