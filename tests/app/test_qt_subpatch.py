@@ -551,3 +551,14 @@ def test_a_new_inlet_wired_in_keeps_every_picture_and_its_default_is_edited_in_t
     ui.run_frames(editor, 2)
     assert (patch.value("glow1", "gain"), patch.value("glow2", "gain")) == (1.0, 1.0)
     assert (played(editor).output("o1"), played(editor).output("o2")) == (2.0, 2.0)
+
+
+def test_the_inspector_follows_an_instance_pin_that_changes_type(editor, ui):
+    ui.show_patch(editor, gain_patch())
+    click_node(editor, "glow1")
+    assert type(editor.inspector.pin_widget("gain")).__name__ == "QDoubleSpinBox"
+    body = editor.patch.definition("glow")
+    body.add_node("gpu.solid", {"color": (1.0, 0.5, 0.0, 1.0)}, (250, 200), node_id="solid")
+    body.connect("gain_in", "out", "solid", "color")  # the inlet's pin is a colour now
+    field = editor.inspector.pin_widget("gain")
+    assert type(field).__name__ == "QLineEdit" and field.text() == "1 0.5 0 1"

@@ -69,6 +69,7 @@ class QtInspector(QWidget):
         self._code_fields: dict[str, QtCodeField] = {}
         self._reusable: dict[str, QtCodeField] = {}  # while set_node rebuilds the same node
         self._inlet_default: PinSpec | None = None  # the typed pin an inlet's default shows as
+        self._built_types: dict[str, str] = {}  # the type of each pin when its widget was made
         self.current_pin: str | None = None  # of the shown node: the last clicked or focused
         self._title = QLabel("No node selected")
         self._title.setWordWrap(True)
@@ -115,6 +116,7 @@ class QtInspector(QWidget):
             self._title.setText("No node selected")
             return
         inst = patch.nodes[node_id]
+        self._built_types = {pin.name: pin.type for pin in inst.inputs}
         summary = html.escape(inst.spec.summary)
         self._title.setText(f"<b>{node_id}</b> · {inst.type_id}<br><i>{summary}</i> (F1: help)")
         for pin in inst.inputs:
@@ -221,11 +223,12 @@ class QtInspector(QWidget):
         editable = {
             p.name for p in inst.inputs if self.patch.link_into(self.node_id, p.name) is None
         }
-        retyped = (
+        # An instance's pin, or an inlet's default, linked inside to another type: other widgets.
+        retyped = self._built_types != {p.name: p.type for p in inst.inputs} or (
             self._inlet_default is not None
             and (self._typed_inlet_default("default") or self._inlet_default).type
             != self._inlet_default.type
-        )  # linked inside to another type
+        )
         if self._form.rowCount() != len(inst.inputs) or set(self._setters) != editable or retyped:
             self.set_node(self.patch, self.node_id)
             return
