@@ -111,6 +111,10 @@ def _same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+same_value = _same_value
+"""Whether two pin values are the same (arrays compared by content, NaN equal to NaN in them)."""
+
+
 def _same_fields(a: Any, b: Any) -> bool:
     """Dataclass equality that holds for array values too (numpy's `==` is elementwise, and its
     truth value undefined), so pins with array defaults compare like any others."""

@@ -38,7 +38,7 @@ from app.engine.options.limits import limit_flags
 from app.engine.options.services import service_flags, service_options
 from app.engine.reports.patch_info import output_node, parse_size, uses_gpu
 from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
-from nodes import Patch, PatchError, PresetPlayer, load_patch
+from nodes import Patch, PatchError, PresetPlayer, changes_nothing, load_patch
 
 #: How long a render waits for one piece of a node's background work, and the time a node may
 #: take in one rendered frame before it is bypassed as hung.
@@ -178,6 +178,12 @@ def run_command(options: argparse.Namespace) -> int:
             patch.update_settings(resolution=list(parse_size(options.size)))
         if options.preset is not None:  # before the first frame; the engine does it again
             PresetPlayer(patch).jump(options.preset)
+            if changes_nothing(patch, patch.presets[options.preset]):
+                print(
+                    f"warning: preset {options.preset!r} holds no value of this patch: "
+                    "it changes nothing",
+                    file=sys.stderr,
+                )
         if options.fps <= 0:
             raise PatchError("--fps must be positive")
         if options.headless:

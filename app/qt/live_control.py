@@ -21,6 +21,7 @@ from app.engine.protocol.messages import AllowSend, Learn, Learned, LearnUnreach
 from app.qt.commands import SetBindingCommand, same_value
 from app.qt.dialogs.allow_send import QtAllowSendDialog, osc_send_targets
 from app.qt.panels.bindings import (
+    LEARN_TAKEOVER,
     QtLearn,
     bindings_of,
     default_range,
@@ -99,9 +100,10 @@ class LiveControl:
 
     def bind_pin(self, node_id: str, pin: str, source: str, device: str = "") -> bool:
         """Bind a target to a control as one undo step: a pin of the document over the pin's
-        range (app.qt.panels.bindings.default_range), a preset (`@preset`, its name) or the
-        crossfader (`@crossfader`, `position`) over 0..1; False (and why) if it cannot be or
-        already is."""
+        range (app.qt.panels.bindings.default_range, holding its value) taking over by pick-up
+        (`LEARN_TAKEOVER`: the control moves nothing until it reaches the value), a preset
+        (`@preset`, its name) or the crossfader (`@crossfader`, `position`) over 0..1, at once;
+        False (and why) if it cannot be or already is."""
         patch = self.window.patch
         label = target_label(node_id, pin)
         if is_special_target(node_id):
@@ -111,7 +113,7 @@ class LiveControl:
                     f"cannot bind {label}: the document has no such {what}"
                 )
                 return False
-            low, high = 0.0, 1.0
+            low, high, takeover = 0.0, 1.0, "jump"  # a recall or a fader position: at once
         else:
             inst = patch.nodes.get(node_id)
             spec = inst.input(pin) if inst is not None else None
@@ -121,12 +123,13 @@ class LiveControl:
                 )
                 return False
             low, high = default_range(inst, spec)
+            takeover = LEARN_TAKEOVER
         for key in bindings_of(patch, node_id, pin):
             if (patch.bindings[key].source, patch.bindings[key].device) == (source, device):
                 self.window.statusBar().showMessage(f"{label} is bound to {source} already", 6000)
                 return False
         try:
-            binding = Binding(source, node_id, pin, low, high, device=device)
+            binding = Binding(source, node_id, pin, low, high, takeover=takeover, device=device)
         except PatchError as error:
             self.window.edit_actions.on_refused(str(error))
             return False

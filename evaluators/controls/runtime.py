@@ -25,7 +25,10 @@ the cone of what changed, and a pin whose value does not change is not touched a
   edit moved the value): `jump` sets the value at once; `pickup` ignores the control until it
   crosses or touches the value, then follows; `scale` moves the value by the control's move scaled
   to the travel left on that side (both reach the end together), until they meet, then follows.
-  A value changed by anything else than its binding makes the binding take over again.
+  A value changed by anything else than its binding makes the binding take over again. A bool pin
+  with `pickup` or `scale` ignores its control until the control agrees with it or switches, so
+  the first message after a binding is made (say, the release of the button just learned) never
+  switches it.
 - `@preset` bindings call `on_preset(name)` when the control goes on (x >= 0.5 after < 0.5);
   `@crossfader` bindings call `on_crossfade(position)` with the mapped value clamped to 0..1. A
   PatchError these raise (a preset since deleted) skips that binding only.
@@ -307,15 +310,17 @@ class Controls:
         pin = instance.input(binding.pin) if instance is not None else None
         if pin is None or not is_bindable(pin.type):
             return
-        if pin.type == "bool":
-            self.set_live(binding.node, binding.pin, x >= 0.5)
-            return
         current = instance.values.get(binding.pin, pin.default)  # type: ignore[union-attr]
-        if isinstance(current, bool) or not isinstance(current, int | float):
-            return
         state = self._takeovers.get(binding_id)
         if state is None:
             state = self._takeovers[binding_id] = _Takeover()
+        if pin.type == "bool":
+            if self._switch_taken_over(binding, state, x >= 0.5, current):
+                self.set_live(binding.node, binding.pin, x >= 0.5)
+                state.wrote = instance.values.get(binding.pin)  # type: ignore[union-attr]
+            return
+        if isinstance(current, bool) or not isinstance(current, int | float):
+            return
         target = self._taken_over(binding, state, x, float(current))
         if target is None:
             return
@@ -326,6 +331,19 @@ class Controls:
         value: float | int = round(target) if pin.type == "int" else target
         self.set_live(binding.node, binding.pin, value)
         state.wrote = instance.values.get(binding.pin)  # type: ignore[union-attr]
+
+    def _switch_taken_over(
+        self, binding: Binding, state: _Takeover, on: bool, current: Any
+    ) -> bool:
+        """Whether a bool binding's control, now `on`, sets the pin: always with `jump`; else
+        once it agrees with the value or switches (pick-up, as `scale`), then it follows."""
+        last_x, state.last_x = state.last_x, float(on)
+        if state.engaged and state.wrote != current:
+            state.engaged = False  # something else switched the value: take over again
+        switched = last_x is not None and (last_x >= 0.5) != on
+        if binding.takeover == "jump" or state.engaged or on == current or switched:
+            state.engaged = True
+        return state.engaged
 
     def _taken_over(
         self, binding: Binding, state: _Takeover, x: float, current: float

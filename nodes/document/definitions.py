@@ -5,7 +5,12 @@ A document (the root Patch) keeps named definitions, each a Patch of its own (it
 `owner` is the document. A `subpatch` node names a definition; its input pins are the body's
 `subpatch.inlet` nodes and its outputs the body's `subpatch.outlet` nodes, in body order. A pin's
 type follows what the inlet or outlet is linked to inside (the first link, in link order), else
-`any`; an inlet's default is its `default` value when the pin type takes it.
+`float` for an inlet (0.0 until set) and `any` for an outlet. An inlet's default is its `default`
+value when the pin type takes it; an inlet whose `default` is unset (None, as a new inlet's) or
+does not suit gives the value of the pin it feeds, so wiring it in changes no picture. An
+instance's value that equals its pin's old default follows a new one (`Patch` re-derives
+instances so): instances nobody set follow the inlet's default, as parameters at their default
+follow a changed default in Houdini's digital assets.
 
 Rules checked here, before an edit changes anything:
 - no definition contains an instance of itself, directly or through others (`CycleError` naming
@@ -37,6 +42,8 @@ MAX_NESTING = 64
 """The most definitions inside one another: an edit of the innermost body re-derives the
 instances of every level in turn, one Python call chain deep (200 levels overflowed it)."""
 PORT_TYPES = (INLET, OUTLET)
+UNLINKED_INLET_TYPE = "float"
+"""The type of the pin an inlet linked to nothing inside gives its instances."""
 
 
 def is_instance(instance: NodeInstance) -> bool:
@@ -62,18 +69,37 @@ def ports(body: Patch, type_id: str) -> Iterator[NodeInstance]:
     return (node for port in body.ports if (node := body.nodes[port]).type_id == type_id)
 
 
-def _inlet_pin(body: Patch, inlet: NodeInstance) -> PinSpec:
-    pin_type, hint, low, high = "any", None, None, None
+_UNSET = object()
+
+
+def _suited(pin_type: str, value: Any) -> Any:
+    """`value` as a value of `pin_type`, or _UNSET when it is not one."""
+    try:
+        return coerce_value(pin_type, value)
+    except ValueError:
+        return _UNSET
+
+
+def inlet_pin(body: Patch, inlet: NodeInstance) -> PinSpec:
+    """The pin `inlet` gives the instances of `body` (see the module note for its type). Its
+    default: the inlet's `default` when it suits that type; else, for a linked inlet, the value
+    the pin it feeds held (wiring an inlet in changes nothing until an instance is given another
+    value); else the type's zero (an unlinked inlet is a float pin, default 0.0)."""
+    pin_type, hint, low, high, fed = UNLINKED_INLET_TYPE, None, None, None, _UNSET
     for link in body.links_out_of(inlet.id):
-        target = body.nodes[link.dst].input(link.dst_pin)
+        target_node = body.nodes[link.dst]
+        target = target_node.input(link.dst_pin)
         if target is not None:
             pin_type, hint, low, high = target.type, target.hint, target.minimum, target.maximum
+            fed = target_node.values.get(link.dst_pin, target.default)
             break
-    default = inlet.values.get("default")
-    try:
-        default = coerce_value(pin_type, default)
-    except ValueError:
+    default = _suited(pin_type, inlet.values.get("default"))
+    if default is _UNSET and fed is not _UNSET:
+        default = _suited(pin_type, fed)
+    if default is _UNSET:
         default = zero_of(pin_type)
+    if hint == "live":
+        hint = None  # the instance's pin is a person's to set, not a control's
     return PinSpec(str(inlet.values["name"]), pin_type, default, hint=hint, minimum=low,
                    maximum=high)  # fmt: skip
 
@@ -91,7 +117,7 @@ def _outlet_pin(body: Patch, outlet: NodeInstance) -> OutputSpec:
 
 def definition_pins(body: Patch) -> tuple[tuple[PinSpec, ...], tuple[OutputSpec, ...]]:
     """The dynamic input pins and the outputs that instances of `body` have."""
-    inputs = tuple(_inlet_pin(body, inlet) for inlet in ports(body, INLET))
+    inputs = tuple(inlet_pin(body, inlet) for inlet in ports(body, INLET))
     outputs = tuple(_outlet_pin(body, outlet) for outlet in ports(body, OUTLET))
     return inputs, outputs
 

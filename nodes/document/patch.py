@@ -51,7 +51,7 @@ from nodes.errors import (
 from nodes.fileformat.codec import check_value
 from nodes.limits import Limits, active_limits
 from nodes.paths import PathRefusedError, resolve_patch_path
-from nodes.spec import NodeSpec, PinSpec, get_spec
+from nodes.spec import NodeSpec, PinSpec, get_spec, same_value
 from nodes.tempo import checked_bpm
 from nodes.types import coerce_value, types_compatible
 
@@ -449,8 +449,15 @@ class Patch:
                 moved.src != node_id or moved.src_pin in out_names
             ):
                 relink.append(moved)
+        # An instance's value at its pin's old default follows the new default (nobody set it).
+        # Not for other nodes: a placeholder for a missing type keeps the values as they were.
+        before = {
+            renamed_in.get(pin.name, pin.name): pin
+            for pin in instance.inputs
+            if spec.id == defs.SUBPATCH
+        }
         instance.spec = spec
-        instance.values = {pin.name: _kept(pin, values) for pin in inputs}
+        instance.values = {pin.name: _kept(pin, values, before.get(pin.name)) for pin in inputs}
         instance.inputs = inputs
         instance.stamp = next(_stamps)
         self._emit(PatchEvent("structural", EditOp.PINS, node_id))
@@ -860,10 +867,13 @@ def _place_of(container: Patch, node_id: str) -> str:
     return node_id if container.name is None else f"{container.name}/{node_id}"
 
 
-def _kept(pin: PinSpec, values: Mapping[str, Any]) -> Any:
+def _kept(pin: PinSpec, values: Mapping[str, Any], before: PinSpec | None = None) -> Any:
     """The value a re-derived pin keeps: its old value if the pin's type accepts it, else the
-    default (a pin that held any value, or changed type, may not)."""
+    default (a pin that held any value, or changed type, may not). `before`: the pin as it was;
+    a value that was its default takes the new default."""
     if pin.name not in values:
+        return pin.default
+    if before is not None and same_value(values[pin.name], before.default):
         return pin.default
     try:
         return coerce_value(pin.type, values[pin.name])

@@ -1,7 +1,14 @@
 """Presets: named snapshots of chosen input values, recalled at once, over time, or blended.
 
-A preset maps (node id, pin) to a value. `capture` takes the value pins (the pins with a UI hint,
-except the "live" pins that controls write) of every USER_INPUT node, or an explicit list of pins.
+A preset maps (node id, pin) to a value. `capture` takes every value a person sets on the patch
+(`preset_pins`: each editable, unlinked input of the document's nodes, or of some of them), or an
+explicit list of pins. Editable means a value the inspector edits and a recall may change without
+changing the patch's shape: numbers, toggles, text, colours and vectors; not pins whose links bring
+their values (pictures, arrays, `any`), not the pins controls write ("live"), nor code, file names,
+an instance's definition or a port's name (they rebuild nodes rather than tune them), nor where and
+how a node reaches the world (a device, its latency, a host, a port, an address). Of an input
+node (USER_INPUT: a slider, a toggle, a MIDI or OSC input) only the value pins it shows (those with
+a UI hint): its range, channel or address say how it listens, not what the show looks like.
 Recalling writes through `Patch.set_value`, the path of an inspector edit, and only where the value
 differs, so only the cones of the inputs that change rerun and CONST caches stay.
 
@@ -30,9 +37,9 @@ import numpy as np
 
 from nodes.document.patch import Patch
 from nodes.errors import PatchError, PatchValueError
-from nodes.spec import Determinism
+from nodes.spec import Determinism, NodeSpec, PinSpec
 from nodes.tempo import ON_BEAT
-from nodes.types import pin_type
+from nodes.types import PIN_TYPES, pin_type
 
 PinRef = tuple[str, str]
 Preset = dict[PinRef, Any]
@@ -45,17 +52,61 @@ EASINGS: dict[str, Callable[[float], float]] = {
 SWITCH_POINTS: dict[str, float] = {"start": 0.0, "middle": 0.5, "end": 1.0}
 
 
+#: Pin types whose values come from links, not from a person: never in a preset.
+_LINKED_ONLY_TYPES = frozenset({"array", "any"})
+#: Hints of pins a preset leaves alone: controls write "live" pins; code and files rebuild nodes.
+_UNTUNED_HINTS = frozenset({"live", "code", "file"})
+#: Pins that name what a node is (an instance's definition, a port's name), not how it plays.
+_NAMING_PINS = {"subpatch": "definition", "subpatch.inlet": "name", "subpatch.outlet": "name"}
+#: Pins that say where and how a node reaches the world (an audio device and its latency, an OSC
+#: host and address): a recall must not reopen a device or send elsewhere.
+_ENDPOINT_PINS = frozenset({"device", "latency", "host", "port", "address"})
+
+
+def is_preset_pin(spec: NodeSpec, pin: PinSpec) -> bool:
+    """Whether a preset may hold `pin` of a node of `spec` (see the module note); links are the
+    caller's to look at."""
+    kind = PIN_TYPES.get(pin.type)
+    if spec.determinism is Determinism.USER_INPUT and pin.hint is None:
+        return False  # an input node's range, channel or address: how it listens, not a value
+    return (
+        kind is not None
+        and not kind.is_picture
+        and pin.type not in _LINKED_ONLY_TYPES
+        and pin.hint not in _UNTUNED_HINTS
+        and pin.name not in spec.dynamic_from
+        and _NAMING_PINS.get(spec.id) != pin.name
+        and pin.name not in _ENDPOINT_PINS
+    )
+
+
+def preset_pins(patch: Patch, node_ids: Iterable[str] | None = None) -> list[PinRef]:
+    """The pins a capture takes: every editable, unlinked input (`is_preset_pin`) of the
+    document's nodes, or of `node_ids` (ids not in the patch are skipped), in patch order."""
+    chosen = None if node_ids is None else set(node_ids)
+    return [
+        (instance.id, pin.name)
+        for instance in patch.nodes.values()
+        if chosen is None or instance.id in chosen
+        for pin in instance.inputs
+        if is_preset_pin(instance.spec, pin) and patch.link_into(instance.id, pin.name) is None
+    ]
+
+
 def capture(patch: Patch, pins: Iterable[PinRef] | None = None) -> Preset:
-    """The current values of `pins`, or of the value pins of every USER_INPUT node."""
+    """The current values of `pins`, or of every pin a preset may hold (`preset_pins`)."""
     if pins is None:
-        pins = [
-            (instance.id, pin.name)
-            for instance in patch.nodes.values()
-            if instance.spec.determinism is Determinism.USER_INPUT
-            for pin in instance.inputs
-            if pin.hint not in (None, "live")  # live pins follow their controls
-        ]
+        pins = preset_pins(patch)
     return {(node_id, pin): patch.value(node_id, pin) for node_id, pin in pins}
+
+
+def changes_nothing(patch: Patch, preset: Preset) -> bool:
+    """True when recalling `preset` cannot change `patch`: it holds no value of a pin the patch
+    has (an empty capture of an older version, or every node it names removed)."""
+    return not any(
+        node_id in patch.nodes and patch.nodes[node_id].input(pin) is not None
+        for node_id, pin in preset
+    )
 
 
 def preset_named(patch: Patch, name: str) -> Preset:
@@ -190,8 +241,8 @@ class PresetPlayer:
         values = {}
         for ref, goal in run.target.items():
             type_name, ends = _type_name_of(self.patch, ref), [run.start[ref], goal]
-            if progress >= 1.0:
-                values[ref] = goal
+            if progress >= 1.0 or not _differs(run.start[ref], goal):
+                values[ref] = goal  # (a blend of equal ends may differ from them in its last bit)
             elif pin_type(type_name).interpolates(ends):
                 values[ref] = blend(type_name, ends, [1.0 - eased, eased])
             else:

@@ -5,7 +5,9 @@ A definition is a Patch kept in the document (`Patch.add_definition`). Its `subp
 (nodes.document.definitions derives them). Evaluators never call these compute functions for
 instances: they expand every instance into its definition's nodes (evaluators/graph/view.py). Run on
 its own, a definition's body still works: an inlet gives its `default`, an outlet passes its input
-on.
+on. An inlet's `default` is stored as it is given (of any type); the pin its instances get coerces
+it to the pin's type, and an unset one (None) follows the pin the inlet feeds
+(nodes.document.definitions.inlet_pin), which the inspector shows and edits.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from nodes.spec import node
     output_defaults={"out": None},
     docs={
         "name": "The name of the pin instances show.",
-        "default": "What it gives when the instance's pin receives nothing.",
+        "default": "What an instance's pin holds until set on the instance (of the pin's type;"
+        " unset: the value of the pin the inlet feeds, or 0.0).",
         "out": "What the instance's pin receives.",
     },
 )

@@ -2,7 +2,8 @@
 loopback by a python-osc client in the test.
 
 Learn from the inspector's pin menu, move the fader: the engine learns its address, the window
-adds the binding (one undo step) and sends it back; the fader then drives the pin in the engine,
+adds the binding (one undo step, taking over by pick-up) and sends it back; once the fader has
+crossed the pin's value, it drives the pin in the engine,
 and the value comes back into the document as a live edit (no undo step, not sent back). Waits are
 by deadline: packets are resent until the engine shows it has them."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
 from app.engine.client import EngineProcess
@@ -52,16 +54,27 @@ def test_learn_binds_an_osc_fader_that_then_plays_the_pin(qtbot: Any, tmp_path: 
             return bool(window.patch.bindings)
 
         qtbot.waitUntil(learned, timeout=30_000)
-        binding = Binding("osc:/fader/9", "knob", "value", 0.0, 10.0)
+        binding = Binding("osc:/fader/9", "knob", "value", 0.0, 10.0, takeover="pickup")
         assert window.patch.bindings == {"binding1": binding}
         steps = window.undo_stack.count()
         revision = window.patch.value_revision
+        assert window.patch.value("knob", "value") == 2.0  # the fader at 0.5 moved nothing
 
         window.canvas.select(["double"])  # watched: its value comes back in reports
+
+        sent = [0.3, 0.1]
+
+        def picked_up() -> bool:  # the fader moves across the knob's 2.0 (0.2 of its travel)
+            sent.reverse()
+            fader.send_message("/fader/9", sent[0])
+            value = window.patch.value("knob", "value")  # (OSC sends 32-bit floats)
+            return value in (pytest.approx(1.0), pytest.approx(3.0))
 
         def played() -> bool:
             fader.send_message("/fader/9", 0.25)
             return window.patch.value("knob", "value") == 2.5
+
+        qtbot.waitUntil(picked_up, timeout=30_000)
 
         qtbot.waitUntil(played, timeout=30_000)  # into the document, from the engine
         qtbot.waitUntil(lambda: remote.output("double") == 5.0, timeout=30_000)

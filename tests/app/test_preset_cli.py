@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import main
-from nodes import Patch, capture, save_patch
+from nodes import Patch, capture, load_patch, save_patch
 
 
 @pytest.fixture
@@ -44,6 +44,17 @@ def test_unknown_preset_exits_2_listing_the_names(preset_file: Path, capsys) -> 
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == ["no preset 'loud' (presets: calm, wild)"]
+
+
+def test_an_empty_preset_runs_with_a_warning(preset_file: Path, capsys) -> None:
+    patch = load_patch(preset_file)
+    patch.set_preset("blank", {})  # as an older capture of a patch without input nodes saved
+    save_patch(patch, preset_file)
+    code = main(["run", str(preset_file), "--headless", "--frames", "1", "--preset", "blank"])
+    assert code == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: preset 'blank' holds no value of this patch: it changes nothing"
+    ]
 
 
 def test_run_in_window_mode_plays_the_preset(preset_file: Path, tmp_path: Path) -> None:

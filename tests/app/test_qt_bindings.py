@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QContextMenuEvent
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -47,6 +48,7 @@ from app.qt.panels.bindings import (
     TAKEOVER,
     TARGET,
     UNBIND_TEXT,
+    default_range,
 )
 from app.qt.panels.inspector import QtInspector
 from app.qt.window import QtEditorWindow
@@ -55,11 +57,13 @@ from nodes.document.bindings import Binding
 from tests.app.conftest import (
     ScriptedDialogs,
     make_editor,
+    played,
     press,
     run_frames,
     show_patch,
     stop_loop,
 )
+from tests.app.test_qt_subpatch import node_center
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -167,7 +171,9 @@ def test_learn_from_the_inspector_binds_with_undo_and_redo(
     run_frames(remote)
     assert remote.patch.bindings
     # the slider's range (the node's min / max), and the device the control moved on
-    expected = Binding("midi:cc:1:7", "knob", "value", 0.0, 10.0, device="nanoKONTROL2")
+    expected = Binding(
+        "midi:cc:1:7", "knob", "value", 0.0, 10.0, takeover="pickup", device="nanoKONTROL2"
+    )
     assert remote.patch.bindings == {"binding1": expected}
     assert remote.statusBar().currentMessage() == "Bound knob.value to midi:cc:1:7 on nanoKONTROL2"
     assert "◉ midi:cc:1:7" in label.text() and "background" not in label.styleSheet()
@@ -201,7 +207,9 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     choose(remote, field.findChild(QLineEdit), LEARN_TEXT)  # the text inside the spin box
     engine.deliver({"type": "learned", "node": "lfo", "pin": "shape", "source": "midi:note:2:60"})
     run_frames(remote)
-    assert remote.patch.bindings["binding1"] == Binding("midi:note:2:60", "lfo", "shape", 0, 127)
+    assert remote.patch.bindings["binding1"] == Binding(
+        "midi:note:2:60", "lfo", "shape", 0, 127, takeover="pickup"
+    )
 
     # Esc cancels; an answer that comes after is ignored
     choose(remote, remote.inspector.pin_label("hz"), LEARN_TEXT)
@@ -232,7 +240,34 @@ def test_learn_ranges_follow_the_pin_type_and_learn_can_be_cancelled(
     engine.deliver({"type": "learned", "node": "switch", "pin": "value", "source": "osc:/go"})
     run_frames(remote)
     assert len(remote.patch.bindings) == 2
-    assert remote.patch.bindings["binding2"] == Binding("osc:/go", "switch", "value", 0.0, 1.0)
+    assert remote.patch.bindings["binding2"] == Binding(
+        "osc:/go", "switch", "value", 0.0, 1.0, takeover="pickup"
+    )
+
+
+@pytest.mark.parametrize(
+    ("type_id", "values", "pin", "expected"),
+    [
+        ("math.mul", {"b": 3.0}, "b", (0.0, 6.0)),  # no range declared: the value in the middle
+        ("math.mul", {"b": 0.5}, "b", (0.0, 1.0)),
+        ("math.add", {"b": -3.0}, "b", (-7.0, 1.0)),
+        ("input.float", {"value": 2.0, "min": 0.0, "max": 10.0}, "value", (0.0, 10.0)),
+        ("input.float", {"value": 15.0, "min": 0.0, "max": 10.0}, "value", (0.0, 30.0)),
+        ("time.beat", {"beats_per_bar": 4}, "beats_per_bar", (1.0, 64.0)),  # declared
+        ("gpu.noise", {"scale": 8.0}, "scale", (0.0, 16.0)),  # declared minimum 0 only
+        ("gpu.levels", {"gamma": 1.0}, "gamma", (0.01, 1.01)),
+        ("time.lfo", {"shape": 200}, "shape", (0.0, 400.0)),  # an int past 0..127
+    ],
+)
+def test_a_new_binding_range_holds_the_pin_value(
+    type_id: str, values: dict, pin: str, expected: tuple[float, float]
+) -> None:
+    patch = Patch()
+    node_id = patch.add_node(type_id, values)
+    inst = patch.node(node_id)
+    low, high = default_range(inst, inst.input(pin))
+    assert (low, high) == pytest.approx(expected)
+    assert low <= patch.value(node_id, pin) <= high
 
 
 def test_bind_to_a_typed_osc_address_and_no_menu_for_linked_or_text_pins(
@@ -243,7 +278,9 @@ def test_bind_to_a_typed_osc_address_and_no_menu_for_linked_or_text_pins(
     assert remote.inspector.pin_menu("a") is None  # linked: its link drives it
     dialogs.osc_address = "fader/3"
     choose(remote, remote.inspector.pin_label("b"), BIND_OSC_TEXT)
-    assert remote.patch.bindings == {"binding1": Binding("osc:/fader/3", "add", "b", 0.0, 1.0)}
+    assert remote.patch.bindings == {
+        "binding1": Binding("osc:/fader/3", "add", "b", 0.0, 1.0, takeover="pickup")
+    }
     dialogs.osc_address = "/no spaces allowed"
     choose(remote, remote.inspector.pin_label("b"), BIND_OSC_TEXT)
     assert len(remote.patch.bindings) == 1
@@ -521,3 +558,67 @@ def test_a_bound_mark_shows_sources_as_text(qtbot: Any) -> None:
     qtbot.addWidget(inspector)
     inspector.set_node(patch, "add")
     assert "◉ osc:/&lt;b&gt;loud&lt;/b&gt;" in inspector.pin_label("b").text()
+
+
+@pytest.fixture
+def fake_osc(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The OSC (and MIDI) services of the in-process engine: what the test sends is the next
+    frame's control events. Ask for it before `editor`, so the engine never opens real ones."""
+    from evaluators.services.registry import FACTORIES
+    from tests.evaluators.test_controls import FakeService
+
+    osc, midi = FakeService(), FakeService()
+    monkeypatch.setitem(FACTORIES, "osc", lambda ctx: osc)
+    monkeypatch.setitem(FACTORIES, "midi", lambda ctx: midi)
+    return osc
+
+
+def click_menu_item(menu: Any, text: str) -> None:
+    """Click the item `text` of an open menu, as the pointer does."""
+    action = next(a for a in menu.actions() if a.text() == text)
+    point = menu.actionGeometry(action).center()
+    QTest.mouseClick(menu, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point)
+
+
+def test_learn_keeps_the_value_it_binds_and_picks_it_up(
+    fake_osc: Any, editor: QtEditorWindow, qtbot: Any
+) -> None:
+    """A gain at 3.0 (no declared range) learned from a fader resting at 0.2: neither the
+    learning message nor the fader's next ones move it; it follows once the fader reaches it."""
+    patch = Patch()
+    patch.add_node("value.float", {"value": 1.0}, (0, 0), node_id="level")
+    patch.add_node("math.mul", {"b": 3.0}, (300, 0), node_id="gain")
+    patch.add_node("output.value", None, (600, 0), node_id="out")
+    patch.connect("level", "out", "gain", "a")
+    patch.connect("gain", "out", "out", "in")
+    show_patch(editor, patch)
+    viewport = editor.canvas.viewer().viewport()
+    QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     node_center(editor, "gain"))  # fmt: skip
+    assert editor.inspector.node_id == "gain"
+    right_click(editor.inspector.pin_label("b"))
+    click_menu_item(editor.inspector.menu, LEARN_TEXT)
+    assert editor.live_control.learn.target == ("gain", "b")
+
+    def fader(x: float, frames: int = 1) -> float:
+        for _ in range(frames):
+            fake_osc.send("osc:/fader/1", x)
+            run_frames(editor)
+        return editor.patch.value("gain", "b")
+
+    qtbot.waitUntil(lambda: fader(0.2) is not None and bool(editor.patch.bindings))
+    assert editor.patch.bindings == {
+        "binding1": Binding("osc:/fader/1", "gain", "b", 0.0, 6.0, takeover="pickup")
+    }  # the value in the middle of the range; pick-up
+    assert editor.undo_stack.undoText() == "bind gain.b to osc:/fader/1"
+    assert fader(0.2, frames=5) == 3.0  # the fader rests where it was learned: nothing moves
+    assert played(editor).output("out") == 3.0
+    assert fader(0.4) == 3.0  # on its way up, not there yet
+    assert fader(0.6) == pytest.approx(3.6)  # crossed the value: picked up
+    assert fader(0.7) == pytest.approx(4.2)  # and followed
+    assert played(editor).output("out") == pytest.approx(4.2)
+    assert fader(0.7, frames=20) == pytest.approx(4.2)  # resting: the panels catch up
+    editor.docks["Bindings"].raise_()
+    Path("/work/shots").mkdir(parents=True, exist_ok=True)
+    QApplication.processEvents()  # the window's loop: widgets added since are shown
+    editor.grab().save("/work/shots/showfix-learn.png")

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from app.engine.protocol.messages import encode
+from app.qt.panels.presets import EMPTY_TEXT
 from nodes import Patch
 from tests.app.conftest import played
+from tests.app.test_qt_subpatch import node_center
 
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "presets_panel.png"
 
@@ -50,8 +53,8 @@ def list_names(panel) -> list[str]:
 def test_capture_lists_presets_and_undo_removes_them(editor, ui, qtbot):
     panel = captured_a_and_b(editor, ui)
     assert editor.patch.presets == {
-        "A": {("x", "value"): 0.0, ("on", "value"): False},
-        "B": {("x", "value"): 10.0, ("on", "value"): True},
+        "A": {("x", "value"): 0.0, ("on", "value"): False, ("double", "b"): 2.0},
+        "B": {("x", "value"): 10.0, ("on", "value"): True, ("double", "b"): 2.0},
     }
     assert list_names(panel) == ["A", "B"]
     assert (panel.a.currentText(), panel.b.currentText()) == ("A", "B")
@@ -234,3 +237,169 @@ def test_with_a_real_engine_the_crossfader_moves_the_engines_values(qtbot, tmp_p
     finally:
         window.close()
         EngineProcess(tmp_path / "engine").stop()
+
+
+def show_patch_without_inputs() -> Patch:
+    """No input.float or input.toggle: a level feeding a gain, and a constant offset."""
+    patch = Patch()
+    patch.add_node("value.float", {"value": 0.8}, (0, 0), node_id="level")
+    patch.add_node("math.mul", {"b": 3.0}, (300, 0), node_id="gain")
+    patch.add_node("math.add", {"a": 0.0, "b": 0.5}, (300, 200), node_id="offset")
+    patch.add_node("output.value", None, (600, 0), node_id="out")
+    patch.add_node("output.value", None, (600, 200), node_id="shift")
+    patch.connect("level", "out", "gain", "a")
+    patch.connect("gain", "out", "out", "in")
+    patch.connect("offset", "out", "shift", "in")
+    return patch
+
+
+def shot(editor, name: str) -> None:
+    """Save a screenshot of the window to look at (/work/shots, not kept in the repository),
+    once the window's loop has shown what changed."""
+    QApplication.processEvents()
+    Path("/work/shots").mkdir(parents=True, exist_ok=True)
+    editor.grab().save(f"/work/shots/{name}")
+
+
+def click(widget, point=None) -> None:
+    point = widget.rect().center() if point is None else point
+    QTest.mouseClick(widget, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point)
+
+
+def click_row(view, text: str) -> None:
+    """Click the row of a list that reads `text` (its first word)."""
+    item = next(
+        view.item(row) for row in range(view.count()) if view.item(row).text().startswith(text)
+    )
+    click(view.viewport(), view.visualItemRect(item).center())
+
+
+def test_capture_holds_every_unlinked_value_shown_and_edited_in_the_panel(editor, ui, qtbot):
+    ui.show_patch(editor, show_patch_without_inputs())
+    panel = editor.presets_panel
+    editor.docks["Presets"].raise_()
+    panel.ask_name = lambda title, current: "look"
+    click(panel.buttons["Capture"])
+    # every editable value not fed by a link (gain.a and the sinks' inputs are)
+    assert editor.patch.presets["look"] == {
+        ("level", "value"): 0.8, ("gain", "b"): 3.0, ("offset", "a"): 0.0, ("offset", "b"): 0.5,
+    }  # fmt: skip
+    assert panel.contents_rows() == [
+        "level.value = 0.8", "gain.b = 3.0", "offset.a = 0.0", "offset.b = 0.5",
+    ]  # fmt: skip
+    assert panel.contents_label.text() == "<b>look</b> holds 4 values"
+
+    # the preset recalls what it holds
+    editor.patch.set_value("gain", "b", 5.0)
+    ui.run_frames(editor)
+    assert played(editor).output("out") == pytest.approx(4.0)
+    click_row(panel.list, "look")
+    QTest.mouseDClick(
+        panel.list.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+        panel.list.visualItemRect(panel.list.item(0)).center(),
+    )  # fmt: skip
+    ui.run_frames(editor)
+    assert editor.patch.value("gain", "b") == 3.0
+    assert played(editor).output("out") == pytest.approx(2.4)
+
+    # Remove: a selected value (Delete in the list), one undo step
+    steps = editor.undo_stack.count()
+    click_row(panel.contents, "offset.a")
+    panel.contents.setFocus()
+    ui.press(panel.contents, Qt.Key.Key_Delete)
+    assert ("offset", "a") not in editor.patch.presets["look"]
+    assert panel.contents_rows() == ["level.value = 0.8", "gain.b = 3.0", "offset.b = 0.5"]
+    assert editor.undo_stack.count() == steps + 1
+    assert editor.undo_stack.undoText() == "remove offset.a from preset look"
+    editor.undo_stack.undo()
+    assert len(panel.contents_rows()) == 4
+    editor.undo_stack.redo()
+
+    # a value whose node goes is greyed (an undo brings the node back)
+    viewer = editor.canvas.viewer()
+    click(viewer.viewport(), node_center(editor, "offset"))
+    assert editor.canvas.selected_ids() == ["offset"]
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_Delete)
+    assert "offset" not in editor.patch.nodes
+    assert panel.contents_rows()[-1] == "offset.b = 0.5  (node removed)"
+    editor.undo_stack.undo()
+    assert panel.contents_rows()[-1] == "offset.b = 0.5"
+    click_row(panel.contents, "gain.b")
+    shot(editor, "showfix-presets.png")
+
+
+def test_a_capture_that_would_hold_nothing_warns_and_makes_no_preset(editor, ui, qtbot):
+    patch = Patch()
+    patch.add_node("time.seconds", None, (0, 0), node_id="t")
+    patch.add_node("output.value", None, (300, 0), node_id="out")
+    patch.connect("t", "out", "out", "in")
+    ui.show_patch(editor, patch)
+    panel = editor.presets_panel
+    editor.docks["Presets"].raise_()
+    asked: list[str] = []
+    panel.ask_name = lambda title, current: asked.append(title) or "empty"
+    click(panel.buttons["Capture"])
+    assert editor.patch.presets == {} and asked == [] and editor.undo_stack.count() == 0
+    assert panel.notice.isVisible()
+    assert panel.notice.text().startswith("Nothing to capture: the patch has no value")
+    assert "Nothing to capture" in editor.messages.view.toPlainText()
+    shot(editor, "showfix-presets-empty.png")
+
+    # an empty preset from an older file says what recalling it does
+    editor.patch.set_preset("old", {})
+    panel.select("old")
+    assert panel.contents_rows() == [EMPTY_TEXT]
+    assert panel.contents_label.text() == "<b>old</b> holds 0 values"
+    sent: list = []
+    panel.engine_send = sent.append
+    click(panel.buttons["Recall"])
+    assert sent == [] and panel.notice.isVisible()
+    assert panel.notice.text() == (
+        "Preset old holds no value of this patch: recalling it changes nothing"
+    )
+
+
+def test_capture_of_the_selected_nodes_and_add_the_pin_chosen_in_the_inspector(editor, ui, qtbot):
+    ui.show_patch(editor, show_patch_without_inputs())
+    panel = editor.presets_panel
+    editor.docks["Presets"].raise_()
+    viewer = editor.canvas.viewer()
+    click(viewer.viewport(), node_center(editor, "gain"))
+    assert editor.canvas.selected_ids() == ["gain"]
+    panel.scope.setFocus()
+    ui.press(panel.scope, Qt.Key.Key_Down)  # Whole patch -> Selected nodes
+    assert panel.scope.currentText() == "Selected nodes"
+    panel.ask_name = lambda title, current: "gain only"
+    click(panel.buttons["Capture"])
+    assert editor.patch.presets["gain only"] == {("gain", "b"): 3.0}
+
+    # nothing selected: nothing to capture, and the panel says why
+    editor.canvas.select([])
+    click(panel.buttons["Capture"])
+    assert list(editor.patch.presets) == ["gain only"]
+    assert panel.notice.text() == (
+        "Nothing to capture: no node is selected (select nodes, or capture the whole patch); "
+        "no preset made"
+    )
+
+    # Add: the pin last clicked in the inspector goes into the selected preset
+    click(viewer.viewport(), node_center(editor, "offset"))
+    field = editor.inspector.pin_widget("b")
+    click(field, field.rect().center())
+    assert editor.inspector.chosen_pin() == ("offset", "b")
+    click_row(panel.list, "gain only")
+    steps = editor.undo_stack.count()
+    click(panel.buttons["Add"])
+    assert editor.patch.presets["gain only"] == {("gain", "b"): 3.0, ("offset", "b"): 0.5}
+    assert panel.contents_rows() == ["gain.b = 3.0", "offset.b = 0.5"]
+    assert panel.selected_values() == [("offset", "b")]
+    assert QApplication.focusWidget() is not panel.seconds  # the focus stays off the transition
+    assert editor.undo_stack.count() == steps + 1
+    assert editor.undo_stack.undoText() == "add offset.b to preset gain only"
+    shot(editor, "showfix-presets-add.png")
+    click(panel.buttons["Add"])  # in it already: said, nothing changes
+    assert panel.notice.text() == "Nothing to add to gain only: offset.b is in it already"
+    assert editor.undo_stack.count() == steps + 1
+    editor.undo_stack.undo()
+    assert editor.patch.presets["gain only"] == {("gain", "b"): 3.0}

@@ -469,3 +469,96 @@ def test_nested_instances_paths_and_breadcrumb_clicks(editor, ui, qtbot):
     editor.undo_stack.undo()
     assert "mul" in editor.patch.definition("amp").nodes
     assert "inner" not in editor.patch.definitions
+
+
+def gain_patch() -> Patch:
+    """Definition `glow` (y = 2 * b, b = 1.0) with an inlet `gain` wired to nothing yet, and two
+    instances feeding value sinks: each plays 2.0."""
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "gain"}, (0, 0), node_id="gain_in")
+    body.add_node("math.mul", {"a": 2.0, "b": 1.0}, (250, 0), node_id="mul")
+    body.add_node("subpatch.outlet", {"name": "y"}, (500, 0), node_id="out1")
+    body.connect("mul", "out", "out1", "in")
+    patch = Patch()
+    patch.add_definition("glow", body)
+    for index in (1, 2):
+        y = 250.0 * (index - 1)
+        patch.add_node("subpatch", {"definition": "glow"}, (0, y), node_id=f"glow{index}")
+        patch.add_node("output.value", None, (300, y), node_id=f"o{index}")
+        patch.connect(f"glow{index}", "y", f"o{index}", "in")
+    return patch
+
+
+def click_node(editor, node_id: str) -> None:
+    viewport = editor.canvas.viewer().viewport()
+    point = node_center(editor, node_id)
+    QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point)
+    assert editor.canvas.selected_ids() == [node_id]
+
+
+def type_number(field, text: str) -> None:
+    """Select what a number field holds, type `text` and Return, as a person does."""
+    field.setFocus()
+    QTest.keyClick(field, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClicks(field, text)
+    QTest.keyClick(field, Qt.Key.Key_Return)
+    QApplication.processEvents()
+
+
+def test_a_new_inlet_wired_in_keeps_every_picture_and_its_default_is_edited_in_the_inspector(
+    editor, ui, qtbot
+):
+    ui.show_patch(editor, gain_patch())
+    patch, canvas = editor.patch, editor.canvas
+    body = patch.definition("glow")
+    ui.run_frames(editor, 2)
+    assert (played(editor).output("o1"), played(editor).output("o2")) == (2.0, 2.0)
+    click_node(editor, "glow1")  # a new inlet: a float pin at 0.0, editable on the instance
+    field = editor.inspector.pin_widget("gain")
+    assert type(field).__name__ == "QDoubleSpinBox" and field.value() == 0.0
+
+    double_click(editor, "glow1")
+    assert canvas.patch is body
+    ui.drag_link(editor, "gain_in", "out", "mul", "b")  # wired in: b held 1.0
+    assert body.link_into("mul", "b") is not None
+    ui.run_frames(editor, 2)
+    # every instance still plays 2.0 (it was 0.0: the picture went black)
+    assert (played(editor).output("o1"), played(editor).output("o2")) == (2.0, 2.0)
+    assert (patch.value("glow1", "gain"), patch.value("glow2", "gain")) == (1.0, 1.0)
+
+    click_node(editor, "gain_in")  # the inlet's default, as its instances' pin: a float, 1.0
+    default = editor.inspector.pin_widget("default")
+    assert type(default).__name__ == "QDoubleSpinBox" and default.value() == 1.0
+    steps = editor.undo_stack.count()
+    type_number(default, "0.5")
+    assert body.value("gain_in", "default") == 0.5
+    assert editor.undo_stack.count() == steps + 1
+    ui.run_frames(editor, 2)
+    assert (played(editor).output("o1"), played(editor).output("o2")) == (1.0, 1.0)
+    assert editor.inspector.pin_widget("default").value() == 0.5
+    Path("/work/shots").mkdir(parents=True, exist_ok=True)
+    editor.grab().save("/work/shots/showfix-inlet.png")
+
+    canvas.viewer().setFocus()
+    ui.press(canvas.viewer(), Qt.Key.Key_Backspace)  # up to the document: set one instance
+    click_node(editor, "glow2")
+    type_number(editor.inspector.pin_widget("gain"), "3")
+    ui.run_frames(editor, 2)
+    assert (played(editor).output("o1"), played(editor).output("o2")) == (1.0, 6.0)
+    editor.grab().save("/work/shots/showfix-inlet-instance.png")
+    editor.undo_stack.undo()  # the instance's value
+    editor.undo_stack.undo()  # the inlet's default: the instances nobody set follow it back
+    ui.run_frames(editor, 2)
+    assert (patch.value("glow1", "gain"), patch.value("glow2", "gain")) == (1.0, 1.0)
+    assert (played(editor).output("o1"), played(editor).output("o2")) == (2.0, 2.0)
+
+
+def test_the_inspector_follows_an_instance_pin_that_changes_type(editor, ui):
+    ui.show_patch(editor, gain_patch())
+    click_node(editor, "glow1")
+    assert type(editor.inspector.pin_widget("gain")).__name__ == "QDoubleSpinBox"
+    body = editor.patch.definition("glow")
+    body.add_node("gpu.solid", {"color": (1.0, 0.5, 0.0, 1.0)}, (250, 200), node_id="solid")
+    body.connect("gain_in", "out", "solid", "color")  # the inlet's pin is a colour now
+    field = editor.inspector.pin_widget("gain")
+    assert type(field).__name__ == "QLineEdit" and field.text() == "1 0.5 0 1"

@@ -189,6 +189,32 @@ def test_pickup_ignores_a_control_until_it_crosses_the_value(osc: FakeService) -
     assert rig.value(node) == 7.0
 
 
+def test_a_bool_pin_with_pickup_switches_once_its_control_agrees_or_switches(
+    osc: FakeService,
+) -> None:
+    patch = Patch()
+    toggle = patch.add_node("input.toggle", {"value": True}, node_id="toggle")
+    patch.set_binding("b1", Binding("osc:/button", toggle, "value", takeover="pickup"))
+    rig = Rig(patch)
+    osc.send("osc:/button", 0.0)  # the release of the button just learned: ignored
+    rig.frame()
+    assert rig.value(toggle) is True
+    osc.send("osc:/button", 1.0)  # pressed: it switched, so it drives the pin from now on
+    rig.frame()
+    osc.send("osc:/button", 0.0)
+    rig.frame()
+    assert rig.value(toggle) is False
+    patch.set_value(toggle, "value", True)  # an edit elsewhere: picked up again
+    osc.send("osc:/button", 0.0)
+    rig.frame()
+    assert rig.value(toggle) is True
+    osc.send("osc:/button", 1.0)  # agrees with the value: picked up
+    rig.frame()
+    osc.send("osc:/button", 0.0)
+    rig.frame()
+    assert rig.value(toggle) is False
+
+
 def test_jump_follows_at_once(osc: FakeService) -> None:
     patch, node = knob(takeover="jump")
     patch.set_value(node, "value", 5.0)

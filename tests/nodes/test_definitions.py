@@ -198,10 +198,10 @@ def test_instance_pins_follow_inlets_and_outlets_in_body_order() -> None:
     body.connect("x_in", "out", "raw_out", "in")  # an inlet feeding an outlet: any -> any
     instance = patch.add_node("subpatch", {"definition": "scale"})
     inputs, outputs = pins_of(patch, instance)
-    assert inputs == [("definition", "str"), ("x", "num"), ("loose", "any")]
+    assert inputs == [("definition", "str"), ("x", "num"), ("loose", "float")]
     assert outputs == [("y", "num"), ("raw", "any")]
     assert patch.value(instance, "x") == 1.5  # the inlet's default
-    assert patch.value(instance, "loose") is None
+    assert patch.value(instance, "loose") == 0.0  # linked to nothing: a float, 0.0
 
 
 def test_inlet_type_follows_its_first_link_inside() -> None:
@@ -211,13 +211,39 @@ def test_inlet_type_follows_its_first_link_inside() -> None:
     target = body.add_node("value.float")
     patch.add_definition("d", body)
     instance = patch.add_node("subpatch", {"definition": "d"})
-    assert pins_of(patch, instance)[0][1] == ("v", "any")
+    assert pins_of(patch, instance)[0][1] == ("v", "float")  # linked to nothing
+    body.set_value(target, "value", 2.5)
     body.connect(inlet, "out", target, "value")
     pin = patch.node(instance).input("v")
     assert pin is not None and pin.type == "float"
-    assert pin.default == 0.0  # "text" does not suit a float: the type's zero
+    assert pin.default == 2.5  # "text" does not suit a float: what the pin it feeds held
     body.disconnect(inlet, "out", target, "value")
-    assert pins_of(patch, instance)[0][1] == ("v", "any")
+    assert pins_of(patch, instance)[0][1] == ("v", "float")
+
+
+def test_wiring_a_new_inlet_in_keeps_each_instance_value_and_its_default_is_editable() -> None:
+    patch = Patch()
+    body = Patch()
+    inlet = body.add_node("subpatch.inlet", {"name": "gain"}, node_id="gain_in")
+    mul = body.add_node("math.mul", {"a": 2.0, "b": 1.0}, node_id="mul")
+    patch.add_definition("d", body)
+    first = patch.add_node("subpatch", {"definition": "d"})
+    second = patch.add_node("subpatch", {"definition": "d"})
+    assert body.value(inlet, "default") is None  # unset: follows what it feeds
+    assert patch.value(first, "gain") == 0.0  # a float until wired in
+    patch.set_value(second, "gain", 0.7)  # set on that instance
+    body.connect(inlet, "out", mul, "b")
+    # b held 1.0: instances nobody set give 1.0 (the picture stays), a set one keeps its value
+    assert (patch.value(first, "gain"), patch.value(second, "gain")) == (1.0, 0.7)
+    body.set_value(inlet, "default", 0.25)  # the inlet's default, edited
+    assert patch.node(first).input("gain").default == 0.25
+    assert (patch.value(first, "gain"), patch.value(second, "gain")) == (0.25, 0.7)
+    body.set_value(inlet, "default", None)  # as an undo puts it back
+    assert (patch.value(first, "gain"), patch.value(second, "gain")) == (1.0, 0.7)
+    body.set_value(inlet, "default", 0.25)
+    again = patch_from_dict(patch_to_dict(patch))
+    assert again.definition("d").value(inlet, "default") == 0.25
+    assert (again.value(first, "gain"), again.value(second, "gain")) == (0.25, 0.7)
 
 
 def test_instances_are_rederived_everywhere_when_ports_change() -> None:
@@ -363,7 +389,7 @@ def test_nesting_twenty_deep_works() -> None:
     assert pins_of(patch, top)[1] == [("y", "any")]
     assert patch.definition("level1").links == [Link("inlet1", "out", "subpatch2", "x")]
     patch.definition("level0").disconnect("x_in", "out", "mul", "a")
-    assert pins_of(patch, top)[0] == [("definition", "str"), ("x", "any")]
+    assert pins_of(patch, top)[0] == [("definition", "str"), ("x", "float")]
     again = patch_from_dict(patch_to_dict(patch))
     assert dump(again) == dump(patch)
 

@@ -17,6 +17,7 @@ from nodes import (
     oklab_to_srgb,
     patch_from_dict,
     patch_to_dict,
+    preset_pins,
     srgb_to_oklab,
 )
 
@@ -38,12 +39,25 @@ def frames(player: PresetPlayer, count: int, fps: float = 60.0, first: int = 0) 
         player.step(frame / fps)
 
 
-def test_capture_takes_the_value_pins_of_user_inputs() -> None:
+def test_capture_takes_every_editable_unlinked_value_of_the_patch_or_of_some_nodes() -> None:
     patch, x, toggle = two_presets()
-    patch.add_node("value.float", {"value": 3.0})  # not a USER input
-    patch.add_node("midi.cc", {"control": 7})  # a USER input whose live pin its control moves
-    assert capture(patch) == {(x, "value"): 10.0, (toggle, "value"): True}
+    constant = patch.add_node("value.float", {"value": 3.0})  # no USER input: taken too
+    patch.add_node("midi.cc", {"control": 7})  # its live pin its control moves, the rest listens
+    mul = patch.add_node("math.mul", {"b": 4.0})
+    patch.connect(constant, "out", mul, "a")  # a linked pin: its link sets it
+    shader = patch.add_node("gpu.shader")  # code and file rebuild the node: not in presets
+    picture = patch.add_node("gpu.solid", {"color": (1.0, 0.0, 0.0, 1.0)})
+    patch.add_node("audio.input")  # its device: where it listens, not a show value
+    assert capture(patch) == {
+        (x, "value"): 10.0, (toggle, "value"): True, (constant, "value"): 3.0, (mul, "b"): 4.0,
+        (shader, "resolution"): (0, 0), (shader, "color"): (1.0, 0.6, 0.2, 1.0),  # a uniform
+        (picture, "color"): (1.0, 0.0, 0.0, 1.0), (picture, "resolution"): (0, 0),
+    }  # fmt: skip
+    assert preset_pins(patch, [mul, constant, "gone"]) == [(constant, "value"), (mul, "b")]
     assert capture(patch, [(x, "max")]) == {(x, "max"): 100.0}
+    empty = Patch()
+    empty.add_node("time.seconds")
+    assert capture(empty) == {} and preset_pins(empty) == []
 
 
 def test_jump_sets_every_pin_at_once() -> None:

@@ -44,6 +44,8 @@ class EditActions:
         for refused in (window.canvas.refused, window.bindings_panel.refused):
             refused.connect(self.on_refused)
         window.presets_panel.on_error = self.on_refused
+        window.presets_panel.selected_nodes = self.selected_document_nodes
+        window.presets_panel.chosen_pin = self.chosen_document_pin
         window.canvas.backdrops.rename_requested = self.rename_backdrop
         window.inspector.value_edited.connect(self.on_value_edited)
         library = window.library
@@ -113,6 +115,17 @@ class EditActions:
         if pointer is None or not viewport.rect().contains(viewport.mapFromGlobal(pointer)):
             pointer = QCursor.pos()
         self.window.bubble.show_at(pointer, f"Refused: {reason}")
+
+    def selected_document_nodes(self) -> list[str]:
+        """The nodes selected on the canvas while it shows the document (presets hold values of
+        the document's nodes only; inside a definition, none)."""
+        canvas = self.window.canvas
+        return canvas.selected_ids() if canvas.patch is self.window.patch else []
+
+    def chosen_document_pin(self) -> tuple[str, str] | None:
+        """The input last clicked in the inspector, when it shows a node of the document."""
+        inspector = self.window.inspector
+        return inspector.chosen_pin() if inspector.patch is self.window.patch else None
 
     def on_value_edited(self, node_id: str, pin: str, value: Any, gesture: Any) -> None:
         shown = self.window.canvas.patch

@@ -18,13 +18,15 @@ on a second learn of the target, or when the `learned` answer comes (the editor 
 binding with an undo step).
 
 Also here, for the inspector, the presets panel and the editor: which pins a control can drive
-(`bindable`), the range a new binding of a pin gets (`default_range`), the bindings of a target
+(`bindable`), the range and takeover a new binding of a pin gets (`default_range`, a range that
+holds the pin's value; `LEARN_TAKEOVER`, pick-up), the bindings of a target
 (`bindings_of`) and how a target reads (`target_label`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +58,7 @@ from nodes.document.bindings import (
     PRESET_TARGET,
     TAKEOVERS,
     Binding,
+    Takeover,
 )
 
 LEARN_TEXT = "Learn MIDI/OSC…"
@@ -97,16 +100,47 @@ def bindable(pin: PinSpec) -> bool:
     return is_bindable(pin.type) and pin.hint != "live"
 
 
+LEARN_TAKEOVER: Takeover = "pickup"
+"""How a binding made by learn (or bound to a typed address) takes over: the control moves the
+value only once it reaches it, so neither the learning message nor the next ones jump it."""
+
+
 def default_range(inst: NodeInstance, pin: PinSpec) -> tuple[float, float]:
-    """The range a new binding of `pin` gets: the pin's own minimum / maximum, else a slider's
-    `min` / `max` inputs (as the inspector's slider), else 0..1 (0..127 for an int)."""
+    """The range a new binding of `pin` gets: the pin's declared minimum / maximum, else a
+    slider's `min` / `max` inputs (as the inspector's slider), else 0..1 (0..127 for an int),
+    with a one-sided declared bound kept. A range that does not hold the pin's current value is
+    widened so that it sits in the middle of the travel (a gain at 3.0 with no declared range
+    gets 0..6), within the declared bounds: the control can reach the value it picks up."""
+    low: float
+    high: float
     if pin.minimum is not None and pin.maximum is not None:
-        return float(pin.minimum), float(pin.maximum)
-    if pin.hint == "slider":
-        low, high = inst.values.get("min"), inst.values.get("max")
-        if isinstance(low, int | float) and isinstance(high, int | float) and high > low:
-            return float(low), float(high)
-    return INT_RANGE if pin.type == "int" else (0.0, 1.0)
+        low, high = float(pin.minimum), float(pin.maximum)
+    else:
+        low, high = INT_RANGE if pin.type == "int" else (0.0, 1.0)
+        span = high - low
+        if pin.hint == "slider" and _numbers(inst.values.get("min"), inst.values.get("max")):
+            low, high = float(inst.values["min"]), float(inst.values["max"])
+        elif pin.minimum is not None:
+            low, high = float(pin.minimum), float(pin.minimum) + span
+        elif pin.maximum is not None:
+            low, high = float(pin.maximum) - span, float(pin.maximum)
+    value = inst.values.get(pin.name, pin.default)
+    if _numbers(value) and math.isfinite(value) and pin.type != "bool":
+        if value > high:
+            high = 2 * value - low
+        elif value < low:
+            low = 2 * value - high
+        if pin.minimum is not None:
+            low = max(low, float(pin.minimum))
+        if pin.maximum is not None:
+            high = min(high, float(pin.maximum))
+    if pin.type == "int":
+        low, high = float(math.floor(low)), float(math.ceil(high))
+    return (low, high) if high > low else (low, low + 1.0)
+
+
+def _numbers(*values: Any) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
 def bindings_of(patch: Patch, node_id: str, pin: str) -> list[str]:

@@ -19,10 +19,16 @@ request (`learn_requested`, `bind_osc_requested`, `unbind_requested`). A bound p
 a mark with its sources (`◉ midi:cc:1:7`); the pin that learn waits for is highlighted
 (`set_learning`). Pins the live-control runtime writes (hint "live") are shown, not edited.
 Hovering an input's name shows its sentence (app.qt.panels.help.pin_doc) and its bindings.
+
+A subpatch inlet's `default` is stored untyped; the inspector edits it with the widget of the pin
+the inlet gives its instances (nodes.document.definitions.inlet_pin: the type of what it feeds
+inside, else a float) and shows the default in force (an unset one follows the pin it feeds).
+The pin last clicked or focused is the inspector's `chosen_pin` (what the presets panel adds).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +42,7 @@ from app.qt.panels.code_editor import QtCodeField
 from app.qt.panels.help import pin_doc
 from app.qt.pin_types import editor_for
 from nodes import Patch, PinSpec
+from nodes.document.definitions import INLET, inlet_pin
 
 BOUND_COLOR = "#6ab0ff"
 LEARNING_STYLE = "background: #4a3a08; color: #ffe9a0; border: 1px solid #e0b030; padding: 2px;"
@@ -61,6 +68,9 @@ class QtInspector(QWidget):
         self.menu: QMenu | None = None  # the last pin menu opened
         self._code_fields: dict[str, QtCodeField] = {}
         self._reusable: dict[str, QtCodeField] = {}  # while set_node rebuilds the same node
+        self._inlet_default: PinSpec | None = None  # the typed pin an inlet's default shows as
+        self._built_types: dict[str, str] = {}  # the type of each pin when its widget was made
+        self.current_pin: str | None = None  # of the shown node: the last clicked or focused
         self._title = QLabel("No node selected")
         self._title.setWordWrap(True)
         self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -88,6 +98,9 @@ class QtInspector(QWidget):
         # The same node rebuilt (a shader edit added a uniform pin): its code editors stay, with
         # their focus, cursor and scroll position.
         same = patch is self.patch and node_id == self.node_id
+        if not same:
+            self.current_pin = None
+        self._inlet_default = None
         self._reusable = self._take_code_fields() if same else {}
         self._code_fields = {}
         self.patch, self.node_id = patch, node_id
@@ -103,6 +116,7 @@ class QtInspector(QWidget):
             self._title.setText("No node selected")
             return
         inst = patch.nodes[node_id]
+        self._built_types = {pin.name: pin.type for pin in inst.inputs}
         summary = html.escape(inst.spec.summary)
         self._title.setText(f"<b>{node_id}</b> · {inst.type_id}<br><i>{summary}</i> (F1: help)")
         for pin in inst.inputs:
@@ -145,9 +159,32 @@ class QtInspector(QWidget):
         link = self.patch.link_into(self.node_id, pin.name)
         if link is not None:
             return QLabel(f"← {link.src}.{link.src_pin}")
+        typed = self._typed_inlet_default(pin.name)
+        if typed is not None:
+            self._inlet_default = pin = typed
         editor = editor_for(pin)(pin, self)
         self._setters[pin.name] = editor.show
         return editor.widget
+
+    def _typed_inlet_default(self, pin: str) -> PinSpec | None:
+        """For an inlet's `default`: that pin as its instances' pin (type, range, the default in
+        force); None for every other pin."""
+        inst = self.patch.nodes[self.node_id]
+        if inst.type_id != INLET or pin != "default":
+            return None
+        return dataclasses.replace(inlet_pin(self.patch, inst), name="default")
+
+    def _shown_value(self, pin: str) -> Any:
+        if pin == "default" and self._inlet_default is not None:
+            typed = self._typed_inlet_default(pin)
+            return typed.default if typed is not None else None
+        return self.patch.nodes[self.node_id].values[pin]
+
+    def chosen_pin(self) -> tuple[str, str] | None:
+        """(node id, pin) of the input last clicked or focused here, or None."""
+        if self.node_id is None or self.current_pin is None:
+            return None
+        return self.node_id, self.current_pin
 
     # ------------------------------------------------------------------ PinEditorHost
     def emit(self, pin: str, value: Any, gesture: int | None = None) -> None:
@@ -186,11 +223,17 @@ class QtInspector(QWidget):
         editable = {
             p.name for p in inst.inputs if self.patch.link_into(self.node_id, p.name) is None
         }
-        if self._form.rowCount() != len(inst.inputs) or set(self._setters) != editable:
+        # An instance's pin, or an inlet's default, linked inside to another type: other widgets.
+        retyped = self._built_types != {p.name: p.type for p in inst.inputs} or (
+            self._inlet_default is not None
+            and (self._typed_inlet_default("default") or self._inlet_default).type
+            != self._inlet_default.type
+        )
+        if self._form.rowCount() != len(inst.inputs) or set(self._setters) != editable or retyped:
             self.set_node(self.patch, self.node_id)
             return
         for name, setter in self._setters.items():
-            setter(inst.values[name])
+            setter(self._shown_value(name))
 
     # ------------------------------------------------------------------ bindings
     def pin_label(self, pin: str) -> QLabel:
@@ -242,6 +285,8 @@ class QtInspector(QWidget):
         return None
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.MouseButtonPress, QEvent.Type.FocusIn):
+            self.current_pin = self._pin_of(watched) or self.current_pin
         if event.type() == QEvent.Type.ContextMenu and isinstance(event, QContextMenuEvent):
             pin = self._pin_of(watched)
             menu = self.pin_menu(pin) if pin is not None else None

@@ -1,9 +1,15 @@
 """The Presets panel: the document's presets, their undoable edits, recalls and the crossfader.
 
-Capture names a new preset holding the value pins of every USER input (nodes `capture`); Update
-takes the current values of a preset's pins again; Rename and Delete act on the selected one.
-Each is one undo command (`SetPresetCommand`, `RenamePresetCommand`) editing the Patch through
-`Patch.set_preset`, so the engine's copy follows as any edit does.
+Capture names a new preset holding every editable, unlinked value of the whole patch or of the
+nodes selected on the canvas (the choice beside it; nodes `preset_pins`); a capture that would hold
+nothing is not made, and the panel says why. Update takes the current values of a preset's pins
+again; Rename and Delete act on the selected one. Below, the selected preset's contents: one row
+per value (`node.pin = value`; a value whose node is gone is greyed, an empty preset says that
+recalling it changes nothing). Remove (or Delete in the list) takes the selected values out; Add
+puts in the pin chosen in the inspector (the last one clicked there), or else every preset pin of
+the selected nodes, with its current value. Each is one undo command (`SetPresetCommand`,
+`RenamePresetCommand`) editing the Patch through `Patch.set_preset`, so the engine's copy follows
+as any edit does. What is selected comes from the editor: `selected_nodes()` and `chosen_pin()`.
 
 Recalls: a double click jumps to a preset; Recall goes there as the row below it says (over a
 duration with an easing and a switch point for toggles and strings, starting now or on the next
@@ -29,8 +35,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QUndoCommand, QUndoStack
+from PySide6.QtGui import QBrush, QColor, QKeyEvent, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
     QDoubleSpinBox,
     QGridLayout,
@@ -48,6 +55,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.protocol.messages import Crossfade, Message, PresetRecall
 from app.qt.panels.bindings import CANCEL_LEARN_TEXT, LEARN_TEXT, binding_menu, bindings_of
+from app.qt.pin_types import format_value
 from nodes import (
     EASINGS,
     START_POINTS,
@@ -56,6 +64,8 @@ from nodes import (
     Patch,
     PatchEvent,
     capture,
+    changes_nothing,
+    preset_pins,
 )
 from nodes.document.bindings import CROSSFADER_TARGET, PRESET_TARGET
 
@@ -66,6 +76,25 @@ NAME_ROLE = Qt.ItemDataRole.UserRole  # a list item's preset name (its text adds
 LEARNING_COLOR, LEARNING_TEXT_COLOR = QColor(74, 58, 8), QColor(255, 233, 160)  # the inspector's
 CROSSFADER = (CROSSFADER_TARGET, "position")
 CROSSFADE_TITLE = "Crossfade A ↔ B"
+PIN_ROLE = Qt.ItemDataRole.UserRole  # a contents row's (node id, pin)
+WHOLE_PATCH, SELECTED_NODES = "Whole patch", "Selected nodes"
+MISSING_COLOR = QColor(130, 130, 130)
+WARNING_STYLE = "color: #ffb040;"
+EMPTY_TEXT = "(empty: recalling it changes nothing; Add puts a pin in)"
+PinRef = tuple[str, str]
+
+
+class _ContentsList(QListWidget):
+    """A preset's values; Delete and Backspace remove the selected ones."""
+
+    delete_pressed = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace):
+            self.delete_pressed.emit()
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
 
 def _mark(sources: list[str], learning: bool) -> str:
@@ -133,17 +162,31 @@ class QtPresetsPanel(QWidget):
         self.learning: tuple[str, str] | None = None  # the target learn waits for
         self.menu: QMenu | None = None  # the last binding menu opened
         self._unsubscribe: Callable[[], None] | None = None
+        self._listing = False  # while `refresh` lists the presets again
+        # What the editor has selected: the nodes on the canvas (of the document), and the pin
+        # chosen in the inspector (None: none).
+        self.selected_nodes: Callable[[], list[str]] = lambda: []
+        self.chosen_pin: Callable[[], PinRef | None] = lambda: None
 
         self.list = QListWidget()
         self.list.setObjectName("presets")
         self.list.itemDoubleClicked.connect(lambda item: self.jump(item.data(NAME_ROLE)))
-        self.list.currentItemChanged.connect(lambda *_: self._enable())
+        # (not while `refresh` lists the presets again: a button disabled meanwhile, even for
+        # that moment, would hand the keyboard focus on)
+        self.list.currentItemChanged.connect(
+            lambda *_: None if self._listing else self.refresh_contents()
+        )
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._preset_menu_at)
         buttons = QHBoxLayout()
         self.buttons: dict[str, QPushButton] = {}
         for label, slot, tip in (
-            ("Capture", self.capture, "A new preset of every user input's value"),
+            (
+                "Capture",
+                self.capture,
+                "A new preset of every editable, unlinked value of the "
+                "whole patch or of the selected nodes (as chosen beside)",
+            ),
             ("Update", self.update_selected, "Take the current values of its pins again"),
             ("Rename", self.rename_selected, "Rename the selected preset"),
             ("Delete", self.delete_selected, "Remove the selected preset"),
@@ -153,6 +196,33 @@ class QtPresetsPanel(QWidget):
             button.clicked.connect(lambda _checked=False, slot=slot: slot())
             buttons.addWidget(button)
             self.buttons[label] = button
+            if label == "Capture":
+                self.scope = self._combo((WHOLE_PATCH, SELECTED_NODES), "What Capture takes")
+                buttons.addWidget(self.scope)
+
+        self.contents_label = QLabel()
+        self.contents_label.setWordWrap(True)
+        self.contents = _ContentsList()
+        self.contents.setObjectName("preset contents")
+        self.contents.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.contents.delete_pressed.connect(self.remove_values)
+        self.contents.itemSelectionChanged.connect(self._enable)
+        edits = QHBoxLayout()
+        for label, slot, tip in (
+            ("Add", self.add_pins, "Put the pin chosen in the inspector (else the values of the "
+             "selected nodes) into the selected preset, with its current value"),
+            ("Remove", self.remove_values, "Take the selected values out of the preset (Delete)"),
+        ):  # fmt: skip
+            button = QPushButton(label)
+            button.setToolTip(tip)
+            button.clicked.connect(lambda _checked=False, slot=slot: slot())
+            edits.addWidget(button)
+            self.buttons[label] = button
+        edits.addStretch(1)
+        self.notice = QLabel()  # why a capture or an edit did nothing
+        self.notice.setWordWrap(True)
+        self.notice.setStyleSheet(WARNING_STYLE)
+        self.notice.hide()
 
         self.seconds = QDoubleSpinBox()
         self.seconds.setRange(0.0, 600.0)
@@ -209,6 +279,10 @@ class QtPresetsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.list, 1)
         layout.addLayout(buttons)
+        layout.addWidget(self.notice)
+        layout.addWidget(self.contents_label)
+        layout.addWidget(self.contents, 1)
+        layout.addLayout(edits)
         layout.addLayout(transition)
         layout.addLayout(heading)
         layout.addLayout(fader)
@@ -227,6 +301,7 @@ class QtPresetsPanel(QWidget):
             self._unsubscribe()
         self.patch = patch
         self._unsubscribe = patch.subscribe(self._on_event)
+        self.notice.hide()  # said of the document shown before
         self.refresh()
 
     def _on_event(self, event: PatchEvent) -> None:
@@ -234,11 +309,14 @@ class QtPresetsPanel(QWidget):
             self.refresh()
         elif event.op == EditOp.BINDING:
             self.refresh_bindings()
+        elif event.op in (EditOp.ADD_NODE, EditOp.REMOVE_NODE) and event.definition is None:
+            self.refresh_contents()  # a value whose node went is greyed (an undo brings it)
 
     def refresh(self) -> None:
         """List the presets again (keeping the selection and the crossfader's pair)."""
         names = list(self.patch.presets)
         current = self.selected()
+        self._listing = True
         self.list.clear()
         for name in names:
             item = QListWidgetItem(name)
@@ -246,6 +324,7 @@ class QtPresetsPanel(QWidget):
             self.list.addItem(item)
         if current in names:
             self.list.setCurrentRow(names.index(current))
+        self._listing = False
         self.refresh_bindings()
         # A keeps its preset while it exists, else takes the first; B likewise, else the first
         # other than A's.
@@ -260,13 +339,69 @@ class QtPresetsPanel(QWidget):
             combo.setCurrentText(chosen)
             combo.blockSignals(False)
             taken = chosen
+        self.refresh_contents()
+
+    def refresh_contents(self) -> None:
+        """Show the values of the selected preset (keeping the rows selected)."""
+        name = self.selected()
+        values = self.patch.presets.get(name, {}) if name is not None else {}
+        kept = set(self.selected_values())
+        self.contents.blockSignals(True)
+        self.contents.clear()
+        for (node_id, pin), value in values.items():
+            item = QListWidgetItem(f"{node_id}.{pin} = {format_value(value)}")
+            item.setData(PIN_ROLE, (node_id, pin))
+            inst = self.patch.nodes.get(node_id)
+            if inst is None or inst.input(pin) is None:
+                item.setText(item.text() + "  (node removed)")
+                item.setForeground(QBrush(MISSING_COLOR))
+                item.setToolTip("Its node is gone: a recall skips it (an undo may bring it back)")
+            self.contents.addItem(item)
+            item.setSelected((node_id, pin) in kept)
+        if name is not None and not values:
+            empty = QListWidgetItem(EMPTY_TEXT)
+            empty.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.contents.addItem(empty)
+        self.contents.blockSignals(False)
+        count = len(values)
+        self.contents_label.setText(
+            "No preset selected"
+            if name is None
+            else f"<b>{name}</b> holds {count} value{'s' if count != 1 else ''}"
+        )
         self._enable()
 
     def _enable(self) -> None:
         chosen = self.selected() is not None
-        for label in ("Update", "Rename", "Delete", "Recall"):
+        for label in ("Update", "Rename", "Delete", "Recall", "Add"):
             self.buttons[label].setEnabled(chosen)
+        self.buttons["Remove"].setEnabled(chosen and bool(self.selected_values()))
         self.crossfader.setEnabled(len(self.patch.presets) >= 2)
+
+    def contents_rows(self) -> list[str]:
+        """The contents list's rows as they read."""
+        return [self.contents.item(row).text() for row in range(self.contents.count())]
+
+    def selected_values(self) -> list[PinRef]:
+        """The (node id, pin) of the selected rows of the contents list."""
+        return [
+            tuple(item.data(PIN_ROLE))  # type: ignore[misc]
+            for item in self.contents.selectedItems()
+            if item.data(PIN_ROLE) is not None
+        ]
+
+    def select_values(self, refs: list[PinRef]) -> None:
+        """Select the rows of these values in the contents list."""
+        for row in range(self.contents.count()):
+            item = self.contents.item(row)
+            data = item.data(PIN_ROLE)
+            item.setSelected(data is not None and tuple(data) in refs)
+
+    def warn(self, text: str) -> None:
+        """Say in the panel (and to the editor's messages) why nothing happened."""
+        self.notice.setText(text)
+        self.notice.show()
+        self.on_error(text)
 
     def names(self) -> list[str]:
         """The presets listed, in order."""
@@ -347,18 +482,78 @@ class QtPresetsPanel(QWidget):
             return None
         return name
 
+    def capture_pins(self) -> list[PinRef]:
+        """What Capture takes now: the preset pins of the whole patch or of the selected nodes."""
+        if self.scope.currentText() == SELECTED_NODES:
+            return preset_pins(self.patch, self.selected_nodes())
+        return preset_pins(self.patch)
+
     def capture(self) -> None:
-        """Capture every USER input's value pins as a new preset (named by the user)."""
+        """Capture the values Capture takes (see `capture_pins`) as a new preset named by the
+        user; nothing, and a warning, when there are none."""
+        self.notice.hide()
+        pins = self.capture_pins()
+        if not pins:
+            kinds = "(an unlinked number, toggle, colour, vector or text)"
+            if self.scope.currentText() == WHOLE_PATCH:
+                why = f"the patch has no value a preset can hold {kinds}"
+            elif self.selected_nodes():
+                why = f"the selected nodes have no value a preset can hold {kinds}"
+            else:
+                why = "no node is selected (select nodes, or capture the whole patch)"
+            self.warn(f"Nothing to capture: {why}; no preset made")
+            return
         suggested = next(
             f"Preset {n}" for n in range(1, 10_000) if f"Preset {n}" not in self.patch.presets
         )
         name = self._free_name(self.ask_name("Capture preset", suggested))
         if name is not None:
-            values = capture(self.patch)
+            values = capture(self.patch, pins)
             self.undo_stack.push(
                 SetPresetCommand(self.patch, name, values, f"capture preset {name}")
             )
             self.select(name)
+
+    def add_pins(self) -> None:
+        """Put the pin chosen in the inspector, or else the preset pins of the selected nodes,
+        into the selected preset with their current values (one undo step)."""
+        name = self.selected()
+        if name is None:
+            return
+        self.notice.hide()
+        chosen = self.chosen_pin()
+        pins = [chosen] if chosen is not None else preset_pins(self.patch, self.selected_nodes())
+        old = self.patch.presets[name]
+        new = [ref for ref in pins if ref not in old and ref[0] in self.patch.nodes]
+        if not new:
+            self.warn(
+                f"Nothing to add to {name}: "
+                + (
+                    f"{chosen[0]}.{chosen[1]} is in it already"
+                    if chosen is not None and chosen in old
+                    else "click a value in the Inspector (or select nodes) first"
+                )
+            )
+            return
+        what = f"{new[0][0]}.{new[0][1]}" if len(new) == 1 else f"{len(new)} values"
+        values = {**old, **capture(self.patch, new)}
+        self.undo_stack.push(
+            SetPresetCommand(self.patch, name, values, f"add {what} to preset {name}")
+        )
+        self.select_values(new)
+
+    def remove_values(self) -> None:
+        """Take the selected values out of the selected preset (one undo step)."""
+        name = self.selected()
+        doomed = set(self.selected_values())
+        if name is None or not doomed:
+            return
+        values = {ref: v for ref, v in self.patch.presets[name].items() if ref not in doomed}
+        first = next(iter(doomed))
+        what = f"{first[0]}.{first[1]}" if len(doomed) == 1 else f"{len(doomed)} values"
+        self.undo_stack.push(
+            SetPresetCommand(self.patch, name, values, f"remove {what} from preset {name}")
+        )
 
     def update_selected(self) -> None:
         """Take the current values of the selected preset's pins (of nodes still there)."""
@@ -387,14 +582,26 @@ class QtPresetsPanel(QWidget):
             self.undo_stack.push(SetPresetCommand(self.patch, name, None, f"delete preset {name}"))
 
     # ------------------------------------------------------------------ recalls
+    def _recalls_nothing(self, name: str) -> bool:
+        """Say so when recalling preset `name` would change nothing (it holds no value of the
+        patch), and nothing is sent."""
+        preset = self.patch.presets.get(name)
+        if preset is None or not changes_nothing(self.patch, preset):
+            self.notice.hide()
+            return False
+        self.warn(f"Preset {name} holds no value of this patch: recalling it changes nothing")
+        return True
+
     def jump(self, name: str) -> None:
         """Jump to preset `name` now, on the engine's deck."""
+        if self._recalls_nothing(name):
+            return
         self.engine_send(PresetRecall(name, mode="jump", start="now"))
 
     def recall_selected(self) -> None:
         """Recall the selected preset as the transition row says."""
         name = self.selected()
-        if name is None:
+        if name is None or self._recalls_nothing(name):
             return
         seconds = self.seconds.value()
         start = self.start.currentText()
