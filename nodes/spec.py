@@ -12,11 +12,13 @@ resolve against it); when they cannot be derived (a missing file), `dynamic_inpu
 `any` pin for each value it was given, so that the patch still loads, keeps its values and links,
 and the node fails when it runs.
 
-A pin's other facts (range, hint, doc, lazy, feedback) are declared in its annotation,
+A pin's other facts (range, hint, choices, doc, lazy, feedback) are declared in its annotation,
 `Annotated[float, Pin(min=0, hint="slider", doc="...")]`, or in the decorator's dicts keyed by
-name (`ranges=`, `hints=`, `docs=`, `lazy=`, `feedback=`). Registration refuses what it would
-otherwise ignore: a dict name that is no pin, an unknown hint or `Pin` key, a fact given both
-ways, an output of no known type; each error is one line naming the node and the pin.
+name (`ranges=`, `hints=`, `choices=`, `docs=`, `lazy=`, `feedback=`). `choices` lists the
+values a text pin means (`align`: left, center, right): the editor offers them in a list.
+Registration refuses what it would otherwise ignore: a dict name that is no pin, an unknown hint
+or `Pin` key, a fact given both ways, an output of no known type; each error is one line naming
+the node and the pin.
 
 Specs are immutable and hold no per-instance data, so one spec serves every instance and every
 evaluator, on any thread.
@@ -136,6 +138,8 @@ class PinSpec:
     hint: str | None = None
     minimum: float | None = None
     maximum: float | None = None
+    # The values a text pin means, in the order the editor lists them (None: any text).
+    choices: tuple[str, ...] | None = None
 
     def __eq__(self, other: object) -> bool:
         return _same_fields(self, other)
@@ -285,6 +289,7 @@ def node(
     feedback: tuple[str, ...] = (),
     hints: Mapping[str, str] | None = None,
     ranges: Mapping[str, tuple[float | None, float | None]] | None = None,
+    choices: Mapping[str, tuple[str, ...]] | None = None,
     init_state: Callable[[str], Any] | None = None,
     examples: tuple[tuple[Mapping[str, Any], Any], ...] = (),
     legacy_ids: tuple[str, ...] = (),
@@ -296,9 +301,10 @@ def node(
     docs: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare and register a node type from a function; see the module note for the rules.
-    `docs`: one sentence per pin name (inputs and outputs). `lazy`, `feedback`, `hints`, `ranges`
-    and `docs` name pins; a name that is no pin, a hint that is not in PIN_HINTS or an output of
-    no known type is refused (TypeError naming the node and the pin)."""
+    `docs`: one sentence per pin name (inputs and outputs). `choices`: the values a text pin
+    means. `lazy`, `feedback`, `hints`, `ranges`, `choices` and `docs` name pins; a name that is
+    no pin, a hint that is not in PIN_HINTS or an output of no known type is refused (TypeError
+    naming the node and the pin)."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         params = list(inspect.signature(fn).parameters.values())
@@ -311,14 +317,15 @@ def node(
             params = params[1:]
         if dynamic_inputs is not None:
             params = params[:-1]  # the last parameter receives the dynamic pins' values
-        _check_pin_names(type_id, params, outputs, lazy, feedback, hints, ranges, docs)
+        _check_pin_names(type_id, params, outputs, lazy, feedback, hints, ranges, docs,
+                         choices)  # fmt: skip
         pins = []
         pin_docs = dict(docs or {})
         for param in params:
             annotation, declared = _pin_annotation(type_id, param.name, param.annotation, fn)
             name = param.name.rstrip("_")
             facts = _merged_facts(type_id, name, declared, param.name, lazy, feedback, hints,
-                                  ranges, docs)  # fmt: skip
+                                  ranges, docs, choices)  # fmt: skip
             kind = pin_type_of_annotation(annotation.removeprefix("Pull[").rstrip("]"))
             if kind is None:
                 raise TypeError(f"{type_id}: pin {param.name!r} has no known type ({annotation})")
@@ -335,6 +342,7 @@ def node(
                     hint=facts.hint,
                     minimum=facts.min,
                     maximum=facts.max,
+                    choices=facts.choices,
                 )
             )
         if outputs is None:
@@ -382,7 +390,7 @@ class Pin:
     Beside the decorator's `ranges=`, `hints=`, `docs=`, `lazy=` and `feedback=`; a fact given
     in both places, or a key that is none of these, is refused when the node registers."""
 
-    __slots__ = ("doc", "feedback", "hint", "lazy", "max", "min", "unknown")
+    __slots__ = ("choices", "doc", "feedback", "hint", "lazy", "max", "min", "unknown")
 
     def __init__(
         self,
@@ -393,14 +401,16 @@ class Pin:
         doc: str | None = None,
         lazy: bool = False,
         feedback: bool = False,
+        choices: tuple[str, ...] | None = None,
         **unknown: Any,
     ) -> None:
         self.min, self.max, self.hint, self.doc = min, max, hint, doc
+        self.choices = None if choices is None else tuple(choices)
         self.lazy, self.feedback = lazy, feedback
         self.unknown = unknown  # refused at registration, where the node and pin can be named
 
     def __repr__(self) -> str:
-        facts = {key: getattr(self, key) for key in ("min", "max", "hint", "doc")}
+        facts = {key: getattr(self, key) for key in ("min", "max", "hint", "choices", "doc")}
         shown = [f"{key}={value!r}" for key, value in facts.items() if value is not None]
         shown += [key for key in ("lazy", "feedback") if getattr(self, key)]
         return f"Pin({', '.join(shown)})"
@@ -426,8 +436,8 @@ def _pin_annotation(
     if facts.unknown:
         keys = ", ".join(sorted(facts.unknown))
         raise TypeError(
-            f"{type_id}: pin {param!r}: unknown Pin key {keys} (keys: min, max, hint, doc, "
-            "lazy, feedback)"
+            f"{type_id}: pin {param!r}: unknown Pin key {keys} (keys: min, max, hint, choices, "
+            "doc, lazy, feedback)"
         )
     return base, facts
 
@@ -454,6 +464,7 @@ def _check_pin_names(
     hints: Mapping[str, str] | None,
     ranges: Mapping[str, Any] | None,
     docs: Mapping[str, str] | None,
+    choices: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """Refuse names in the decorator's pin dicts that name no pin, unknown hints and outputs of
     no known type: a node pack author gets an error, not a fact silently ignored. Each dict is
@@ -467,6 +478,7 @@ def _check_pin_names(
         ("feedback", feedback, pins),
         ("hints", hints or {}, parameters),
         ("ranges", ranges or {}, parameters),
+        ("choices", choices or {}, parameters),
         ("docs", docs or {}, pins | outs),
     ):
         for name in names:
@@ -492,6 +504,7 @@ class _Facts(typing.NamedTuple):
     doc: str | None
     lazy: bool
     feedback: bool
+    choices: tuple[str, ...] | None
 
 
 def _merged_facts(
@@ -504,15 +517,18 @@ def _merged_facts(
     hints: Mapping[str, str] | None,
     ranges: Mapping[str, tuple[float | None, float | None]] | None,
     docs: Mapping[str, str] | None,
+    choices: Mapping[str, tuple[str, ...]] | None = None,
 ) -> _Facts:
     """A pin's facts from its `Pin(...)` and the decorator's dicts; one given in both places is
     refused (which would win is not obvious to a reader)."""
     low, high = (ranges or {}).get(param, (None, None))
     hint = (hints or {}).get(param)
     doc = (docs or {}).get(name)
+    listed = (choices or {}).get(param)
+    listed = None if listed is None else tuple(listed)
     in_pin = (declared.min, declared.max, declared.hint, declared.doc, declared.lazy or None,
-              declared.feedback or None)  # fmt: skip
-    in_dicts = (low, high, hint, doc, name in lazy or None, name in feedback or None)
+              declared.feedback or None, declared.choices)  # fmt: skip
+    in_dicts = (low, high, hint, doc, name in lazy or None, name in feedback or None, listed)
     both = [key for key, a, b in zip(_Facts._fields, in_pin, in_dicts, strict=True)
             if a is not None and b is not None]  # fmt: skip
     if both:
@@ -526,6 +542,7 @@ def _merged_facts(
         doc=declared.doc or doc,
         lazy=declared.lazy or name in lazy,
         feedback=declared.feedback or name in feedback,
+        choices=declared.choices if declared.choices is not None else listed,
     )
 
 

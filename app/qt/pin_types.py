@@ -11,31 +11,49 @@ the widget and a `show(value)` that puts a value in it with its signals blocked,
 echoes. Edits go out through `host.emit`; nothing reads values back out of widgets.
 
 Choosing (`editor_for`): the "live" hint is shown read-only; a "slider" hint, or a pin with both
-bounds, gets a slider; "code" and "toggle" hints get their widget; every other pin gets its type's
-editor ("color" and "file" hints keep the type's widget).
+bounds, gets a slider; "code" and "toggle" hints get their widget; a "file" hint gets a line with a
+Browse button; a text pin with `choices` gets a drop-down of them; every other pin gets its type's
+editor: colours a swatch (a click opens a colour dialog with alpha) beside four 0..1 number fields,
+2- and 3-vectors two and three number fields.
+
+One edit is one undo step: a number field's value when it is typed or stepped, a colour chosen in
+the dialog (emitted once, when it is accepted), a choice picked, a file chosen. A file chosen in
+the dialog (which opens in the patch's folder) is named relative to that folder, as the file
+format requires; one outside it is refused by the Patch with its reason.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QCheckBox,
+    QColorDialog,
+    QComboBox,
+    QDialog,
     QDoubleSpinBox,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
+    QSizePolicy,
     QSlider,
     QSpinBox,
+    QStyle,
     QWidget,
 )
 
 from app.qt.panels.code_editor import QtCodeField
+from app.qt.support.pictures import paint_checkerboard
 from nodes import PinSpec
 
 SLIDER_STEPS = 1000
@@ -63,6 +81,10 @@ class PinEditorHost(Protocol):
 
     def code_field(self, pin: str) -> QtCodeField:
         """The code editor of `pin` (kept across rebuilds of the same node)."""
+
+    def folder(self) -> Path | None:
+        """The folder file names are relative to: the patch's (None: never saved, the current
+        directory)."""
 
 
 EditorFactory = Callable[[PinSpec, PinEditorHost], PinEditor]
@@ -134,16 +156,29 @@ class QtSliderField(QWidget):
 class QtVectorField(QWidget):
     """One number field per component of a vector; an edit of any field emits the whole vector."""
 
-    def __init__(self, size: int, edited: Callable[[tuple[float, ...]], None]):
+    def __init__(
+        self,
+        size: int,
+        edited: Callable[[tuple[float, ...]], None],
+        step: float = 1.0,
+        names: str = "xyzw",
+        buttons: bool = True,
+    ):
         super().__init__()
         self.fields: list[QDoubleSpinBox] = []
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for _ in range(size):
+        layout.setSpacing(2)
+        for index in range(size):
             field = QDoubleSpinBox()
             field.setDecimals(4)
             field.setRange(-1e9, 1e9)
+            field.setSingleStep(step)
             field.setKeyboardTracking(False)
+            field.setToolTip(names[index])
+            field.setMinimumWidth(40)
+            if not buttons:  # narrow: arrow keys and the wheel still step
+                field.setButtonSymbols(QDoubleSpinBox.ButtonSymbols.NoButtons)
             field.valueChanged.connect(lambda _v: edited(self.value()))
             layout.addWidget(field)
             self.fields.append(field)
@@ -154,6 +189,157 @@ class QtVectorField(QWidget):
     def set_value(self, value: Any) -> None:
         for field, component in zip(self.fields, value, strict=True):
             _quiet(field, field.setValue, float(component))
+
+
+class QtColorField(QWidget):
+    """A colour: a swatch (the colour over a checkerboard, so its alpha shows; its tooltip gives
+    the hex code and opacity) that opens a colour dialog with alpha, beside r, g, b, a number
+    fields (0..1; brighter than 1 can be typed). The dialog's colour is emitted once, when it is
+    accepted: one undo step."""
+
+    SWATCH = QSize(22, 14)
+
+    def __init__(self, edited: Callable[[tuple[float, ...]], None]):
+        super().__init__()
+        self._edited = edited
+        self.dialog: QColorDialog | None = None  # while it is open
+        self.swatch = QPushButton()
+        self.swatch.setIconSize(self.SWATCH)
+        self.swatch.setFixedWidth(self.SWATCH.width() + 10)
+        self.swatch.clicked.connect(self.pick)
+        self.numbers = QtVectorField(4, self._typed, step=0.05, names="rgba", buttons=False)
+        for field in self.numbers.fields:
+            field.setDecimals(3)
+            field.setMinimumWidth(34)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.swatch)
+        layout.addWidget(self.numbers, 1)
+        self._paint_swatch()
+
+    def value(self) -> tuple[float, ...]:
+        return self.numbers.value()
+
+    def set_value(self, value: Any) -> None:
+        self.numbers.set_value(_rgba(value))
+        self._paint_swatch()
+
+    def color(self) -> QColor:
+        """The shown colour (components clamped to 0..1)."""
+        r, g, b, a = (min(1.0, max(0.0, c)) for c in self.value())
+        return QColor.fromRgbF(r, g, b, a)
+
+    def pick(self) -> None:
+        """Open the colour dialog at the shown colour; emit what it accepts."""
+        dialog = QColorDialog(self.color(), self)
+        dialog.setWindowTitle("Colour")
+        dialog.setOption(QColorDialog.ColorDialogOption.ShowAlphaChannel)
+        dialog.setOption(QColorDialog.ColorDialogOption.DontUseNativeDialog)
+        self.dialog = dialog
+        try:
+            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+            chosen = dialog.currentColor()
+        finally:
+            self.dialog = None
+            dialog.deleteLater()
+        if accepted and chosen.isValid():
+            rgba = (chosen.redF(), chosen.greenF(), chosen.blueF(), chosen.alphaF())
+            value = tuple(round(c, 3) for c in rgba)  # as the fields show it
+            self.numbers.set_value(value)
+            self._paint_swatch()
+            self._edited(value)
+
+    def _typed(self, value: tuple[float, ...]) -> None:
+        self._paint_swatch()
+        self._edited(value)
+
+    def _paint_swatch(self) -> None:
+        size = self.SWATCH
+        pixmap = QPixmap(size)
+        painter = QPainter(pixmap)
+        paint_checkerboard(painter, pixmap.rect(), 5)
+        color = self.color()
+        painter.fillRect(0, 0, size.width(), size.height(), color)
+        opaque = QColor(color)
+        opaque.setAlphaF(1.0)
+        painter.fillRect(size.width() * 2 // 3, 0, size.width(), size.height(), opaque)
+        painter.setPen(QColor(40, 40, 40))
+        painter.drawRect(0, 0, size.width() - 1, size.height() - 1)
+        painter.end()
+        self.swatch.setIcon(QIcon(pixmap))
+        alpha = round(color.alphaF() * 100)
+        self.swatch.setToolTip(f"{opaque.name().upper()}, {alpha}% opaque: click to pick a colour")
+
+
+def _rgba(value: Any) -> tuple[float, ...]:
+    """A colour value as four components (three mean opaque)."""
+    components = tuple(float(c) for c in value)
+    return (*components, 1.0) if len(components) == 3 else components[:4]
+
+
+class QtFileField(QWidget):
+    """A file name: a line to type it and a Browse button whose dialog opens in the patch's
+    folder; the file chosen is named relative to that folder."""
+
+    def __init__(self, folder_of: Callable[[], Path | None], edited: Callable[[str], None]):
+        super().__init__()
+        self._folder_of = folder_of
+        self._edited = edited
+        self.dialog: QFileDialog | None = None  # while it is open
+        self.line = QLineEdit()
+        self.line.setPlaceholderText("a file in the patch's folder")
+        self.line.editingFinished.connect(lambda: self._edited(self.line.text()))
+        self.browse = QPushButton("…")
+        self.browse.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_DirOpenIcon))
+        self.browse.setToolTip("Browse: choose a file in the patch's folder (or a subfolder)")
+        self.browse.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.browse.setMaximumWidth(44)
+        self.browse.clicked.connect(self.choose)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.line, 1)
+        layout.addWidget(self.browse)
+
+    def base(self) -> Path:
+        """The folder names are relative to (the current directory for a patch never saved)."""
+        folder = self._folder_of()
+        return Path(folder) if folder is not None else Path.cwd()
+
+    def set_value(self, value: Any) -> None:
+        _quiet(self.line, self.line.setText, "" if value is None else str(value))
+
+    def choose(self) -> None:
+        """Open the file dialog in the patch's folder (at the current file, if any)."""
+        base = self.base()
+        dialog = QFileDialog(self, "Choose a file", str(base))
+        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        current = self.line.text()
+        if current and not os.path.isabs(current):
+            dialog.selectFile(str(base / current))
+        self.dialog = dialog
+        try:
+            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+            chosen = dialog.selectedFiles()
+        finally:
+            self.dialog = None
+            dialog.deleteLater()
+        if accepted and chosen:
+            name = relative_name(Path(chosen[0]), base)
+            self.line.setText(name)
+            self._edited(name)
+
+
+def relative_name(path: Path, base: Path) -> str:
+    """`path` as a file name relative to `base`, with `/` between parts (as files store them).
+    A file outside `base` gets a name leading out with `..`, which the Patch refuses unless it
+    leads into a trusted folder or the built-in resources."""
+    try:
+        relative = os.path.relpath(path.resolve(), base.resolve())
+    except ValueError:  # another drive (Windows): only an absolute name would do
+        return str(path)
+    return Path(relative).as_posix()
 
 
 def format_value(value: Any) -> str:
@@ -233,25 +419,40 @@ def _text(pin: PinSpec, host: PinEditorHost) -> PinEditor:
     return PinEditor(line, lambda v: _quiet(line, line.setText, str(v)))
 
 
-def _numbers_line(pin: PinSpec, host: PinEditorHost) -> PinEditor:
-    """A line of numbers separated by spaces or commas (colours, 2-vectors); text that is not
-    numbers shows the stored value again."""
-    line = QLineEdit()
-
-    def edited() -> None:
-        try:
-            value = tuple(float(part) for part in line.text().replace(",", " ").split())
-        except ValueError:
-            host.show_stored()
-            return
-        host.emit(pin.name, value)
-
-    line.editingFinished.connect(edited)
-    return PinEditor(line, lambda v: _quiet(line, line.setText, " ".join(f"{c:g}" for c in v)))
+def _vector2(pin: PinSpec, host: PinEditorHost) -> PinEditor:
+    field = QtVectorField(2, lambda v: host.emit(pin.name, v), step=0.05)
+    return PinEditor(field, field.set_value)
 
 
 def _vector3(pin: PinSpec, host: PinEditorHost) -> PinEditor:
     field = QtVectorField(3, lambda v: host.emit(pin.name, v))
+    return PinEditor(field, field.set_value)
+
+
+def _color(pin: PinSpec, host: PinEditorHost) -> PinEditor:
+    field = QtColorField(lambda v: host.emit(pin.name, v))
+    return PinEditor(field, field.set_value)
+
+
+def _choice(pin: PinSpec, host: PinEditorHost) -> PinEditor:
+    """A drop-down of the pin's choices; a stored value that is none of them (a file written
+    by hand) is listed too, marked, so that it shows as it is."""
+    box = QComboBox()
+    box.addItems(list(pin.choices or ()))
+    box.activated.connect(lambda index: host.emit(pin.name, box.itemText(index)))
+
+    def show(value: Any) -> None:
+        text = str(value)
+        if box.findText(text) < 0:
+            box.addItem(text)
+            box.setItemData(box.count() - 1, "not one of the choices", Qt.ItemDataRole.ToolTipRole)
+        _quiet(box, box.setCurrentText, text)
+
+    return PinEditor(box, show)
+
+
+def _file(pin: PinSpec, host: PinEditorHost) -> PinEditor:
+    field = QtFileField(host.folder, lambda name: host.emit(pin.name, name))
     return PinEditor(field, field.set_value)
 
 
@@ -263,8 +464,8 @@ PIN_LOOKS: dict[str, PinLook] = {
     "bool": PinLook((230, 200, 80), _check_box),
     "array": PinLook((90, 220, 200)),
     "str": PinLook((220, 150, 220), _text),
-    "color": PinLook((255, 140, 110), _numbers_line),
-    "vec2": PinLook((170, 200, 255), _numbers_line),
+    "color": PinLook((255, 140, 110), _color),
+    "vec2": PinLook((170, 200, 255), _vector2),
     "vec3": PinLook((150, 170, 255), _vector3),
     "texture": PinLook((250, 110, 180)),
     "any": PinLook((200, 200, 200)),
@@ -276,6 +477,7 @@ HINT_EDITORS: dict[str, EditorFactory] = {
     "slider": _slider,
     "code": _code,
     "toggle": _check_box,
+    "file": _file,
 }
 
 
@@ -290,7 +492,9 @@ def editor_for(pin: PinSpec) -> EditorFactory:
     hint = pin.hint
     if hint != "live" and pin.minimum is not None and pin.maximum is not None:
         hint = "slider"
-    if hint in HINT_EDITORS:
+    if hint in HINT_EDITORS and (hint != "file" or pin.type in ("str", "any")):
         return HINT_EDITORS[hint]
+    if pin.choices and pin.type == "str":
+        return _choice
     look = PIN_LOOKS.get(pin.type)
     return shown_in_words if look is None or look.editor is None else look.editor

@@ -145,3 +145,23 @@ def test_library_nodes_declared_with_pins_keep_their_facts() -> None:
 
 def test_the_execution_context_is_what_compute_functions_are_typed_against() -> None:
     assert isinstance(ExecutionContext(), NodeContext)
+
+
+def test_choices_are_declared_either_way_and_not_twice() -> None:
+    def with_dicts(align: str = "center") -> str:
+        return align
+
+    def with_pin(align: Annotated[str, Pin(choices=("left", "center", "right"))] = "center") -> str:
+        return align
+
+    dicts = declared(
+        "test.choices_dict", with_dicts, choices={"align": ("left", "center", "right")}
+    )
+    pins = declared("test.choices_pin", with_pin)
+    assert dicts.inputs == pins.inputs
+    assert dicts.input("align").choices == ("left", "center", "right")
+    assert LIBRARY["text.render"].input("align").choices == ("left", "center", "right")
+    with pytest.raises(TypeError, match=r"^test\.twice: pin 'align': choices given both"):
+        declared("test.twice", with_pin, choices={"align": ("left",)})
+    with pytest.raises(TypeError, match=r"^test\.nopin: choices= names pin 'mode'"):
+        declared("test.nopin", with_dicts, choices={"mode": ("a",)})

@@ -2,7 +2,9 @@
 
 Widgets are chosen once per pin from the pin's UI hint and type by the editor's pin-type table
 (app.qt.pin_types): a slider with a number field for `slider` pins, a check box for `toggle` and
-bool pins, number fields for numbers and 3-vectors, a line edit for text, colours and 2-vectors,
+bool pins, number fields for numbers and 2- and 3-vectors, a swatch that opens a colour dialog
+(with alpha) beside r, g, b, a fields for colours, a drop-down for text pins with choices, a line
+with a Browse button (opening in the patch's folder) for files, a line edit for other text,
 and a GLSL editor across the panel's width for `code` pins (app.qt.panels.code_editor: applied after
 a pause in typing or on Ctrl+Enter, one undo step each, the node's compile error marked at its
 line). The inspector is the widgets' `PinEditorHost`. Linked inputs show where they come from and
@@ -31,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import html
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
@@ -211,6 +214,10 @@ class QtInspector(QWidget):
             code.applied.connect(lambda text, name=pin: self.emit(name, text))
         self._code_fields[pin] = code
         return code
+
+    def folder(self) -> Path | None:
+        """The folder the shown patch's file names are relative to (None: never saved)."""
+        return self.patch.folder if self.patch is not None else None
 
     def refresh_values(self) -> None:
         """Show the Patch's current values (and rebuild if the node's pins or links changed)."""

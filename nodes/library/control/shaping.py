@@ -311,6 +311,7 @@ EASING_CURVES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 @node(
     "math.ease",
+    choices={"curve": tuple(EASING_CURVES)},
     examples=(
         ({"t": 0.5, "curve": "in_quad"}, 0.25),
         ({"t": 0.5, "curve": "in_out_cubic"}, 0.5),

@@ -133,6 +133,7 @@ MIRROR_MODES = {"horizontal": 0, "vertical": 1, "both": 2}
 @node(
     "gpu.mirror",
     init_state=GPUTargets,
+    choices={"mode": tuple(MIRROR_MODES)},
     docs={
         "in": _IN,
         "mode": "horizontal (left half onto the right), vertical (bottom onto top) or both.",
@@ -299,6 +300,7 @@ COMPOSITE_MODES = {
 @node(
     "gpu.composite",
     init_state=GPUTargets,
+    choices={"mode": tuple(COMPOSITE_MODES)},
     ranges={"opacity": (0.0, 1.0), "base_fade": (0.0, 1.0)},
     docs={
         "base": "The texture underneath (e.g. a gpu.feedback for trails).",

@@ -77,6 +77,7 @@ def instance_arrays(
     init_state=GPUTargets,
     hints={"color": "color", "background": "color"},
     ranges={"size": (0.0, None)},
+    choices={"shape": tuple(SHAPES)},
     docs={
         "positions": "Centre of each shape, an Nx2 array of x, y in 0..1 (origin bottom-left).",
         "sizes": "Radius of each shape (fraction of the frame height), N values; empty: `size`.",

@@ -268,6 +268,7 @@ BLEND_MODES = {"mix": 0, "add": 1, "multiply": 2, "screen": 3}
     "gpu.blend",
     init_state=GPUTargets,
     ranges={"opacity": (0.0, 1.0)},
+    choices={"mode": tuple(BLEND_MODES)},
     docs={
         "a": "The texture underneath.",
         "b": "The texture laid on top.",

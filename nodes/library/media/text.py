@@ -120,6 +120,7 @@ class TextState(GPUTargets):
     "text.render",
     init_state=TextState,
     hints={"font": "file", "color": "color"},
+    choices={"align": tuple(ANCHORS)},
     ranges={"size": (1.0, 1024.0)},
     docs={
         "text": "The text to draw; new lines start new lines.",
