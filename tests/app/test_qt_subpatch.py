@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.engine.engine import Engine
 from app.qt.window import DECORATE_EVERY
+from app.session.placement import free_position
 from nodes import Patch
 from tests.app.conftest import played, wait_built
 from tests.app.test_engine import EditorEnd
@@ -417,11 +418,14 @@ def test_a_definition_dropped_from_the_library_makes_an_instance_there(editor, u
     library, canvas = editor.library, editor.canvas
     viewport = canvas.viewer().viewport()
     point = QPoint(200, 150)
+    # Under the pointer, or the nearest spot there on no other node.
+    dropped_at = canvas.viewer().mapToScene(point)
+    spot = free_position(canvas.node_rects(), (dropped_at.x(), dropped_at.y()))
     drop(viewport, library.tree.mimeData([library.definition_item("amp")]), point)
     (new,) = {node_id for _, node_id in editor.patch.instances("amp")} - {"amp1", "amp2"}
-    dropped_at = canvas.viewer().mapToScene(point)
     x, y = editor.patch.nodes[new].pos
-    assert abs(x - dropped_at.x()) < 1 and abs(y - dropped_at.y()) < 1  # the viewer rounds
+    assert abs(x - spot[0]) < 1 and abs(y - spot[1]) < 1  # the viewer rounds
+    assert canvas.selected_ids() == [new]
     assert editor.undo_stack.count() == 1
     # a node type drags the same way
     (item,) = library.tree.findItems("math.sin", Qt.MatchFlag.MatchRecursive)

@@ -23,7 +23,11 @@ shows its type, its sentence (app.qt.panels.help.pin_doc) and its current value 
 the editor); a node's tooltip carries its summary. Backdrops of the level shown are items of
 `app.qt.canvas.backdrops.BackdropLayer`. The canvas menu holds the document's Undo / Redo only
 (NodeGraphQt's own are taken out) and the tab search our node types, listed with their summary
-(typing matches both), and definitions only.
+(typing matches both), and definitions only; what is typed ranks an id with that exact word first
+(`search_ranked`: "level" lists audio.level before gpu.levels). A node added by tab search or
+dropped from the library goes where the pointer is, or the nearest spot there on no other node
+(app.session.placement), and is selected, so the inspector shows it at once. An empty patch (a
+new document) opens at 100 % around the origin, not at the zoom the last one left.
 
 Assumptions and known costs:
     * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
@@ -53,6 +57,7 @@ Assumptions and known costs:
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -97,6 +102,7 @@ from app.qt.commands import (
 )
 from app.qt.panels.help import pin_doc
 from app.qt.pin_types import pin_color
+from app.session.placement import free_position
 from evaluators import NodeClass, NodeStatus
 from nodes import (
     DEFINITION_OPS,
@@ -326,19 +332,17 @@ class _GestureGraph(NodeGraph):
 
     def _on_search_triggered(self, node_type: str, pos: tuple[float, float]) -> None:
         if node_type.startswith(DEFINITION_TYPE):
-            self._canvas.create_instance(node_type.removeprefix(DEFINITION_TYPE), pos)
+            self._canvas.add_by_gesture("definition", node_type.removeprefix(DEFINITION_TYPE), pos)
         else:
-            self._canvas.create_node(node_type.removeprefix("patchbay."), pos)
+            self._canvas.add_by_gesture("type", node_type.removeprefix("patchbay."), pos)
 
     def _on_node_data_dropped(self, mimedata: Any, pos: Any) -> None:
         # A node type or a definition dragged from the library; NodeGraphQt's own formats
         # (sessions, its node URNs) would change the view behind the Patch's back.
         payload = bytes(mimedata.data("nodegraphqt/nodes").data()).decode(errors="replace")
         _, kind, name = [*payload.split(":", 2), "", ""][:3]
-        if kind == "definition":
-            self._canvas.create_instance(name, (pos.x(), pos.y()))
-        elif kind == "type":
-            self._canvas.create_node(name, (pos.x(), pos.y()))
+        if kind in ("definition", "type"):
+            self._canvas.add_by_gesture(kind, name, (pos.x(), pos.y()))
 
     def _on_node_name_changed(self, node_id: str, name: str) -> None:
         # Names are node ids; renaming on the canvas is not an edit. Put the id back.
@@ -417,6 +421,7 @@ class QtPatchCanvas(QObject):
         self._input_filter = _InputFilter(self)
         viewer.installEventFilter(self._input_filter)
         viewer.viewport().installEventFilter(self._input_filter)
+        viewer._search_widget._fuzzy_finder = search_ranked  # exact words in the id first
         self.graph.node_selection_changed.connect(self._on_selection)
         self.graph.node_double_clicked.connect(self._on_double_click)
         self.document: Patch | None = None  # the patch given to set_patch
@@ -895,6 +900,19 @@ class QtPatchCanvas(QObject):
         self.stack.push(command)
         return str(command.result)
 
+    def add_by_gesture(self, kind: str, name: str, pos: tuple[float, float]) -> str | None:
+        """Add a node of type `name` (`kind` "type") or an instance of definition `name`
+        ("definition") where a gesture put it (the pointer, a drop): at `pos`, or the nearest spot
+        on no other node; selected, so the inspector shows it."""
+        spot = free_position(self.node_rects(), pos)
+        if kind == "definition":
+            node_id = self.create_instance(name, spot)
+        else:
+            node_id = self.create_node(name, spot)
+        if node_id is not None:
+            self.select([node_id])
+        return node_id
+
     def open_tab_search(self) -> None:
         """Show NodeGraphQt's tab search at the cursor (node types and the document's
         definitions); the choice arrives in create_node or create_instance."""
@@ -934,6 +952,8 @@ class QtPatchCanvas(QObject):
         views = [self._views[n] for n in (node_ids or ()) if n in self._views]
         views = views or list(self._views.values())
         if not views:
+            if readable:  # an empty patch: 100 %, the origin near the top left
+                self._show_at_full_size()
             return
         rect = QRectF()
         for view in views:
@@ -955,6 +975,18 @@ class QtPatchCanvas(QObject):
         viewer.set_scene_rect([rect.x(), rect.y(), rect.width(), rect.height()])
         viewer.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
         viewer._update_scene()
+
+    def _show_at_full_size(self) -> None:
+        """Zoom to 100 % with the scene's origin near the viewport's top left."""
+        viewer = self.viewer()
+        port = viewer.viewport().rect()
+        # fitInView keeps 2 px on each side: a rect 4 px smaller than the viewport is 100 %.
+        rect = QRectF(-80.0, -80.0, port.width() - 4.0, port.height() - 4.0)
+        viewer.set_scene_rect([rect.x(), rect.y(), rect.width(), rect.height()])
+
+    def zoom(self) -> float:
+        """The view's scale (1.0: 100 %)."""
+        return float(self.viewer().transform().m11())
 
     def readable_zoom(self) -> float:
         """The least zoom at which a node title is `READABLE_TITLE_PX` tall on screen."""
@@ -1123,6 +1155,42 @@ def search_name(type_id: str) -> str:
     """How tab search lists a node type: its id and its summary."""
     spec = LIBRARY.get(type_id)
     return f"{type_id}{SEARCH_SEPARATOR}{spec.summary}" if spec and spec.summary else type_id
+
+
+def search_ranked(typed: str, names: Iterable[str]) -> list[str]:
+    """The tab search's names (`type id — summary`) that match `typed`, best first: an id with a
+    word equal to it (`level`: audio.level), an id with a word starting with it (gpu.levels), an id
+    containing it, one whose letters come in order in the id, then the summaries' matches (as
+    words, contained, letters in order). Ties: shorter ids first, then by name. Case is ignored;
+    what NodeGraphQt's own finder matched (letters in order anywhere) is all still listed."""
+    key = typed.strip().lower()
+    if not key:
+        return []
+    letters = re.compile(".*?".join(re.escape(c) for c in key))
+    ranked = []
+    for name in names:
+        lowered = name.lower()
+        type_id, _, summary = lowered.partition(SEARCH_SEPARATOR.lower())
+        words = [w for w in re.split(r"[._\s\-/]+", type_id) if w]
+        summary_words = re.findall(r"[a-z0-9]+", summary)
+        if key == type_id or key in words:
+            tier = 0
+        elif any(w.startswith(key) for w in words):
+            tier = 1
+        elif key in type_id:
+            tier = 2
+        elif letters.search(type_id):
+            tier = 3
+        elif key in summary_words:
+            tier = 4
+        elif key in summary:
+            tier = 5
+        elif letters.search(lowered):
+            tier = 6
+        else:
+            continue
+        ranked.append((tier, len(type_id), name))
+    return [name for _tier, _length, name in sorted(ranked)]
 
 
 def describe_value(value: Any) -> str:
