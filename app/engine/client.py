@@ -641,6 +641,7 @@ class RemoteEvaluator:
         self.applied: list[Any] = [None, None]  # [seq of the last edits, first frame showing it]
         self._nodes: dict[str, list[Any]] = {}
         self._values: dict[str, dict[str, Any]] = {}
+        self._good: set[str] = set()  # nodes reported ok or cached since they were first played
         self._lock = threading.Lock()
 
     def update(self, report: Report, blobs: list[bytes]) -> None:
@@ -658,11 +659,14 @@ class RemoteEvaluator:
             known = self._nodes
             if report.ids is not None:  # what the engine plays now: forget the others
                 self._nodes = {str(n): known.get(str(n), []) for n in report.ids}
+                self._good &= self._nodes.keys()
             changed = self._nodes.keys() != known.keys()
             for node_id, entry in report.nodes.items():
                 if self._nodes.get(node_id) != entry:
                     self._nodes[node_id] = entry
                     changed = True
+                if len(entry) > 1 and entry[1] in (NodeStatus.OK, NodeStatus.CACHED):
+                    self._good.add(node_id)
             if changed:
                 self.states += 1
             self._values = report.values
@@ -698,6 +702,13 @@ class RemoteEvaluator:
     def node_class(self, node_id: str) -> NodeClass:
         entry = self._nodes.get(node_id)
         return _member(NodeClass, entry[0] if entry else None, NodeClass.CONST)
+
+    def ever_good(self, node_id: str) -> bool:
+        """Whether a report has said the node ran or was served from its cache since it was
+        first played: False means a failed node's outputs hold only their defaults ("no good
+        value yet"). Known downside: reports are a few a frame at most, so a node that succeeded
+        on one frame between two reports, or before this editor attached, is not seen."""
+        return node_id in self._good
 
     def error(self, node_id: str) -> str | None:
         entry = self._nodes.get(node_id)

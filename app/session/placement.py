@@ -1,9 +1,13 @@
-"""Where a new node goes when no pointer says where: the free spot nearest a wished position.
+"""Where new nodes go: the free spot nearest a wished position.
 
 Candidates are tried ring by ring around the wished top-left corner, `STEP` scene units apart,
 nearest first; the first where a node of `NODE_SIZE` (a conservative size: most nodes are
 smaller) keeps `GAP` from every existing node rectangle wins. Linear in the number of nodes per
 candidate, which is fine for a click; after `MAX_RINGS` rings the wished position is used.
+
+Several nodes placed together (a duplicate, a paste, an ungrouped body) move as one piece:
+`free_offset` finds the shift nearest a wished one at which none of the piece's rectangles comes
+near an existing node, so the piece keeps its own layout.
 """
 
 from __future__ import annotations
@@ -32,7 +36,16 @@ def free_position(
     occupied: Iterable[Rect], wished: tuple[float, float], size: tuple[float, float] = NODE_SIZE
 ) -> tuple[float, float]:
     """The top-left corner nearest `wished` where a `size` node overlaps none of `occupied`."""
+    return free_offset(occupied, [(0.0, 0.0, *size)], wished)
+
+
+def free_offset(
+    occupied: Iterable[Rect], piece: Iterable[Rect], wished: tuple[float, float]
+) -> tuple[float, float]:
+    """The shift nearest `wished` at which every rectangle of `piece` keeps `GAP` from every
+    one of `occupied` (`wished` itself after `MAX_RINGS` rings)."""
     rects = list(occupied)
+    parts = list(piece)
     x0, y0 = wished
     for ring in range(MAX_RINGS + 1):
         candidates = [
@@ -43,6 +56,10 @@ def free_position(
         ]
         candidates.sort(key=lambda p: (p[0] - x0) ** 2 + (p[1] - y0) ** 2)
         for x, y in candidates:
-            if not any(overlaps((x, y, *size), rect, GAP) for rect in rects):
+            if not any(
+                overlaps((px + x, py + y, w, h), rect, GAP)
+                for px, py, w, h in parts
+                for rect in rects
+            ):
                 return x, y
     return wished

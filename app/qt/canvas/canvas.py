@@ -102,6 +102,7 @@ from app.qt.commands import (
 )
 from app.qt.panels.help import pin_doc
 from app.qt.pin_types import pin_color
+from app.qt.support.pictures import over_checkerboard
 from app.session.placement import free_position
 from evaluators import NodeClass, NodeStatus
 from nodes import (
@@ -1125,7 +1126,8 @@ class QtPatchCanvas(QObject):
         ]
 
     def set_thumbnail(self, node_id: str, image: QImage | None) -> None:
-        """Show `image` centred under the node's body (None removes it)."""
+        """Show `image` centred under the node's body (None removes it), over a checkerboard
+        where it is transparent."""
         view = self._views.get(node_id)
         item = self._thumbnails.get(node_id)
         if image is None or view is None:
@@ -1142,7 +1144,8 @@ class QtPatchCanvas(QObject):
             item.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
             item.setOpacity(0.0 if node_item.simple else 1.0)
             self._thumbnails[node_id] = item
-        item.setPixmap(QPixmap.fromImage(image))
+        shown = over_checkerboard(image) if image.hasAlphaChannel() else image
+        item.setPixmap(QPixmap.fromImage(shown))
         rect = node_item.boundingRect()
         item.setPos(rect.center().x() - image.width() / 2, rect.bottom() + THUMBNAIL_GAP)
 

@@ -1,7 +1,8 @@
 """Failure marks on the canvas: what failed, and what its failure holds back.
 
 A failed node gets a caption under its body (`failed: ZeroDivisionError: … · last good: 0.5`,
-the full message in its tooltip; the last good value is what its outputs still carry); every
+the full message in its tooltip; the last good value is what its outputs still carry, and a node
+that has not succeeded since the editor watched it says `no good value yet`); every
 node downstream of a failed one (along the shown level's links) gets a dashed red outline and an
 "upstream failed" caption, since it keeps showing the outputs it showed last.
 Both are computed from the statuses the editor already reads for node colours (`update`, called
@@ -26,6 +27,7 @@ CAPTION_CHARS = 48
 OUTLINE_GAP = 5.0
 CAPTION_GAP = 4.0
 UPSTREAM_FAILED = "upstream failed"
+NO_GOOD_VALUE = "no good value yet"  # a failed node's outputs hold only their defaults
 
 
 def downstream_of(patch: Patch, failed: Iterable[str]) -> set[str]:
@@ -42,10 +44,13 @@ def downstream_of(patch: Patch, failed: Iterable[str]) -> set[str]:
 
 
 def caption_of(error: str, last_good: str | None) -> str:
-    """`failed: ERROR · last good: VALUE`, the error shortened to fit `CAPTION_CHARS`."""
+    """`failed: ERROR · last good: VALUE` (`· no good value yet` when `last_good` is
+    NO_GOOD_VALUE), the error shortened to fit `CAPTION_CHARS`."""
     text = f"failed: {error}"
     if len(text) > CAPTION_CHARS:
         text = text[: CAPTION_CHARS - 1] + "…"
+    if last_good == NO_GOOD_VALUE:
+        return f"{text} · {NO_GOOD_VALUE}"
     return text if last_good is None else f"{text} · last good: {last_good}"
 
 
@@ -58,7 +63,8 @@ class QtFailureMarks:
 
     def update(self, errors: Mapping[str, str], last_good: Mapping[str, str] | None = None) -> None:
         """Mark the shown nodes: `errors` maps the failed ones to their error, `last_good` to
-        the short text of the value their first output still carries (when there is one)."""
+        the short text of the value their first output still carries (when there is one), or
+        NO_GOOD_VALUE for one that never succeeded."""
         canvas = self.canvas
         patch = canvas.patch
         good = last_good or {}

@@ -4,9 +4,11 @@ Numbers, booleans and text are shown as text; 1-D numeric arrays as a small line
 range; other arrays as their shape and first values. A texture output shows the engine's small
 picture of it (`show_picture`; the engine sends one when its pixels change, so the last one stays
 while they do not), and its size in words until a picture comes (an engine without GL sends
-none). For a failed node a line at the top, always in the same place, says
-so with its error, and each output reads `failed · last good: <value>`: what the evaluator still
-holds is the last value the node made before it failed, not a result.
+none). A picture with alpha is drawn over a checkerboard, so that text on a transparent frame
+reads as text, not as a block of its colour. For a failed node a line at the top, always in the
+same place, says so with its error, and each output reads `failed · last good: <value>`: what the
+evaluator still holds is the last value the node made before it failed, not a result; a node that
+never succeeded reads `failed · no good value yet` (its outputs hold only their defaults).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from app.engine.client import RemoteTexture
+from app.qt.canvas.failure_marks import NO_GOOD_VALUE
+from app.qt.support.pictures import over_checkerboard
 
 MAX_PLOT_POINTS = 512
 TEXTURE_PREVIEW_HEIGHT = 150
@@ -78,13 +82,15 @@ def describe(value: Any) -> str:
 
 
 def fitted_pixmap(image: QImage, width: int, height: int) -> QPixmap:
-    """`image` scaled to fit `width` x `height`, keeping its aspect ratio."""
-    return QPixmap.fromImage(image).scaled(
+    """`image` scaled to fit `width` x `height`, keeping its aspect ratio, over a checkerboard
+    where it is transparent (an opaque picture covers it)."""
+    scaled = image.scaled(
         width,
         height,
         Qt.AspectRatioMode.KeepAspectRatio,
         Qt.TransformationMode.SmoothTransformation,
     )
+    return QPixmap.fromImage(over_checkerboard(scaled) if scaled.hasAlphaChannel() else scaled)
 
 
 def _is_plottable(value: Any) -> bool:
@@ -130,9 +136,11 @@ class QtPreview(QWidget):
             self._form.addRow(name, label)
             self._rows[name] = label
 
-    def show_values(self, values: dict[str, Any], failed: str | None = None) -> None:
+    def show_values(
+        self, values: dict[str, Any], failed: str | None = None, never_good: bool = False
+    ) -> None:
         """Show the outputs' values; `failed` is the node's error when it failed (the values are
-        then its last good ones)."""
+        then its last good ones, or only defaults when it `never_good`: never succeeded)."""
         self.failure.setVisible(failed is not None)
         if failed is not None:
             self.failure.setText(f"failed: {failed}")
@@ -151,7 +159,11 @@ class QtPreview(QWidget):
                 row.setToolTip(describe(value))
             elif isinstance(row, QLabel):
                 text = describe(value)
-                row.setText(f"failed · last good: {text}" if failed is not None else text)
+                if failed is not None:
+                    text = (
+                        f"failed · {NO_GOOD_VALUE}" if never_good else f"failed · last good: {text}"
+                    )
+                row.setText(text)
 
     def show_texture(self, name: str, texture: RemoteTexture) -> None:
         """The output `name` is a texture: its picture stays shown (a text would replace it),
