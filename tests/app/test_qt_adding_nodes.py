@@ -140,3 +140,65 @@ def _wheel(viewer, at: QPoint, delta: int) -> QWheelEvent:
         Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
         False,
     )  # fmt: skip
+
+
+def test_duplicate_places_the_copies_clear_of_every_node(editor, ui, qtbot):
+    patch = Patch()
+    patch.add_node("value.float", None, (0, 0), node_id="a")
+    patch.add_node("math.add", None, (300, 0), node_id="b")
+    patch.connect("a", "out", "b", "a")
+    patch.add_node("math.mul", None, (40, 80), node_id="c")  # where a's copy would go
+    patch.add_node("math.sub", None, (340, 100), node_id="d")
+    ui.show_patch(editor, patch)
+    editor.canvas.select(["a", "b"])
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    copies = editor.canvas.selected_ids()
+    assert len(copies) == 2 and not {"a", "b", "c", "d"} & set(copies)
+    assert len(editor.patch.links) == 2
+    assert_no_overlap(editor)
+    # The copies keep their own layout (a beside b).
+    kinds = {editor.patch.nodes[n].type_id: editor.patch.nodes[n].pos for n in copies}
+    (xa, ya), (xb, yb) = kinds["value.float"], kinds["math.add"]
+    assert (xb - xa, yb - ya) == (300.0, 0.0)
+    assert editor.undo_stack.count() == 1
+    save_shot(editor, "patching-duplicate.png")
+    editor.undo_stack.undo()
+    assert set(editor.patch.nodes) == {"a", "b", "c", "d"}
+
+
+def test_ungroup_places_the_body_clear_of_the_neighbours(editor, ui, qtbot):
+    body = Patch()
+    body.add_node("subpatch.inlet", {"name": "x"}, (-300, 0), node_id="in1")
+    body.add_node("math.mul", {"b": 3.0}, (0, 0), node_id="mul")
+    body.add_node("math.add", {"b": 1.0}, (300, 0), node_id="add")
+    body.add_node("math.sin", None, (600, 0), node_id="wave")
+    body.add_node("subpatch.outlet", {"name": "y"}, (900, 0), node_id="out1")
+    body.connect("in1", "out", "mul", "a")
+    body.connect("mul", "out", "add", "a")
+    body.connect("add", "out", "wave", "x")
+    body.connect("wave", "out", "out1", "in")
+    patch = Patch()
+    patch.add_definition("chain", body)
+    patch.add_node("input.float", {"value": 1.0}, (0, 0), node_id="v")
+    patch.add_node("subpatch", {"definition": "chain"}, (300, 0), node_id="inst")
+    patch.add_node("output.value", None, (600, 0), node_id="o")
+    patch.connect("v", "out", "inst", "x")
+    patch.connect("inst", "y", "o", "in")
+    ui.show_patch(editor, patch)
+    editor.canvas.select(["inst"])
+    viewer = editor.canvas.viewer()
+    viewer.setFocus()
+    ui.press(viewer, Qt.Key.Key_G,
+             Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)  # fmt: skip
+    assert "inst" not in editor.patch.nodes
+    added = editor.canvas.selected_ids()
+    assert sorted(editor.patch.nodes[n].type_id for n in added) == ["math.add", "math.mul",
+                                                                   "math.sin"]  # fmt: skip
+    assert_no_overlap(editor)
+    assert any(link.src == "v" for link in editor.patch.links)  # still fed
+    assert editor.undo_stack.count() == 1
+    save_shot(editor, "patching-ungroup.png")
+    editor.undo_stack.undo()
+    assert "inst" in editor.patch.nodes and len(editor.patch.nodes) == 3

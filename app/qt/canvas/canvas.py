@@ -103,7 +103,7 @@ from app.qt.commands import (
 from app.qt.panels.help import pin_doc
 from app.qt.pin_types import pin_color
 from app.qt.support.pictures import over_checkerboard
-from app.session.placement import free_position
+from app.session.placement import free_offset, free_position
 from evaluators import NodeClass, NodeStatus
 from nodes import (
     DEFINITION_OPS,
@@ -1003,15 +1003,34 @@ class QtPatchCanvas(QObject):
 
     def node_rects(self) -> list[tuple[float, float, float, float]]:
         """(x, y, width, height) in the scene of every shown node, its thumbnail included."""
+        return list(self.node_rects_by_id().values())
+
+    def node_rects_by_id(self) -> dict[str, tuple[float, float, float, float]]:
+        """`node_rects` by node id."""
         self.finish_loading()
-        rects = []
+        rects = {}
         for node_id, view in self._views.items():
             rect = view.view.sceneBoundingRect()
             thumbnail = self._thumbnails.get(node_id)
             if thumbnail is not None:
                 rect = rect.united(thumbnail.sceneBoundingRect())
-            rects.append((rect.x(), rect.y(), rect.width(), rect.height()))
+            rects[node_id] = (rect.x(), rect.y(), rect.width(), rect.height())
         return rects
+
+    def move_clear_of_others(self, node_ids: Iterable[str]) -> None:
+        """Shift the shown nodes `node_ids` together, by the least amount (app.session.placement)
+        at which none of them lies on another node: what was just duplicated, pasted or
+        ungrouped keeps its own layout but hides nothing. Position edits of the shown patch: the
+        caller makes them part of its undo step."""
+        rects = self.node_rects_by_id()
+        moving = [node_id for node_id in node_ids if node_id in rects]
+        others = [rect for node_id, rect in rects.items() if node_id not in moving]
+        dx, dy = free_offset(others, [rects[node_id] for node_id in moving], (0.0, 0.0))
+        if (dx, dy) == (0.0, 0.0):
+            return
+        for node_id in moving:
+            x, y = self.patch.nodes[node_id].pos
+            self.patch.set_position(node_id, (x + dx, y + dy))
 
     def port_scene_pos(self, node_id: str, pin: str, output: bool) -> QPointF:
         view = self.view_node(node_id)
