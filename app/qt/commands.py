@@ -209,6 +209,8 @@ class SetValueCommand(_AppliedFirst):
         ):
             return False
         self._new = other._new
+        # A gesture that ends where it began (a colour dialog cancelled) leaves no undo step.
+        self.setObsolete(same_value(self._new, self._old))
         return True
 
     def _do(self) -> None:

@@ -194,12 +194,13 @@ class QtVectorField(QWidget):
 class QtColorField(QWidget):
     """A colour: a swatch (the colour over a checkerboard, so its alpha shows; its tooltip gives
     the hex code and opacity) that opens a colour dialog with alpha, beside r, g, b, a number
-    fields (0..1; brighter than 1 can be typed). The dialog's colour is emitted once, when it is
-    accepted: one undo step."""
+    fields (0..1; brighter than 1 can be typed). While the dialog is open the patch follows the
+    colour in it, every edit with one gesture token (one undo step, as a slider drag); Cancel
+    puts the colour it started from back."""
 
     SWATCH = QSize(22, 14)
 
-    def __init__(self, edited: Callable[[tuple[float, ...]], None]):
+    def __init__(self, edited: Callable[[tuple[float, ...], int | None], None]):
         super().__init__()
         self._edited = edited
         self.dialog: QColorDialog | None = None  # while it is open
@@ -231,28 +232,44 @@ class QtColorField(QWidget):
         return QColor.fromRgbF(r, g, b, a)
 
     def pick(self) -> None:
-        """Open the colour dialog at the shown colour; emit what it accepts."""
+        """Open the colour dialog at the shown colour; the patch follows it live, and gets the
+        starting colour back on Cancel."""
+        original = self.value()
+        gesture = next(_gestures)
+        moved = False
         dialog = QColorDialog(self.color(), self)
         dialog.setWindowTitle("Colour")
         dialog.setOption(QColorDialog.ColorDialogOption.ShowAlphaChannel)
         dialog.setOption(QColorDialog.ColorDialogOption.DontUseNativeDialog)
+
+        def follow(color: QColor) -> None:
+            nonlocal moved
+            if color.isValid():
+                moved = True
+                self._show_and_emit(_components(color), gesture)
+
+        dialog.currentColorChanged.connect(follow)
         self.dialog = dialog
         try:
             accepted = dialog.exec() == QDialog.DialogCode.Accepted
             chosen = dialog.currentColor()
         finally:
             self.dialog = None
+            dialog.currentColorChanged.disconnect(follow)
             dialog.deleteLater()
         if accepted and chosen.isValid():
-            rgba = (chosen.redF(), chosen.greenF(), chosen.blueF(), chosen.alphaF())
-            value = tuple(round(c, 3) for c in rgba)  # as the fields show it
-            self.numbers.set_value(value)
-            self._paint_swatch()
-            self._edited(value)
+            self._show_and_emit(_components(chosen), gesture)
+        elif moved:
+            self._show_and_emit(original, gesture)
+
+    def _show_and_emit(self, value: tuple[float, ...], gesture: int | None) -> None:
+        self.numbers.set_value(value)
+        self._paint_swatch()
+        self._edited(value, gesture)
 
     def _typed(self, value: tuple[float, ...]) -> None:
         self._paint_swatch()
-        self._edited(value)
+        self._edited(value, None)
 
     def _paint_swatch(self) -> None:
         size = self.SWATCH
@@ -270,6 +287,11 @@ class QtColorField(QWidget):
         self.swatch.setIcon(QIcon(pixmap))
         alpha = round(color.alphaF() * 100)
         self.swatch.setToolTip(f"{opaque.name().upper()}, {alpha}% opaque: click to pick a colour")
+
+
+def _components(color: QColor) -> tuple[float, ...]:
+    """A QColor as r, g, b, a in 0..1, to the fields' three decimals."""
+    return tuple(round(c, 3) for c in (color.redF(), color.greenF(), color.blueF(), color.alphaF()))
 
 
 def _rgba(value: Any) -> tuple[float, ...]:
@@ -430,7 +452,7 @@ def _vector3(pin: PinSpec, host: PinEditorHost) -> PinEditor:
 
 
 def _color(pin: PinSpec, host: PinEditorHost) -> PinEditor:
-    field = QtColorField(lambda v: host.emit(pin.name, v))
+    field = QtColorField(lambda value, gesture: host.emit(pin.name, value, gesture))
     return PinEditor(field, field.set_value)
 
 

@@ -1,5 +1,6 @@
 """The inspector's editors per pin type, driven through the real window: a colour's swatch opens
-a colour dialog with alpha and its numbers can be typed, a 2-vector has two number fields, a
+a colour dialog with alpha (the patch follows it live, Cancel puts the colour back) and its
+numbers can be typed, a 2-vector has two number fields, a
 choice pin a drop-down of its choices, a file pin a Browse button whose dialog opens in the
 patch's folder and names the file relative to it. Each edit is one undo step."""
 
@@ -96,17 +97,28 @@ def test_a_colour_is_picked_in_a_dialog_with_alpha_or_typed(editor, ui, qtbot, t
     assert editor.undo_stack.count() == 2  # the dialog's colour, then the typed alpha
     save_shot(editor, "patching-colour.png")
 
+    live: list[tuple[float, ...]] = []
+
+    def try_then_cancel(dialog: QColorDialog) -> None:
+        dialog.setCurrentColor(QColor.fromRgbF(0.0, 1.0, 0.0, 1.0))
+        live.append(editor.patch.value("title", "color"))  # the patch follows the dialog
+        dialog.reject()
+
+    before = editor.patch.value("title", "color")
+    answer_modal(QColorDialog, try_then_cancel)
+    qtbot.mouseClick(field.swatch, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: field.dialog is None)
+    assert live == [(0.0, 1.0, 0.0, 1.0)]
+    assert editor.patch.value("title", "color") == pytest.approx(before)  # Cancel: as it was
+    assert field.value() == pytest.approx(before)
+    assert editor.undo_stack.count() == 2  # and no step
+
     editor.activateWindow()  # the dialog had it
     qtbot.waitUntil(editor.isActiveWindow)
     editor.canvas.viewer().setFocus()
     ui.press(editor.canvas.viewer(), Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert editor.patch.value("title", "color")[3] == pytest.approx(0.5, abs=0.01)
     assert field.value()[3] == pytest.approx(0.5, abs=0.01)  # the inspector follows undo
-
-    answer_modal(QColorDialog, lambda dialog: dialog.reject())
-    qtbot.mouseClick(field.swatch, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: field.dialog is None)
-    assert editor.undo_stack.count() == 2 and editor.undo_stack.index() == 1  # cancel: no edit
 
 
 def test_a_vec2_has_two_number_fields_and_a_choice_a_drop_down(editor, ui, qtbot, text_patch):
