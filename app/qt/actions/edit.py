@@ -5,9 +5,11 @@ one undo step on the window's stack: a many-step edit of definitions and instanc
 `DocumentEditCommand` (app.qt.commands), refused with its reason in the status bar, the Messages
 panel and a bubble at the pointer. Copies go to the system clipboard as a patch document (and stay
 in the session for arrays too large for it); nodes added from the library go in free space near the
-view's centre (app.session.placement). Backdrops are made, retitled, recoloured and removed from the
-canvas menu. Edit > Group (Ctrl+G) turns the selection into a definition and an instance, Ungroup
-(Ctrl+Shift+G) and Make Unique undo that for one instance.
+view's centre (app.session.placement), and what is pasted, duplicated or ungrouped moves as one
+piece off any node it would cover (`QtPatchCanvas.move_clear_of_others`), in the same undo step.
+Backdrops are made, retitled, recoloured and removed from the canvas menu. Edit > Group (Ctrl+G)
+turns the selection into a definition and an instance, Ungroup (Ctrl+Shift+G) and Make Unique undo
+that for one instance.
 """
 
 from __future__ import annotations
@@ -197,12 +199,19 @@ class EditActions:
     def ungroup_selection(self) -> None:
         """Put the selected instance's nodes in its place."""
         instance_id = self._selected_instance("ungroup")
-        shown = self.window.canvas.patch
-        if instance_id is not None:
-            added = self._document_edit(f"ungroup {instance_id}",
-                                        lambda: shown.ungroup(instance_id))  # fmt: skip
-            if added is not None:
-                self.window.canvas.select(added)
+        canvas = self.window.canvas
+        shown = canvas.patch
+        if instance_id is None:
+            return
+
+        def ungroup() -> list[str]:
+            added = shown.ungroup(instance_id)
+            canvas.move_clear_of_others(added)  # the body is wider than the instance was
+            return added
+
+        added = self._document_edit(f"ungroup {instance_id}", ungroup)
+        if added is not None:
+            canvas.select(added)
 
     def make_unique_selection(self) -> None:
         """Detach the selected instance onto a copy of its definition."""
@@ -252,6 +261,8 @@ class EditActions:
             for name, body in definitions:  # what its instances follow, if the document lacks it
                 self.window.patch.add_definition(name, body)
             AddNodesCommand(target, records, links, text).redo()
+            # Off the originals and every other node, the copy's own layout kept.
+            self.window.canvas.move_clear_of_others([node[0] for node in nodes])
             return True
 
         # One step for the whole document: an instance may be refused there (a definition
