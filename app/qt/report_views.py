@@ -10,7 +10,10 @@ app.qt.canvas.failure_marks), the inspector and the preview the selected node's 
 links their values (app.qt.canvas.link_values). An idle window costs its engine little: it asks for
 the pictures of the Preview and Output panels only while they show, repaints pictures only when a
 report brought new ones, and redraws node colours only when a report changed a status
-(`RemoteEvaluator.states`) or the canvas changed.
+(`RemoteEvaluator.states`) or the canvas changed. Thumbnails and the preview keep the pictures'
+alpha (drawn over a checkerboard, app.qt.support.pictures); the Output panel shows the output
+opaque, as the output window does. A failed node that no report has seen succeed says "no good
+value yet" rather than its outputs' defaults (`RemoteEvaluator.ever_good`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from PySide6.QtGui import QImage
 
 from app.engine.protocol.messages import Images, Retry
 from app.engine.reports.patch_info import output_node
+from app.qt.canvas.failure_marks import NO_GOOD_VALUE
 from app.qt.canvas.link_values import short_value
 from app.qt.panels.preview import fitted_pixmap
+from app.qt.support.pictures import rgba_image
 from evaluators import NodeClass, NodeStatus
 from nodes import UnknownNodeError, is_picture, library_revision
 
@@ -121,7 +126,7 @@ class ReportViews:
             pin = self._thumbnail_pin(node_id) if shown else None
             picture = remote.take_image(path, pin, "thumbnail") if pin else None
             if picture is not None:
-                image = self.window.refresh_steps.run("thumbnail", _qimage, *picture)
+                image = self.window.refresh_steps.run("thumbnail", rgba_image, *picture)
                 if image is not None:
                     self.window.canvas.set_thumbnail(node_id, image)
 
@@ -166,7 +171,9 @@ class ReportViews:
             if status == NodeStatus.FAILED:
                 failed[node_id] = error or "no message"
                 outputs = shown.nodes[node_id].spec.outputs
-                if outputs and outputs[0].type != "texture":  # a texture's is its thumbnail
+                if not self.window.evaluator.ever_good(path):
+                    last_good[node_id] = NO_GOOD_VALUE
+                elif outputs and outputs[0].type != "texture":  # a texture's is its thumbnail
                     last_good[node_id] = short_value(self.link_value(path, outputs[0].name))
         self.window.failure_marks.update(failed, last_good)
 
@@ -189,11 +196,11 @@ class ReportViews:
         except (UnknownNodeError, KeyError):
             return
         failed = (error or "no message") if status == NodeStatus.FAILED else None
-        self.window.preview.show_values(values, failed)
+        self.window.preview.show_values(values, failed, never_good=not ev.ever_good(path))
         for out in node.spec.outputs:
             picture = ev.take_image(path, out.name, "preview")
             if picture is not None:
-                self.window.preview.show_picture(out.name, _qimage(*picture))
+                self.window.preview.show_picture(out.name, rgba_image(*picture))
 
     def is_bypassed(self, node_id: str) -> bool:
         """Whether the node is bypassed (it took too long in a frame, or hung the engine)."""
@@ -206,7 +213,8 @@ class ReportViews:
 
 
 def _qimage(size: tuple[int, int], pixels: bytes) -> QImage:
-    """A QImage owning a copy of RGBA pixels (rows top to bottom, as `GLService.readback`)."""
+    """A QImage owning a copy of RGBA pixels (rows top to bottom, as `GLService.readback`),
+    opaque (the Output panel: what the output shows)."""
     width, height = size
     image = QImage(pixels, width, height, width * 4, QImage.Format.Format_RGBX8888)
     return image.copy()

@@ -185,6 +185,9 @@ class QtPreview(QWidget):
         if not isinstance(row, QLabel):
             row = self._replace_row(name, QLabel())
         assert isinstance(row, QLabel)
+        # A picture, not text: no height-for-width (a wrapping label let the panel's scroll area
+        # squash the row to a strip of the picture's middle).
+        row.setWordWrap(False)
         row.setMinimumHeight(TEXTURE_PREVIEW_HEIGHT)
         row.setAlignment(Qt.AlignmentFlag.AlignCenter)
         row.setPixmap(fitted_pixmap(image, max(64, self.width() - 60), TEXTURE_PREVIEW_HEIGHT))
