@@ -16,8 +16,9 @@ Browse button; a text pin with `choices` gets a drop-down of them; every other p
 editor: colours a swatch (a click opens a colour dialog with alpha) beside four 0..1 number fields,
 2- and 3-vectors two and three number fields.
 
-One edit is one undo step: a number field's value when it is typed or stepped, a colour chosen in
-the dialog (emitted once, when it is accepted), a choice picked, a file chosen. A file chosen in
+One edit is one undo step: a number field's value when it is typed or stepped, a colour dialog
+from opening to OK (the patch follows it live, every edit with one gesture token; Cancel puts the
+colour back and leaves no step), a choice picked, a file chosen. A file chosen in
 the dialog (which opens in the patch's folder) is named relative to that folder, as the file
 format requires; one outside it is refused by the Patch with its reason.
 """
