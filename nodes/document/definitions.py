@@ -86,11 +86,13 @@ def inlet_pin(body: Patch, inlet: NodeInstance) -> PinSpec:
     the pin it feeds held (wiring an inlet in changes nothing until an instance is given another
     value); else the type's zero (an unlinked inlet is a float pin, default 0.0)."""
     pin_type, hint, low, high, fed = UNLINKED_INLET_TYPE, None, None, None, _UNSET
+    choices = None
     for link in body.links_out_of(inlet.id):
         target_node = body.nodes[link.dst]
         target = target_node.input(link.dst_pin)
         if target is not None:
             pin_type, hint, low, high = target.type, target.hint, target.minimum, target.maximum
+            choices = target.choices
             fed = target_node.values.get(link.dst_pin, target.default)
             break
     default = _suited(pin_type, inlet.values.get("default"))
@@ -101,7 +103,7 @@ def inlet_pin(body: Patch, inlet: NodeInstance) -> PinSpec:
     if hint == "live":
         hint = None  # the instance's pin is a person's to set, not a control's
     return PinSpec(str(inlet.values["name"]), pin_type, default, hint=hint, minimum=low,
-                   maximum=high)  # fmt: skip
+                   maximum=high, choices=choices)  # fmt: skip
 
 
 def _outlet_pin(body: Patch, outlet: NodeInstance) -> OutputSpec:

@@ -221,6 +221,19 @@ def test_inlet_type_follows_its_first_link_inside() -> None:
     assert pins_of(patch, instance)[0][1] == ("v", "float")
 
 
+def test_an_inlet_feeding_a_choice_pin_gives_its_instances_the_choices() -> None:
+    patch = Patch()
+    body = Patch()
+    inlet = body.add_node("subpatch.inlet", {"name": "align"})
+    text = body.add_node("text.render")
+    body.connect(inlet, "out", text, "align")
+    patch.add_definition("d", body)
+    instance = patch.add_node("subpatch", {"definition": "d"})
+    pin = patch.node(instance).input("align")
+    assert pin is not None and pin.type == "str" and pin.default == "center"
+    assert pin.choices == ("left", "center", "right")
+
+
 def test_wiring_a_new_inlet_in_keeps_each_instance_value_and_its_default_is_editable() -> None:
     patch = Patch()
     body = Patch()
