@@ -87,6 +87,7 @@ def open_editor(
         if path is None:
             # The demo is a starting point, not a file to overwrite: it opens as untitled.
             window.set_patch(load_patch(demo_patch_path()), None)
+            window.file_actions.name_untitled("demo (example)")
         else:
             window.file_actions.open_path(path, ask=False)
     return window

@@ -213,6 +213,9 @@ class EditorSession:
         self.patch = Patch()
         self.path: Path | None = None
         self.restored_unsaved = False  # a restored or attached document not saved since
+        # What the title calls a document no file holds yet ("noise_color (example)"): None for
+        # "untitled"; a new document forgets it, a save replaces it with the file's name.
+        self.untitled_name: str | None = None
         self._now = now
         self._recovery = _RecoveryFolder(self.state_dir / "recovery")
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="patchbay-autosave")
@@ -233,6 +236,7 @@ class EditorSession:
         """Edit `patch` from now on; `unsaved`: it holds work no file has (restored, attached)."""
         self._unsubscribe()
         self.patch, self.path = patch, path
+        self.untitled_name = None
         self._unsubscribe = patch.subscribe(self._on_event)
         self._clean = True
         self.restored_unsaved = False
@@ -267,7 +271,7 @@ class EditorSession:
             self._recovery.remove(self._recovery.key)
 
     def title(self) -> str:
-        name = self.path.name if self.path else "untitled"
+        name = self.path.name if self.path else (self.untitled_name or "untitled")
         return f"{name}{' *' if self.modified else ''} — patchbay"
 
     def _on_event(self, event: PatchEvent) -> None:

@@ -97,6 +97,7 @@ def test_open_example_makes_an_untitled_patch_with_the_node(editor, ui, qtbot):
     QTest.mouseClick(help_window.open_example_button, Qt.MouseButton.LeftButton)
     patch = editor.patch
     assert editor.path is None
+    assert editor.windowTitle().startswith("time.lfo (example)")
     lfos = [n for n in patch.nodes.values() if n.type_id == "time.lfo"]
     assert len(lfos) == 1
     (lfo,) = lfos
@@ -183,4 +184,5 @@ def test_file_menu_lists_and_opens_every_example(editor, qtbot):
     for action, path in zip(examples.actions(), paths, strict=True):
         action.trigger()
         assert editor.path is None, path  # a new document: Save asks for a name
+        assert editor.windowTitle().startswith(f"{path.stem} (example) "), path  # named
         assert set(editor.patch.nodes) == set(load_patch(path).nodes), path

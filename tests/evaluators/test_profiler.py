@@ -173,7 +173,12 @@ def test_explain_hot_chain_cached_and_edited(make_evaluator) -> None:
     settled(evaluator)
     patch.set_value("j", "value", 5.0)
     run(evaluator, range(5, 7))
-    assert evaluator.explain("b")[0] == "HOT because it depends on time.seconds (t) through a -> b"
+    assert evaluator.explain("b")[0] == (
+        "HOT because it depends on time.seconds, which runs every frame: t -> a -> this node"
+    )
+    assert evaluator.explain("a")[0] == (
+        "HOT because it depends on time.seconds, which runs every frame: t -> this node"
+    )
     assert evaluator.explain("b")[1] == "ran at frame 6: HOT"
     assert evaluator.explain("t")[0] == "non-deterministic: time.seconds runs every frame"
     k = evaluator.explain("k")

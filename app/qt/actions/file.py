@@ -97,11 +97,18 @@ class FileActions:
         return True
 
     def open_example(self, path: Path) -> bool:
-        """Open a bundled example patch as a new untitled document (Save asks for a name)."""
+        """Open a bundled example patch as a new document no file holds yet (Save asks for a
+        name), titled with the example's name ("noise_color (example)")."""
         if not self.open_path(path, untitled=True):
             return False
+        self.name_untitled(f"{path.stem} (example)")
         self.window.canvas.frame(None)
         return True
+
+    def name_untitled(self, name: str) -> None:
+        """What the title calls the document until it is saved (an example, the demo)."""
+        self.window.session.untitled_name = name
+        self.window.update_title()
 
     def save(self) -> bool:
         if self.window.path is None:

@@ -68,6 +68,8 @@ class ViewActions:
         self.legend_action.setChecked(True)
         self.window.legend.closed.connect(lambda: self.legend_action.setChecked(False))
         self.window.profiling.build_heat_action(view, self.window.add_action)
+        # The legend shows the heat scale while nodes are tinted by cost, the class colours else.
+        self.window.profiling.heat_action.toggled.connect(self.window.legend.show_heat)
         panels = view.addMenu("&Panels")
         for dock in self.window.docks.values():
             panels.addAction(dock.toggleViewAction())
@@ -172,6 +174,7 @@ class ViewActions:
             self.window.file_actions.report_error(str(error))
             return False
         self.window.set_patch(patch, None, from_file=True)
+        self.window.file_actions.name_untitled(f"{type_id} (example)")
         self.window.canvas.frame(None)
         return True
 

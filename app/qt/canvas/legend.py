@@ -3,7 +3,8 @@
 A small panel floating over the canvas's bottom-left corner (hidden and shown from the View menu,
 or its own close button): the node colours in a few words, and, expanded (More), every colour and
 word in a sentence. Built from the colours the canvas really uses (app.qt.canvas.canvas), so the two
-cannot drift apart.
+cannot drift apart. While View > Heat tint colours nodes by cost (app.qt.profiling), `show_heat`
+puts the heat scale (cold .. hot, from app.qt.panels.profiler) in place of the class colours.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QToolButton, QWidget
 
 from app.qt.canvas.canvas import CLASS_COLORS, DEFERRED_BORDER, FAILED_COLOR, IDLE_OPACITY
+from app.qt.panels.profiler import HEAT_COLD_MS, HEAT_HOT_MS, HEAT_STOPS
 from evaluators import NodeClass
 
 # (swatch style, word, short meaning, plain-language explanation)
@@ -58,10 +60,32 @@ ENTRIES: list[tuple[str, str, str, str]] = [
         "",
         "its result was reused this frame, not recomputed (hover a node for its status)",
     ),
-    ("", "deterministic", "", "a node type whose result depends on its inputs only"),
-    ("", "nondeterministic", "", "a node type that may give a new result each frame (time, noise)"),
-    ("", "user_input", "", "a node type whose value you set live (a control)"),
+    (
+        "",
+        "deterministic",
+        "",
+        "a node type whose result depends on its inputs only: CONST when they are constant,"
+        " USER or HOT when a user input or something live feeds it",
+    ),
+    (
+        "",
+        "nondeterministic",
+        "",
+        "a node type that may give a new result each frame (time, noise): always HOT",
+    ),
+    ("", "user_input", "", "a node type whose value you set live (a control): USER"),
 ]
+CLASS_WORDS = ("CONST", "USER", "HOT")  # the rows the heat scale replaces while it is shown
+_GRADIENT = ", ".join(
+    f"stop:{i / (len(HEAT_STOPS) - 1):g} rgb{stop}" for i, stop in enumerate(HEAT_STOPS)
+)
+HEAT_ENTRY = (
+    f"background: qlineargradient(x1:0, y1:0, x2:1, y2:0, {_GRADIENT});",
+    "heat",
+    "cost per frame: cold .. hot",
+    f"heat tint: cost per frame on a log scale, blue-grey cold (under {HEAT_COLD_MS:g} ms) to"
+    f" red hot ({HEAT_HOT_MS:.1f} ms, a whole 60 fps frame); View ▸ Heat tint turns it off",
+)
 
 
 class QtLegend(QFrame):
@@ -96,24 +120,51 @@ class QtLegend(QFrame):
         close.clicked.connect(self._close)
         layout.addWidget(close, 0, 3)
         self._labels: list[tuple[QLabel, str, str]] = []
-        for row, (style, word, short, meaning) in enumerate(ENTRIES, start=1):
+        self._rows: dict[str, tuple[QLabel | None, QLabel]] = {}  # word -> (swatch, label)
+        for row, (style, word, short, meaning) in enumerate([HEAT_ENTRY, *ENTRIES], start=1):
+            swatch = None
             if style:
                 swatch = QLabel()
-                swatch.setFixedSize(18, 12)
+                swatch.setFixedSize(18 if word != "heat" else 40, 12)
                 swatch.setStyleSheet(style + " border-radius: 3px;")
                 layout.addWidget(swatch, row, 0)
             label = QLabel()
             label.setToolTip(f"{word}: {meaning}")
             layout.addWidget(label, row, 1, 1, 3)
             self._labels.append((label, f"<b>{word}</b> {short}", f"<b>{word}</b>: {meaning}"))
-        self.texts = [f"{word}: {meaning}" for _, word, _, meaning in ENTRIES]
+            self._rows[word] = (swatch, label)
+        self.heat_shown = False
+        self.expanded = False
         canvas_widget.installEventFilter(self)
         self._expand(False)
 
+    @property
+    def texts(self) -> list[str]:
+        """The words shown and what they mean (the heat scale while it is shown, else the class
+        colours)."""
+        entries = [HEAT_ENTRY, *ENTRIES]
+        return [f"{w}: {m}" for _, w, _, m in entries if self._row_wanted(w)]
+
+    def show_heat(self, shown: bool) -> None:
+        """The heat scale in place of the class colours (View > Heat tint), or them again."""
+        self.heat_shown = shown
+        self._expand(self.expanded)
+
+    def _row_wanted(self, word: str) -> bool:
+        if word == "heat":
+            return self.heat_shown
+        return not (self.heat_shown and word in CLASS_WORDS)
+
     def _expand(self, expanded: bool) -> None:
-        for label, short, full in self._labels:
+        self.expanded = expanded
+        for (label, short, full), (word, (swatch, _)) in zip(
+            self._labels, self._rows.items(), strict=True
+        ):
+            wanted = self._row_wanted(word)
             label.setText(full if expanded else short)
-            label.setVisible(expanded or not short.endswith("</b> "))
+            label.setVisible(wanted and (expanded or not short.endswith("</b> ")))
+            if swatch is not None:
+                swatch.setVisible(wanted)
         self._place()
 
     def _close(self) -> None:

@@ -47,6 +47,29 @@ DETERMINISM_WORDS = {
 }
 
 
+# The canvas's classes (CONST / USER / HOT, app.qt.canvas.legend) each annotation leads to: the
+# library and the help say them in the canvas's words.
+CANVAS_CLASS = {
+    Determinism.DETERMINISTIC: "CONST, or USER / HOT when an input upstream is",
+    Determinism.NONDETERMINISTIC: "HOT",
+    Determinism.USER_INPUT: "USER",
+}
+CLASS_SENTENCE = {
+    Determinism.DETERMINISTIC: (
+        "On the canvas it is CONST (runs once) when its inputs are constant, USER when a user"
+        " input feeds it, HOT when something live (time, noise) does."
+    ),
+    Determinism.NONDETERMINISTIC: "On the canvas it is HOT: it runs every frame.",
+    Determinism.USER_INPUT: "On the canvas it is USER: it runs when you change its value.",
+}
+
+
+def class_words(spec: NodeSpec) -> str:
+    """The library's short line for how a node type runs: its annotation and the canvas class it
+    leads to ("nondeterministic → HOT")."""
+    return f"{spec.determinism.value} → {CANVAS_CLASS[spec.determinism]}"
+
+
 def pin_doc(spec: NodeSpec, pin: str) -> str:
     """The sentence describing `pin` of a node of this spec ("" when it has none)."""
     doc = spec.pin_docs.get(pin, "")
@@ -57,7 +80,7 @@ def pin_doc(spec: NodeSpec, pin: str) -> str:
 
 def determinism_words(spec: NodeSpec) -> str:
     """How a node of this type runs, in plain words."""
-    words = DETERMINISM_WORDS[spec.determinism]
+    words = f"{DETERMINISM_WORDS[spec.determinism]} {CLASS_SENTENCE[spec.determinism]}"
     if spec.stateful and spec.determinism == Determinism.DETERMINISTIC:
         words += " It keeps some state of its own between runs."
     if spec.sink:

@@ -9,7 +9,8 @@ double-clicking one emits `instance_requested(name)`, and its context menu asks 
 remove it (`rename_requested`, `remove_requested`).
 Items can also be dragged onto the canvas (`drag_payload` is what they carry). Tab search on the
 canvas itself is NodeGraphQt's (see qt_canvas.py); this panel is the browsable alternative and
-shows each type's determinism.
+shows how each type runs: its determinism and the canvas class (CONST / USER / HOT) it
+leads to (`class_words`).
 
 Each node type's one-sentence summary is its tooltip and shows in the description line under the
 tree for the item under the pointer (or, with none, the current item). `help_type()` is the type
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.qt.panels.help import class_words, determinism_words
 from nodes import LIBRARY
 
 TYPE_ROLE = Qt.ItemDataRole.UserRole
@@ -112,7 +114,8 @@ class QtLibraryPanel(QWidget):
             parent = categories.get(spec.category)
             if parent is None:
                 parent = categories[spec.category] = QTreeWidgetItem(self.tree, [spec.category])
-            item = QTreeWidgetItem(parent, [type_id, spec.determinism.value])
+            item = QTreeWidgetItem(parent, [type_id, class_words(spec)])
+            item.setToolTip(1, determinism_words(spec))
             item.setData(0, TYPE_ROLE, type_id)
             item.setToolTip(0, f"{spec.summary or type_id}\nF1: help and an example")
         self._categories = list(categories.values())

@@ -257,6 +257,9 @@ class QtPresetsPanel(QWidget):
             combo.activated.connect(lambda _index: self.crossfade())
         self.crossfader = QSlider(Qt.Orientation.Horizontal)
         self.crossfader.setRange(0, CROSSFADE_STEPS)
+        # A click in the track moves a tenth of the way, an arrow key 1 %, as a fader should.
+        self.crossfader.setPageStep(CROSSFADE_STEPS // 10)
+        self.crossfader.setSingleStep(CROSSFADE_STEPS // 100)
         self.crossfader.setToolTip("Blend A and B")
         self.crossfader.valueChanged.connect(lambda _value: self.crossfade())
         self.crossfader.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
