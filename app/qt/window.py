@@ -391,6 +391,7 @@ class QtEditorWindow(QMainWindow):
         self.setWindowTitle(self.session.title())
 
     def _on_patch_event(self, event: PatchEvent) -> None:
+        self.update_title()  # an edit no undo step holds marks the document modified too
         if event.op in DEFINITION_OPS or (
             event.op in (EditOp.ADD_NODE, EditOp.REMOVE_NODE, EditOp.PINS)
             and event.kind == "structural"

@@ -224,6 +224,9 @@ class EditorSession:
         self._adopted: str | None = None  # the orphan restored: removed once ours is written
         self._writing_adopted: str | None = None  # the orphan restored when that write began
         self._clean = True
+        # An edit no undo step holds (a live value, a tapped tempo): the undo stack coming back
+        # to its saved state does not take it back, so only a save or another document clears it.
+        self._outside_undo = False
         self._edits = 0  # counts every edit; autosaves remember the count they hold
         self._autosaved_edits = 0
         self._first_unsaved_at: float | None = None
@@ -239,6 +242,7 @@ class EditorSession:
         self.untitled_name = None
         self._unsubscribe = patch.subscribe(self._on_event)
         self._clean = True
+        self._outside_undo = False
         self.restored_unsaved = False
         self._first_unsaved_at = None
         if unsaved:
@@ -253,9 +257,16 @@ class EditorSession:
         self._edited()
         self._first_unsaved_at = self._now() - self.autosave_limit_s
 
+    def edited_outside_undo(self) -> None:
+        """An edit no undo step holds was made: the document stays modified until saved."""
+        self._outside_undo = True
+        self._edited()
+
     @property
     def modified(self) -> bool:
-        return self.restored_unsaved or not self._clean
+        """Whether the document holds work its file lacks: what the title's `*` and the question
+        before closing both read."""
+        return self.restored_unsaved or self._outside_undo or not self._clean
 
     def set_clean(self, clean: bool) -> None:
         """The undo stack is (back) at the saved state, or has left it."""
@@ -275,6 +286,8 @@ class EditorSession:
         return f"{name}{' *' if self.modified else ''} — patchbay"
 
     def _on_event(self, event: PatchEvent) -> None:
+        if event.live:  # a live control or a recall: no undo step holds it
+            self._outside_undo = True
         self._edited()
 
     def _edited(self) -> None:
@@ -302,6 +315,7 @@ class EditorSession:
         # is opened again.
         self.patch.folder = path.absolute().parent
         self.restored_unsaved = False
+        self._outside_undo = False
         self._clean = True
         self._autosaved_edits = self._edits
         self._first_unsaved_at = None

@@ -664,7 +664,9 @@ class Profiler:
             else:
                 # The path from the cause down to this node, which it does not name again.
                 path = " -> ".join([*chain[:-1], "this node"])
-                lines.append(f"HOT because it depends on {source_type}, which runs every frame: {path}")
+                lines.append(
+                    f"HOT because it depends on {source_type}, which runs every frame: {path}"
+                )
         elif cls == "USER":
             lines.append("USER: runs again when a user input upstream of it changes")
         else:

@@ -9,7 +9,8 @@ view's centre (app.session.placement), and what is pasted, duplicated or ungroup
 piece off any node it would cover (`QtPatchCanvas.move_clear_of_others`), in the same undo step.
 Backdrops are made, retitled, recoloured and removed from the canvas menu. Edit > Group (Ctrl+G)
 turns the selection into a definition and an instance, Ungroup (Ctrl+Shift+G) and Make Unique undo
-that for one instance.
+that for one instance. A node's own menu, and which of the canvas menu's commands are enabled,
+are app.qt.actions.node_menu's (`node_menu`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtGui import QAction, QColor, QCursor, QKeySequence
 from PySide6.QtWidgets import QApplication, QColorDialog, QInputDialog, QMenu
 
+from app.qt.actions.node_menu import NodeMenu
 from app.qt.commands import (
     AddNodesCommand,
     DocumentEditCommand,
@@ -55,6 +57,7 @@ class EditActions:
         library.instance_requested.connect(self.instance_at_center)
         library.rename_requested.connect(self.rename_definition)
         library.remove_requested.connect(self.remove_definition)
+        self.node_menu = NodeMenu(window, self)  # a node's right-click menu; the canvas menu's
 
     def build_menu(self, edit: QMenu) -> QAction:
         """Edit, and the canvas menu's commands; the Frame selection action (View's, which acts
@@ -311,7 +314,11 @@ class EditActions:
         self.window.canvas.frame(self.window.canvas.selected_ids())
 
     def _menu_backdrop(self) -> str | None:
-        """The backdrop under the canvas menu's click, else the one holding the selection."""
+        return self.menu_backdrop()
+
+    def menu_backdrop(self, *, quiet: bool = False) -> str | None:
+        """The backdrop under the canvas menu's click, else the one holding the selection;
+        None (refused, unless `quiet`) when there is none."""
         canvas = self.window.canvas
         found = canvas.backdrops.at(canvas.menu_scene_pos) if canvas.menu_scene_pos else None
         if found is None:
@@ -319,7 +326,7 @@ class EditActions:
             for backdrop in canvas.patch.backdrops.values():
                 if selected and selected <= set(canvas.backdrops.nodes_inside(backdrop)):
                     found = backdrop.id
-        if found is None:
+        if found is None and not quiet:
             self.on_refused("no backdrop there: right-click inside a backdrop")
         return found
 

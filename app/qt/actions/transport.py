@@ -153,6 +153,8 @@ class TransportActions:
         bpm = self.taps.tap(self.tap_clock())
         if bpm is not None:
             self.window.patch.update_settings(bpm=round(bpm, 1))
+            self.window.session.edited_outside_undo()  # no undo step: saved or asked about
+            self.window.update_title()
         tempo = self.window.patch.settings.get("bpm", DEFAULT_BPM)
         self.tap_action.setToolTip(f"Tap tempo ({tempo:g} BPM)")
 

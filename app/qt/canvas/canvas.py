@@ -27,7 +27,9 @@ the editor); a node's tooltip carries its summary. Backdrops of the level shown 
 (`search_ranked`: "level" lists audio.level before gpu.levels). A node added by tab search or
 dropped from the library goes where the pointer is, or the nearest spot there on no other node
 (app.session.placement), and is selected, so the inspector shows it at once. An empty patch (a
-new document) opens at 100 % around the origin, not at the zoom the last one left.
+new document) opens at 100 % around the origin, not at the zoom the last one left. A right-click
+on a node opens the node's own menu (`node_menu`, set by the editor: app.qt.actions.node_menu)
+instead of the canvas menu.
 
 Assumptions and known costs:
     * NodeGraphQt 0.6.44 is pinned: the gesture slots overridden here are private to it.
@@ -381,6 +383,7 @@ class _InputFilter(QObject):
             on_viewport = watched is viewer.viewport()
             if on_viewport and isinstance(event, QContextMenuEvent):
                 self._canvas.menu_scene_pos = viewer.mapToScene(event.pos())
+                return self._canvas._context_menu(event)
             elif on_viewport and isinstance(event, QHelpEvent):
                 return self._canvas._show_pin_tooltip(event)
         if event.type() != QEvent.Type.KeyPress:
@@ -451,6 +454,10 @@ class QtPatchCanvas(QObject):
         self.output_of: Callable[[str, str], Any] | None = None
         self.backdrops = BackdropLayer(self)
         self.menu_scene_pos: QPointF | None = None  # where the canvas menu was last asked for
+        # Set by the editor: the menu of a node right-clicked (node id, global position), and
+        # what brings the canvas menu's commands up to date before it shows.
+        self.node_menu: Callable[[str, QPoint], None] | None = None
+        self.before_canvas_menu: Callable[[], None] | None = None
 
     @property
     def widget(self) -> Any:
@@ -565,6 +572,28 @@ class QtPatchCanvas(QObject):
     def eval_id(self, node_id: str) -> str:
         """The evaluator's id of a shown node: its path through the instances entered."""
         return "/".join([*self.trail, node_id])
+
+    def node_under(self, viewport_pos: QPoint) -> str | None:
+        """The id of the shown node under a point of the viewport (its body, title, pins or
+        thumbnail), or None."""
+        self.finish_loading()
+        for item in self.viewer().items(viewport_pos):
+            while item is not None and not isinstance(item, NodeItem):
+                item = item.parentItem()
+            if item is not None and item.id in self._ids:
+                return self._ids[item.id]
+        return None
+
+    def _context_menu(self, event: QContextMenuEvent) -> bool:
+        """A right-click: a node's own menu over a node, else NodeGraphQt's canvas menu, its
+        commands enabled only where they can act. True when handled here."""
+        node_id = self.node_under(event.pos())
+        if node_id is not None and self.node_menu is not None:
+            self.node_menu(node_id, event.globalPos())
+            return True
+        if self.before_canvas_menu is not None:
+            self.before_canvas_menu()
+        return False
 
     def node_at(self, path: str) -> NodeInstance | None:
         """The node an evaluator id (`blob1/lfo3`) names in the document, if there is one."""
