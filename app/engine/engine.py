@@ -796,6 +796,7 @@ class Engine:
     def _on_patch(self, arrived: ArrivedPatch, _blobs: list[bytes]) -> None:
         if arrived.patch is None:
             raise ProtocolError(str(arrived.error))
+        self._failures_said.clear()  # another document (or the same again): its failures are news
         if arrived.message.seq is not None:  # the editor's edits it holds
             self._applied = [arrived.message.seq, self.frame]
         self.replace_patch(arrived.patch)

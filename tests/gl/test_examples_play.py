@@ -78,3 +78,21 @@ def test_example_plays_without_failures(gl: GLService, path) -> None:
 @pytest.mark.parametrize("type_id", LIBRARY_TYPES)
 def test_help_example_plays_without_failures(gl: GLService, type_id: str) -> None:
     assert failures(example_patch(type_id), gl) == {}
+
+
+def test_the_demo_shows_a_picture(gl: GLService) -> None:
+    """The patch the editor opens on first shows something in its output: a warm circle in the
+    middle of a dark background."""
+    (demo,) = [path for path in EXAMPLES if path.name == "demo.patchbay"]
+    patch = load_patch(demo)
+    patch.update_settings(resolution=[64, 36])
+    (output,) = [n for n, inst in patch.nodes.items() if inst.type_id == "gpu.output"]
+    evaluator = play_headless(patch, FRAMES, 30.0, [], gpu=gl)
+    try:
+        picture = gl.readback(evaluator.output(output)).astype(int)
+    finally:
+        evaluator.close()
+        evaluator.ctx.release_all()
+    middle, corner = picture[18, 32], picture[2, 2]
+    assert middle[0] > 150 and middle[2] < 120, middle  # orange
+    assert corner[:3].max() < 60, corner  # dark blue

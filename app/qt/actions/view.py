@@ -30,6 +30,8 @@ class ViewActions:
 
     def __init__(self, window: QtEditorWindow) -> None:
         self.window = window
+        # A node's line in Messages (its failure) selects it, entering the instances on its path.
+        window.messages.node_activated.connect(lambda path: window.profiling.show_node_path(path))
 
     def build_menu(self, view: QMenu, frame_action: QAction) -> None:
         """View: framing, the transport (app.qt.actions.transport), link values, the output

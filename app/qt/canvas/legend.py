@@ -86,6 +86,7 @@ HEAT_ENTRY = (
     f"heat tint: cost per frame on a log scale, blue-grey cold (under {HEAT_COLD_MS:g} ms) to"
     f" red hot ({HEAT_HOT_MS:.1f} ms, a whole 60 fps frame); View ▸ Heat tint turns it off",
 )
+_ALL_ENTRIES = [*ENTRIES[: len(CLASS_WORDS)], HEAT_ENTRY, *ENTRIES[len(CLASS_WORDS) :]]
 
 
 class QtLegend(QFrame):
@@ -121,7 +122,7 @@ class QtLegend(QFrame):
         layout.addWidget(close, 0, 3)
         self._labels: list[tuple[QLabel, str, str]] = []
         self._rows: dict[str, tuple[QLabel | None, QLabel]] = {}  # word -> (swatch, label)
-        for row, (style, word, short, meaning) in enumerate([HEAT_ENTRY, *ENTRIES], start=1):
+        for row, (style, word, short, meaning) in enumerate(_ALL_ENTRIES, start=1):
             swatch = None
             if style:
                 swatch = QLabel()
@@ -142,8 +143,7 @@ class QtLegend(QFrame):
     def texts(self) -> list[str]:
         """The words shown and what they mean (the heat scale while it is shown, else the class
         colours)."""
-        entries = [HEAT_ENTRY, *ENTRIES]
-        return [f"{w}: {m}" for _, w, _, m in entries if self._row_wanted(w)]
+        return [f"{w}: {m}" for _, w, _, m in _ALL_ENTRIES if self._row_wanted(w)]
 
     def show_heat(self, shown: bool) -> None:
         """The heat scale in place of the class colours (View > Heat tint), or them again."""

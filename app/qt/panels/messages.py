@@ -6,6 +6,10 @@ its time, selectable and copied whole with Copy All; a refusal also shows in `Qt
 transient box next to where the pointer was, for `BUBBLE_S` seconds, so the reason is seen where
 the gesture happened instead of only in the status bar. The log keeps the last `MAX_ENTRIES`.
 
+A node's line (`node: <path> failed: <error>`, the first failure of each node, as the engine
+reports it) names the node: a click on it emits `node_activated(path)`, and the editor selects that
+node on the canvas (entering the instances on its path).
+
 Unread: a message added while the panel is not on screen (closed, or a tab behind another dock)
 counts as unread until its dock shows; `unread_changed` carries the count, and `badge_dock` puts
 it in the dock's title, which is what its tab shows ("Messages (3)").
@@ -13,9 +17,11 @@ it in the dock's title, which is what its tab shows ("Messages (3)").
 
 from __future__ import annotations
 
+import re
 import time
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -30,6 +36,7 @@ from PySide6.QtWidgets import (
 BUBBLE_S = 5.0
 BUBBLE_WIDTH = 420
 MAX_ENTRIES = 1000
+NODE_LINE = re.compile(r"^\S+\s+node: (\S+) failed: ")  # `HH:MM:SS  node: <path> failed: …`
 
 
 class QtMessageLog(QWidget):
@@ -37,12 +44,15 @@ class QtMessageLog(QWidget):
     messages added while it was not on screen (`unread`)."""
 
     unread_changed = Signal(int)
+    node_activated = Signal(str)  # the path of the node whose line was clicked
 
     def __init__(self) -> None:
         super().__init__()
         self.unread = 0
         self.view = QPlainTextEdit()
         self.view.setReadOnly(True)
+        self.view.viewport().installEventFilter(self)
+        self.view.viewport().setMouseTracking(True)
         self.view.setMaximumBlockCount(MAX_ENTRIES)
         self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.copy_button = QPushButton("Copy All")
@@ -66,6 +76,26 @@ class QtMessageLog(QWidget):
             self.unread += 1
             self.unread_changed.emit(self.unread)
         return line
+
+    def node_at(self, pos: QPoint) -> str | None:
+        """The node named by the line at a point of the view's viewport, if it names one."""
+        found = NODE_LINE.match(self.view.cursorForPosition(pos).block().text())
+        return found.group(1) if found else None
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.view.viewport() and isinstance(event, QMouseEvent):
+            node = self.node_at(event.position().toPoint())
+            if event.type() == QEvent.Type.MouseMove:
+                shape = Qt.CursorShape.PointingHandCursor if node else Qt.CursorShape.IBeamCursor
+                self.view.viewport().setCursor(shape)
+            elif (
+                event.type() == QEvent.Type.MouseButtonRelease
+                and event.button() == Qt.MouseButton.LeftButton
+                and node is not None
+                and not self.view.textCursor().hasSelection()  # selecting text to copy it
+            ):
+                self.node_activated.emit(node)
+        return False
 
     def mark_read(self) -> None:
         if self.unread:
