@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QToolBar
+from PySide6.QtWidgets import QApplication, QToolBar
 
 from app.engine.local import LocalEngineLink
 from app.qt.launch import open_editor
@@ -38,7 +38,7 @@ def shot(widget, name: str) -> None:
 
 # ------------------------------------------------------------------ b: the title and the question
 def test_a_tapped_tempo_shows_in_the_title_and_survives_an_undo_to_the_saved_state(
-    editor, ui, dialogs, tmp_path
+    editor, ui, dialogs, tmp_path, qtbot
 ):
     ui.show_patch(editor, knob_patch())
     path = tmp_path / "show.patchbay"
@@ -64,6 +64,8 @@ def test_a_tapped_tempo_shows_in_the_title_and_survives_an_undo_to_the_saved_sta
     dialogs.unsaved_answer = "cancel"
     assert not editor.file_actions.maybe_save_changes()
     assert dialogs.asked_unsaved == 1
+    editor.activateWindow()  # shortcuts go to the active window
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is editor)
     QTest.keySequence(editor, "Ctrl+S")
     assert "*" not in editor.windowTitle() and not editor.modified
 
@@ -150,7 +152,8 @@ def test_the_library_and_help_name_the_canvas_class_each_annotation_leads_to(edi
     (item,) = tree.findItems("input.float", Qt.MatchFlag.MatchRecursive)
     assert item.text(1) == "user_input → USER"
     (item,) = tree.findItems("math.add", Qt.MatchFlag.MatchRecursive)
-    assert item.text(1).startswith("deterministic → CONST")
+    assert item.text(1) == "deterministic → CONST*"  # the tooltip says when it is not
+    assert "USER when a user input feeds it" in item.toolTip(1)
     tree.scrollToItem(item)
     QTest.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
                      tree.visualItemRect(item).center())  # fmt: skip
@@ -203,3 +206,57 @@ def test_a_click_in_the_crossfaders_track_moves_a_tenth_and_an_arrow_one_percent
     assert fader.value() == fader.maximum() // 10 + fader.maximum() // 100
     ui.run_frames(editor)
     assert editor.patch.value("x", "value") == pytest.approx(1.1)
+
+
+# ------------------------------------------------------------------ i: the README's first patch
+def tab_add(editor, qtbot, type_id: str) -> str:
+    """Tab over the canvas, type a node type, Enter: the new node's id."""
+    viewer = editor.canvas.viewer()
+    search = viewer._search_widget
+    before = set(editor.patch.nodes)
+
+    def type_choice() -> None:
+        QTest.keyClicks(search.line_edit, type_id)
+        QTest.keyClick(search.line_edit, Qt.Key.Key_Return)
+
+    QTimer.singleShot(200, type_choice)
+    QTimer.singleShot(5000, search.close)  # never leave a modal menu open if typing failed
+    viewer.setFocus()
+    QTest.keyClick(viewer, Qt.Key.Key_Tab)
+    qtbot.waitUntil(lambda: len(editor.patch.nodes) > len(before))
+    (new,) = set(editor.patch.nodes) - before
+    assert editor.patch.nodes[new].type_id == type_id
+    return new
+
+
+def test_the_readmes_first_patch_works_as_written(editor, ui, qtbot, dialogs, tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    assert "## Your first patch in five minutes" in readme
+    assert readme.count("patchbay nodes [--json]") == 1
+    ui.show_patch(editor, knob_patch())
+    dialogs.unsaved_answer = "discard"
+    editor.activateWindow()  # shortcuts go to the active window
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is editor)
+    QTest.keySequence(editor, "Ctrl+N")  # 1. a new, empty patch
+    assert editor.patch.nodes == {}
+    noise = tab_add(editor, qtbot, "gpu.noise")  # 2.
+    output = tab_add(editor, qtbot, "gpu.output")
+    clock = tab_add(editor, qtbot, "time.seconds")
+    for node_id, pos in ((clock, (0, 0)), (noise, (300, 0)), (output, (600, 0))):
+        editor.patch.set_position(node_id, pos)  # apart, wherever the pointer was
+    ui.drag_link(editor, noise, "out", output, "in")  # 3.
+    ui.drag_link(editor, clock, "out", noise, "time")  # 4.
+    assert ui.model_links(editor.patch) == {(noise, "out", output, "in"),
+                                            (clock, "out", noise, "time")}  # fmt: skip
+    editor.canvas.select([noise])  # 5. the inspector edits a pin
+    field = editor.inspector.pin_widget("scale")
+    field.setFocus()
+    field.selectAll()
+    QTest.keyClicks(field, "3")
+    QTest.keyClick(field, Qt.Key.Key_Return)
+    assert editor.patch.value(noise, "scale") == 3.0
+    dialogs.save_path = str(tmp_path / "my.patchbay")
+    editor.activateWindow()  # shortcuts go to the active window
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is editor)
+    QTest.keySequence(editor, "Ctrl+S")  # 6.
+    assert (tmp_path / "my.patchbay").exists() and editor.windowTitle().startswith("my.patchbay")

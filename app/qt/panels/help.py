@@ -50,7 +50,7 @@ DETERMINISM_WORDS = {
 # The canvas's classes (CONST / USER / HOT, app.qt.canvas.legend) each annotation leads to: the
 # library and the help say them in the canvas's words.
 CANVAS_CLASS = {
-    Determinism.DETERMINISTIC: "CONST, or USER / HOT when an input upstream is",
+    Determinism.DETERMINISTIC: "CONST*",  # * as its inputs: the tooltip says it in full
     Determinism.NONDETERMINISTIC: "HOT",
     Determinism.USER_INPUT: "USER",
 }
@@ -66,7 +66,8 @@ CLASS_SENTENCE = {
 
 def class_words(spec: NodeSpec) -> str:
     """The library's short line for how a node type runs: its annotation and the canvas class it
-    leads to ("nondeterministic → HOT")."""
+    leads to ("nondeterministic → HOT"; "deterministic → CONST*": CONST when its inputs are
+    constant, USER or HOT when they are, which `determinism_words` says in full)."""
     return f"{spec.determinism.value} → {CANVAS_CLASS[spec.determinism]}"
 
 
