@@ -205,10 +205,13 @@ def test_the_canvas_menu_enables_only_what_can_act(editor, ui, qtbot):
 
     def read(menu: QMenu) -> None:
         states.update({a.text(): a.isEnabled() for a in menu.actions() if not a.isSeparator()})
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        menu.grab().save(str(SHOTS / "menus-canvas-menu.png"))
 
     editor.canvas.select([])
     in_menu(qtbot, lambda: right_click(editor, empty), read)
     assert states["Add Backdrop Around Selection"]
+    assert not states["&Undo"] and not states["&Redo"]  # nothing edited yet
     for text in ("Rename Backdrop…", "Remove Backdrop", "Group (Ctrl+G)",
                  "Ungroup (Ctrl+Shift+G)", "Make Unique", "Enter Instance (Enter)",
                  "Leave Instance (Backspace)"):  # fmt: skip

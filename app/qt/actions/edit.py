@@ -76,9 +76,7 @@ class EditActions:
             self.window.add_action(edit, "&Group", self.group_selection, "Ctrl+G"),
             self.window.add_action(edit, "U&ngroup", self.ungroup_selection, "Ctrl+Shift+G"),
             self.window.add_action(edit, "Make &Unique", self.make_unique_selection),
-            undo,
-            redo,
-        ]
+        ]  # Undo / Redo follow the stack (empty on a read-only patch): enabling them would lie
         # Enter and Backspace / U are the canvas's own keys (while it has the focus).
         self.window.add_action(edit, "&Enter Instance (Enter)", self.window.canvas.enter_selected)
         self.window.add_action(edit, "Lea&ve Instance (Backspace)", self.window.canvas.leave)

@@ -88,7 +88,6 @@ class NodeMenu:
     def __init__(self, window: QtEditorWindow, edit: EditActions) -> None:
         self.window = window
         self.edit = edit
-        self.menu: QMenu | None = None  # the node menu last shown (tests read it)
         window.canvas.node_menu = self.show_for
         window.canvas.before_canvas_menu = self.update_canvas_menu
 
@@ -152,8 +151,9 @@ class NodeMenu:
         canvas = self.window.canvas
         if node_id not in canvas.selected_ids():
             canvas.select([node_id])
-        self.menu = self.build(node_id)
-        self.menu.exec(global_pos)
+        menu = self.build(node_id)
+        menu.exec(global_pos)
+        menu.deleteLater()  # one menu per right-click
 
     # ------------------------------------------------------------------ what each item can do
     def _why_not(self, node_id: str) -> str | None:
