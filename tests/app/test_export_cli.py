@@ -47,7 +47,7 @@ def test_freeze_command_writes_a_frozen_patch_that_check_accepts(tmp_path, capsy
     out, err = capsys.readouterr()
     assert err == ""
     assert len(out.splitlines()) == 1
-    assert "16 -> 12 nodes" in out and "constants baked" in out
+    assert "19 -> 15 nodes" in out and "constants baked" in out
 
     assert main(["check", str(target)]) == 0
     assert "ok: frozen patch" in capsys.readouterr().out
@@ -144,7 +144,7 @@ def test_export_hook_reports_progress_and_a_summary(tmp_path) -> None:
     fractions = [fraction for fraction, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert "saving" in {stage for _, stage in seen}
-    assert summary["nodes_before"] == 16 and summary["nodes_after"] == 12
+    assert summary["nodes_before"] == 19 and summary["nodes_after"] == 15
     assert summary["sidecar"] is None
     assert summary["text"].startswith(str(tmp_path / "demo.frozen.patchbay"))
     assert load_patch(summary["file"]).frozen
