@@ -590,6 +590,7 @@ class QtEditorWindow(QMainWindow):
         if self.pack_watcher is not None:
             self.pack_watcher.close()
         self.live_control.learn.cancel(quiet=True)  # and its key filter leaves the application
+        self.node_help.close()  # a window of its own: it would outlive the editor
         self.send_edits()  # perform mode: an open output window plays on
         self.engine.close(stop_engine=True, unless_showing=True)
         self.session.close(keep_unsaved=ending)
