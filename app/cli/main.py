@@ -2,7 +2,7 @@
 
     patchbay [edit] [FILE] [LIMITS] [LIVE] [--output [--screen N] [--fullscreen]] [--attach]
     patchbay run FILE [LIMITS] [LIVE] [--headless --frames N [--realtime]] [--fps F]
-                 [--print NODE.PIN ...] [--out DIR]
+                 [--print NODE.PIN ...] [--out DIR] [--record OUT [--codec C]]
     patchbay freeze FILE -o OUT [LIMITS]
     patchbay check FILE [LIMITS]
     patchbay profile FILE [LIMITS] [--frames N] [--json] [--trace OUT.json]
@@ -69,6 +69,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--print", dest="prints", nargs="+", default=[], metavar="NODE.PIN")
     run.add_argument("--out", default=None, help="headless: write each gpu.output frame as PNG")
     run.add_argument("--size", default=None, help="render size WxH (default: the patch's)")
+    run.add_argument(
+        "--record",
+        default=None,
+        metavar="OUT",
+        help="headless: encode the gpu.output frames into a video file (.mkv, .mov or .mp4) "
+        "at --fps",
+    )
+    run.add_argument(
+        "--codec",
+        default=None,
+        help="--record codec: ffv1, png, prores, prores4444, h264, mjpeg (default: from the "
+        "extension: .mkv ffv1, .mov prores, .mp4 h264)",
+    )
     run.add_argument("--fullscreen", action="store_true", help="output window fullscreen")
     run.add_argument("--screen", type=int, default=None, help="screen number for the output")
 

@@ -100,6 +100,7 @@ def play_headless(
     realtime: bool = False,
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], None] = time.sleep,
+    record: Any = None,
 ) -> DualEvaluator:
     """Play `frames` frames at a fixed clock and print the requested values, one line a frame:
     the engine (app.engine.engine) with no editor, stepped by a fixed clock instead of real time.
@@ -111,6 +112,13 @@ def play_headless(
     a folder or file that cannot be written raises FrameWriteError. `services` are the options
     of the live-input services (app.engine.options.services: `--osc-port`, `--allow-send`).
 
+    With `gpu` and `record` (a RecordingPlan, evaluators/services/recording.py) the `gpu.output`
+    texture of every frame is read back and encoded into a video file at `fps` on a worker thread
+    (`VideoRecorder`). A render waits for room in the encoder's queue (`block=True`: a render
+    never loses a frame); with `realtime` a frame the encoder cannot take is dropped and counted,
+    and the count is reported on stderr at the end. The file appears under its name only when
+    every frame is in; a failed run leaves no file and keeps the one that was there.
+
     With `realtime` frame k starts `k / fps` seconds after the first on `clock` (waiting with
     `sleep`); a late frame starts at once, and the patch clock stays t = frame / fps.
     """
@@ -118,6 +126,8 @@ def play_headless(
     sink = output_node(patch)
     if out_dir is not None and sink is None:
         raise PatchError("--out needs a gpu.output node in the patch")
+    if record is not None and sink is None:
+        raise PatchError("--record needs a gpu.output node in the patch")
     engine = Engine(
         patch, gpu=gpu, frame_log=FrameLog.from_environment(), services=services,
         build_first=realtime,  # a render builds below, once it watches what it prints
@@ -134,13 +144,26 @@ def play_headless(
         from evaluators.services.gl import GLFrameWriter
 
         writer = GLFrameWriter(gpu, out_dir)
+    recorder: Any = None  # a VideoRecorder, made at the first frame: it takes that frame's size
 
     def write_frame() -> None:
-        if writer is not None and sink is not None:
-            texture = evaluator.output(sink)
-            if texture is not None:
-                writer.write(texture, engine.frame)
+        nonlocal recorder
+        if sink is None or (writer is None and record is None) or gpu is None:
+            return
+        texture = evaluator.output(sink)
+        if texture is None:
+            return
+        if writer is not None:
+            writer.write(texture, engine.frame)
+        if record is not None:
+            if recorder is None:
+                from evaluators.services.recording import VideoRecorder
 
+                recorder = VideoRecorder(record, fps, texture.size)
+            # a render waits for the encoder (it must not lose a frame); a show never does
+            recorder.submit(gpu.readback(texture), engine.frame, block=not realtime)
+
+    finished = False
     try:
         start = clock()
         for frame in range(frames):
@@ -157,12 +180,32 @@ def play_headless(
                     )
                 values = " ".join(text for text, _ in printed)
                 print(f"{frame} {values}", file=out or sys.stdout)
+        finished = True
     finally:
-        if writer is not None:
-            writer.close()
+        try:
+            if writer is not None:
+                writer.close()
+        finally:
+            if recorder is not None:
+                _finish_recording(recorder, finished)
         if engine.frame_log is not None:
             engine.frame_log.close()
     return evaluator
+
+
+def _finish_recording(recorder: Any, finished: bool) -> None:
+    """Finish the video file of a run that played all its frames (and report what the encoder
+    dropped), or remove the temporary file of one that did not."""
+    if not finished:
+        recorder.abort()
+        return
+    path = recorder.close()
+    if recorder.dropped:
+        print(
+            f"patchbay run: --record {path}: {recorder.dropped} of {recorder.frames_submitted} "
+            "frame(s) dropped (the encoder could not keep up)",
+            file=sys.stderr,
+        )
 
 
 def _standalone_gl(size: tuple[int, int]) -> Any:
@@ -186,12 +229,16 @@ def run_command(options: argparse.Namespace) -> int:
                 )
         if options.fps <= 0:
             raise PatchError("--fps must be positive")
+        if options.codec is not None and options.record is None:
+            raise PatchError("--codec needs --record OUT")
         if options.headless:
             if options.frames is None or options.frames < 0:
                 raise PatchError("--headless needs --frames N (N >= 0)")
             return _run_headless(patch, options)
         if options.frames is not None and options.frames < 0:
             raise PatchError("--frames must not be negative")
+        if options.record is not None:
+            raise PatchError("--record records a headless render for now: add --headless --frames N")
     except PatchError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -214,29 +261,44 @@ def run_command(options: argparse.Namespace) -> int:
 
 
 def _run_headless(patch: Patch, options: argparse.Namespace) -> int:
+    record = None
+    record_errors: tuple[type[Exception], ...] = ()
+    if options.record is not None:  # checked before anything runs: a refusal writes nothing
+        from evaluators.services.recording import RecordingError, recording_plan
+
+        record_errors = (RecordingError,)
+        try:
+            record = recording_plan(options.record, options.codec)
+        except RecordingError as error:
+            print(f"patchbay run: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if output_node(patch) is None:
+            print("--record needs a gpu.output node in the patch", file=sys.stderr)
+            return EXIT_BAD_INPUT
     gl = None
-    if options.out is not None or uses_gpu(patch):
+    if options.out is not None or record is not None or uses_gpu(patch):
         size = tuple(patch.settings.get("resolution", (640, 360)))
         try:
             gl = _standalone_gl((int(size[0]), int(size[1])))
         except Exception as error:  # no EGL: values still play, GPU nodes report it
-            if options.out is not None:
-                print(f"--out needs OpenGL: {error}", file=sys.stderr)
+            if options.out is not None or record is not None:
+                flag = "--out" if options.out is not None else "--record"
+                print(f"{flag} needs OpenGL: {error}", file=sys.stderr)
                 return EXIT_NO_GL
             print(f"warning: no OpenGL, GPU nodes will fail: {error}", file=sys.stderr)
-    write_errors: tuple[type[Exception], ...] = ()
+    write_errors: tuple[type[Exception], ...] = record_errors
     if gl is not None:  # the GL service is imported already
         from evaluators.services.gl import FrameWriteError
 
-        write_errors = (FrameWriteError,)
+        write_errors += (FrameWriteError,)
     evaluator = None
     failed: set[str] = set()
     try:
         evaluator = play_headless(patch, options.frames, options.fps, options.prints, gpu=gl,
                                   out_dir=options.out, failed=failed,
                                   services=service_options(options),
-                                  realtime=options.realtime)  # fmt: skip
-    except write_errors as error:  # --out cannot be written: one line, no traceback
+                                  realtime=options.realtime, record=record)  # fmt: skip
+    except write_errors as error:  # --out or --record cannot be written: one line, no traceback
         print(f"patchbay run: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
