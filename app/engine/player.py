@@ -238,7 +238,9 @@ def run_command(options: argparse.Namespace) -> int:
         if options.frames is not None and options.frames < 0:
             raise PatchError("--frames must not be negative")
         if options.record is not None:
-            raise PatchError("--record records a headless render for now: add --headless --frames N")
+            raise PatchError(
+                "--record records a headless render for now: add --headless --frames N"
+            )
     except PatchError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -30,6 +30,7 @@ recording from the window needs is not here. Colour conversion to YUV codecs is 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import queue
@@ -201,7 +202,7 @@ class VideoRecorder:
         except (OSError, av.FFmpegError) as error:
             raise RecordingError(f"--record {self.plan.path}: {_reason(error)}") from error
         try:
-            stream = container.add_stream(codec.encoder, rate=self.rate)
+            stream: Any = container.add_stream(codec.encoder, rate=self.rate)
             stream.width, stream.height = self.size
             stream.pix_fmt = codec.pix_fmt
             stream.time_base = 1 / self.rate
@@ -263,10 +264,8 @@ class VideoRecorder:
             self._error = self._error or RuntimeError("aborted")
             self._queue.put(None)
             self._thread.join()
-            try:
+            with contextlib.suppress(Exception):  # a half-written file is removed below anyway
                 self._container.close()
-            except Exception:  # a half-written file is removed below anyway
-                pass
         self._error = None
         self.temporary.unlink(missing_ok=True)
 
