@@ -8,7 +8,7 @@ keeps `app/` free of import cycles. Every failure status comes with one line on 
 EXIT_BAD_INPUT = 2
 """A file, an option or what the command needs (a display, a screen, OpenGL) is wrong or missing."""
 EXIT_NO_GL = 3
-"""`run --headless --out` needs OpenGL and the machine has none."""
+"""`run --headless --out` or `--record` needs OpenGL and the machine has none."""
 EXIT_NODE_FAILED = 4
 """`run --headless --print`: a printed node failed in at least one frame (printed as
 `node.pin=<failed: ERROR>` in those frames); the frames all ran."""
