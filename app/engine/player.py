@@ -191,6 +191,9 @@ def play_headless(
         finally:
             if recorder is not None:
                 _finish_recording(recorder, finished)
+            elif record is not None and finished:
+                print(f"patchbay run: --record {record.path}: no frame to record, nothing written",
+                      file=sys.stderr)  # fmt: skip
         if engine.frame_log is not None:
             engine.frame_log.close()
     return evaluator

@@ -242,11 +242,12 @@ class VideoRecorder:
             self._closed = True
             self._queue.put(None)
             self._thread.join()
+            if self._error is None:
+                self._finish()
             try:
-                if self._error is None:
-                    self._finish()
-            finally:
-                self._container.close()
+                self._container.close()  # writes the trailer (the index of a .mov or .mp4)
+            except Exception as error:
+                self._error = self._error or error
             if self._error is None:
                 try:
                     os.replace(self.temporary, self.plan.path)

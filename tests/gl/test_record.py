@@ -122,3 +122,11 @@ def test_a_recording_replaces_the_file_there_only_when_it_is_done(tmp_path: Path
     assert render("--record", str(video), frames=2) == 0
     assert len(decoded(video)[0]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["take.mkv"]
+
+
+def test_no_frame_writes_no_file_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert render("--record", str(tmp_path / "take.mkv"), frames=0) == 0
+    assert "no frame to record, nothing written" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
