@@ -126,3 +126,18 @@ def test_every_allowed_pair_records_and_decodes(tmp_path: Path, suffix: str, cod
         recorder.submit(picture(40 * index), index)
     recorder.close()
     assert frames_in(path) == 3
+
+
+@pytest.mark.parametrize(("name", "codec"), [("take.mkv", "ffv1"), ("take.mov", "png")])
+def test_lossless_codecs_keep_every_rgba_value(tmp_path: Path, name: str, codec: str) -> None:
+    pictures = np.random.default_rng(7).integers(0, 256, (3, SIZE[1], SIZE[0], 4), np.uint8)
+    path = tmp_path / name
+    recorder = VideoRecorder(recording_plan(path, codec), fps=30, size=SIZE)
+    for index, image in enumerate(pictures):
+        recorder.submit(image, index)
+    recorder.close()
+    with av.open(str(path)) as container:
+        back = [frame.to_ndarray(format="rgba") for frame in container.decode(video=0)]
+    assert len(back) == 3
+    for image, decoded in zip(pictures, back, strict=True):
+        assert np.array_equal(image, decoded)  # alpha included
