@@ -11,7 +11,10 @@ Pieces:
 - `QtOutputWindow`: a top-level `QOpenGLWindow` that shows the `gpu.output` texture, letterboxed.
   Fullscreen on a chosen screen (`show_fullscreen(screen)`), movable between screens at runtime,
   Esc leaves fullscreen, a right click (or `screen_menu()`) lists screens by name and resolution.
-  With `on_quit` set (the player's window) q, Ctrl+Q, and Esc when not fullscreen, call it.
+  With `on_quit` set (the player's window) q, Ctrl+Q, Esc when not fullscreen and the title bar's
+  close button call it. Otherwise Esc when not fullscreen and the close button call `on_close`
+  (the engine's host: it hides and frees the window, and says so in the engine's reports, so
+  the editor's View > Output Window follows), from the event loop; without one they hide it.
   The process that runs the frames presents it after each frame (`present()`; app.qt.output_host
   opens one for an engine). `close_output_window()` frees and hides one.
 
@@ -33,9 +36,10 @@ from typing import Any
 
 import moderngl
 import numpy as np
-from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
+from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt, QTimer
 from PySide6.QtGui import (
     QAction,
+    QCloseEvent,
     QCursor,
     QGuiApplication,
     QKeyEvent,
@@ -237,6 +241,7 @@ class QtOutputWindow(QOpenGLWindow):
         self.ctx: moderngl.Context | None = None
         self.paint_hooks: list[Callable[[QtOutputWindow], None]] = []
         self.on_quit: Callable[[], None] | None = None  # the player's: its quit keys call it
+        self.on_close: Callable[[], None] | None = None  # the host's: frees and hides the window
         self.setTitle("patchbay output")
         self.resize(960, 540)
 
@@ -325,6 +330,8 @@ class QtOutputWindow(QOpenGLWindow):
         quits = event.key() == Qt.Key.Key_Q or (event.key() == Qt.Key.Key_Escape and not fullscreen)
         if quits and self.on_quit is not None:  # q, Ctrl+Q; Esc leaves fullscreen first
             self.on_quit()
+        elif event.key() == Qt.Key.Key_Escape and not fullscreen:
+            self._closed_by_user()
         elif event.key() == Qt.Key.Key_Escape:
             self.leave_fullscreen()
         elif event.key() in (Qt.Key.Key_F, Qt.Key.Key_F11):
@@ -334,6 +341,22 @@ class QtOutputWindow(QOpenGLWindow):
                 self.show_fullscreen()
         else:
             super().keyPressEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """The title bar's close button: never Qt's close, which destroys the native window
+        under the GL context (see `close_output_window`); the owner closes it instead."""
+        event.ignore()
+        self._closed_by_user()
+
+    def _closed_by_user(self) -> None:
+        """Closed by its close button or Esc: quit the player, else let the owner close it
+        (after this event: the owner deletes the window), else hide it."""
+        if self.on_quit is not None:
+            QTimer.singleShot(0, self.on_quit)
+        elif self.on_close is not None:
+            QTimer.singleShot(0, self.on_close)
+        else:
+            self.hide()
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         if event.button() == Qt.MouseButton.RightButton:

@@ -3,7 +3,8 @@
 `QtOutputHost` answers an `Engine`'s `output` requests (`engine.on_output_request`): it opens the
 `QtOutputWindow` on the running patch's `gpu.output` texture (on a screen, fullscreen or not),
 closes it, and presents it after each frame (`present()`), keeping the engine's `output_open`,
-`output_screen` and `output_fullscreen` as the window is. With a frame log, the window's buffer
+`output_screen` and `output_fullscreen` as the window is: closed by its own close button or Esc,
+the window is closed here as if the editor had asked, so the engine's reports say so. With a frame log, the window's buffer
 swaps are the presented frames. The engine process (app.qt.engine_host) hosts its window this way.
 
 `local_engine_with_output()` is an engine in this process (app.engine.local) with a GL service
@@ -71,6 +72,7 @@ class QtOutputHost:
         if self.window is None:
             self.window = QtOutputWindow(self.output_texture)
             self.window.on_quit = self.on_quit
+            self.window.on_close = self.close_window
             log = self.engine.frame_log
             if log is not None:
                 self.window.frameSwapped.connect(lambda: log.presented(self.engine.frame - 1))
