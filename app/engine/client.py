@@ -635,6 +635,8 @@ class RemoteEvaluator:
         self.output_screen: str | None = None
         self.output_fullscreen = False
         self.output_before: tuple[bool, str | None, bool] = (False, None, False)
+        self.beat = 0.0  # the transport's beat count (4 beats a bar) and tempo
+        self.bpm = 120.0
         self.problem: str | None = None
         self.images: dict[tuple[str, str, str], tuple[tuple[int, int], bytes]] = {}
         self.bypassed: dict[str, str] = {}
@@ -656,6 +658,7 @@ class RemoteEvaluator:
             self.output_open = report.output_open
             self.output_screen = report.output_screen
             self.output_fullscreen = report.output_fullscreen
+            self.beat, self.bpm = float(report.beat), float(report.bpm)
             known = self._nodes
             if report.ids is not None:  # what the engine plays now: forget the others
                 self._nodes = {str(n): known.get(str(n), []) for n in report.ids}

@@ -182,6 +182,7 @@ from evaluators import (
 )
 from evaluators.dual import BuildResult
 from nodes import (
+    BeatClock,
     EditOp,
     PackWatcher,
     Patch,
@@ -199,6 +200,7 @@ from nodes import (
 from nodes.errors import one_line
 
 REPORT_HZ = 30.0
+BEATS_PER_BAR = 4  # the transport's bars (a `time.beat` node counts its own)
 REPORT_NODES = 128
 """Nodes whose class, status and error one report carries (round robin, watched nodes always):
 a report costs the frame thread about a millisecond however big the patch."""
@@ -529,6 +531,10 @@ class Engine:
         self.steps = 0  # turns of the frame loop, paused or not (the watchdog's heartbeat)
         self.transport = TransportClock(now)  # patch time: rate, pause, steps, fixed step
         self.presets = PresetDeck(patch)  # recalls, transitions and morphs while playing
+        # The transport's beat, as a `time.beat` node that runs every frame counts it (nudged and
+        # resynced with them); reported for the editor's beat light and bar.beat counter.
+        self.beat_clock = BeatClock()
+        self.beat = 0.0
         self.in_sync = True
         self.frame_started: float | None = None  # monotonic time, while a frame runs
         self.output_open = False
@@ -598,8 +604,8 @@ class Engine:
             Morph: self._on_deck,
             Crossfade: self._on_deck,
             ResetTime: lambda message, _: self.reset_clock(),
-            Nudge: lambda message, _: nudge_beats(self._states(), message.beats),
-            ResyncBeats: lambda message, _: resync_beats(self._states()),
+            Nudge: lambda message, _: nudge_beats(self._beat_clocks(), message.beats),
+            ResyncBeats: lambda message, _: resync_beats(self._beat_clocks()),
             Quit: self._on_quit,
         }
 
@@ -672,6 +678,7 @@ class Engine:
                 t = self.transport.frame_time() if t is None else t
                 self._step_presets(t)
                 self.evaluator.run_frame(t, self.frame - self._frame_origin)
+                self.beat, _pulse = self.beat_clock.advance(t, self.ctx.bpm, BEATS_PER_BAR)
                 if then is not None:
                     then()
                 if self.editor is not None and self.gpu is not None:
@@ -861,6 +868,10 @@ class Engine:
 
     def _states(self) -> Iterable[Any]:
         return self.evaluator.ctx.states.values()
+
+    def _beat_clocks(self) -> list[Any]:
+        """The transport's beat clock and the nodes' states (nudges and resyncs find theirs)."""
+        return [self.beat_clock, *self._states()]
 
     def _on_deck(self, message: PresetRecall | Morph | Crossfade, _blobs: list[bytes]) -> None:
         apply_deck_message(self.presets, message)
@@ -1095,6 +1106,8 @@ class Engine:
             output_open=self.output_open,
             output_screen=self.output_screen,
             output_fullscreen=self.output_fullscreen,
+            beat=round(self.beat, 4),
+            bpm=round(self.ctx.bpm, 2),
             bypassed=dict(self.ctx.bypassed),
             nodes=nodes,
             values=values,

@@ -76,6 +76,7 @@ class ReportViews:
             self._reports_shown = remote.reports
             step("thumbnails", self._show_engine_thumbnails)
             step("output panel", self._show_engine_output)
+            step("beat", window.transport_actions.show_beat)
 
     def ask_anew(self) -> None:
         """Forget the last request, so that the next is sent even if it is the same (a new

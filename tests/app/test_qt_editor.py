@@ -436,7 +436,7 @@ def test_step_runs_one_frame_and_reset_takes_time_back_to_zero(editor, ui, qtbot
     assert played(editor).output("out") > 2
     toolbar = editor.findChild(QToolBar, "Transport")
     assert [a.text() for a in toolbar.actions() if a.text()] == [  # the rate box has none
-        "&Pause / resume", "Step &back one frame", "S&tep one frame", "&Reset time",
+        "&Pause / resume", "Step &back one frame", "S&tep one frame", "&Reset Time",
         "&Fixed step (render)", "Tap &tempo", "Nudge beat &earlier", "Nudge beat &later",
         "Resync to &downbeat",
     ]  # fmt: skip

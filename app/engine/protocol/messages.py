@@ -304,7 +304,9 @@ class Report(Message):
     nodes (round robin) and the watched ones; `ids`, sent when the patch changed and once per
     round, lists every node the engine plays; `values` maps id -> {pin: value}
     (`report_value`); `bypassed` maps the nodes the watchdog stopped to the reason; `images`
-    lists {node, pin, size, role} whose RGBA pixels follow as blobs."""
+    lists {node, pin, size, role} whose RGBA pixels follow as blobs. `beat` is the transport's
+    beat count (4 beats a bar, as a `time.beat` that runs every frame counts it) at `bpm`, the
+    tempo that plays (a MIDI clock's, else the patch's)."""
 
     TYPE: ClassVar[str] = "report"
     frame: int = 0
@@ -320,6 +322,8 @@ class Report(Message):
     output_open: bool = False
     output_screen: str | None = None
     output_fullscreen: bool = False
+    beat: float = 0.0
+    bpm: float = 120.0
     bypassed: dict[str, str] = field(default_factory=dict)
     nodes: dict[str, list[Any]] = field(default_factory=dict)
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
