@@ -689,6 +689,11 @@ class RemoteEvaluator:
             # what the output window was, for the editor to ask the next engine for the same
             self.output_before = (self.output_open, self.output_screen, self.output_fullscreen)
 
+    def forget_images(self) -> None:
+        """Drop the pictures not taken yet (they show a document the editor no longer shows)."""
+        with self._lock:
+            self.images.clear()
+
     def take_image(self, node_id: str, pin: str, role: str) -> tuple[tuple[int, int], bytes] | None:
         """The newest picture of a node's texture output (`thumbnail` or `preview`), once."""
         with self._lock:

@@ -13,7 +13,9 @@ report brought new ones, and redraws node colours only when a report changed a s
 (`RemoteEvaluator.states`) or the canvas changed. Thumbnails and the preview keep the pictures'
 alpha (drawn over a checkerboard, app.qt.support.pictures); the Output panel shows the output
 opaque, as the output window does. A failed node that no report has seen succeed says "no good
-value yet" rather than its outputs' defaults (`RemoteEvaluator.ever_good`).
+value yet" rather than its outputs' defaults (`RemoteEvaluator.ever_good`). A new document (File >
+New, Open) clears the Output panel at once, and a document without a `gpu.output` node says so
+there instead of keeping the last picture.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from app.qt.window import QtEditorWindow
 
 THUMBNAIL_ROUND_S = 0.25  # a round over the visible nodes starts at most this often
+NO_OUTPUT_TEXT = "<span style='color: gray'>No picture: the patch has no gpu.output node</span>"
 
 
 class ReportViews:
@@ -49,6 +52,7 @@ class ReportViews:
         self.reports_decorated = -1  # the engine's report node colours were last made from
         self._decorated: tuple[Any, ...] = ()  # what the node colours last showed
         self._thumbnail_round_at = 0.0  # perf_counter() time the next round may start
+        self._document: Any = None  # the document whose pictures the panels show
 
     def refresh(self, now: float, *, decorate: bool) -> None:
         """The views of the engine's reports, one turn of the window's loop (each step isolated):
@@ -58,6 +62,9 @@ class ReportViews:
         window = self.window
         step = window.refresh_steps.run
         remote = window.engine.evaluator
+        if window.patch is not self._document:  # New, Open: not the last document's pictures
+            self._document = window.patch
+            step("clear pictures", self.clear_pictures)
         if now >= self._thumbnail_round_at:
             self._thumbnail_round_at = now + THUMBNAIL_ROUND_S
             step("image request", self._request_visible_thumbnails)
@@ -131,12 +138,24 @@ class ReportViews:
                 if image is not None:
                     self.window.canvas.set_thumbnail(node_id, image)
 
+    def clear_pictures(self) -> None:
+        """Another document shows: the Output panel drops the last one's frame (and pictures
+        of it not shown yet are dropped), and says when the new one has no gpu.output."""
+        self.window.engine.evaluator.forget_images()
+        self.window.output_picture.clear()
+        self.window.output_picture.setWordWrap(True)
+        self._output_node = output_node(self.window.patch)
+        self._show_engine_output()
+
     def _show_engine_output(self) -> None:
-        if self._output_node is not None:
-            picture = self.window.engine.evaluator.take_image(self._output_node, "out", "preview")
-            if picture is not None:
-                label = self.window.output_picture
-                label.setPixmap(fitted_pixmap(_qimage(*picture), label.width(), label.height()))
+        label = self.window.output_picture
+        if self._output_node is None:
+            if not label.text():  # no gpu.output (any more): no picture of one
+                label.setText(NO_OUTPUT_TEXT)
+            return
+        picture = self.window.engine.evaluator.take_image(self._output_node, "out", "preview")
+        if picture is not None:
+            label.setPixmap(fitted_pixmap(_qimage(*picture), label.width(), label.height()))
 
     def _thumbnail_pin(self, node_id: str) -> str | None:
         """The shown node's first texture output, if it has one."""
