@@ -4,8 +4,9 @@
 `QtOutputWindow` on the running patch's `gpu.output` texture (on a screen, fullscreen or not),
 closes it, and presents it after each frame (`present()`), keeping the engine's `output_open`,
 `output_screen` and `output_fullscreen` as the window is: closed by its own close button or Esc,
-the window is closed here as if the editor had asked, so the engine's reports say so. With a frame log, the window's buffer
-swaps are the presented frames. The engine process (app.qt.engine_host) hosts its window this way.
+the window is closed here as if the editor had asked, so the engine's reports say so. With a
+frame log, the window's buffer swaps are the presented frames. The engine process
+(app.qt.engine_host) hosts its window this way.
 
 `local_engine_with_output()` is an engine in this process (app.engine.local) with a GL service
 shared with Qt's contexts when there is a display (else a standalone EGL one, else none) and its

@@ -39,7 +39,8 @@ def gl_editor(qtbot: Any, tmp_path: Path, dialogs: Any) -> Any:
         from tests.xvfb import unavailable
 
         unavailable(f"no standalone GL context: {error}")
-    window = make_editor(qtbot, tmp_path / "state", dialogs, LocalEngineLink(gpu=gpu, owns_gpu=True))
+    engine = LocalEngineLink(gpu=gpu, owns_gpu=True)
+    window = make_editor(qtbot, tmp_path / "state", dialogs, engine)
     yield window
     dialogs.unsaved_answer = "discard"
     window.close()
