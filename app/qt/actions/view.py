@@ -5,7 +5,8 @@ window is the engine's: View > Output Window asks the engine to open or close it
 Screen to put it fullscreen on a screen (by name and resolution, as the screens are now); without GL
 in the engine it cannot be opened. F1 opens the node help (app.qt.panels.help) for the library entry
 under the pointer, else the selected node, else shows or hides the legend; a help example opens as a
-new untitled document.
+new untitled document. The window's layout (app.qt.layout: docks, sizes, the legend) is kept
+from one run to the next; View > Reset Layout puts the first one back.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu
 
 from app.engine.protocol.messages import Output
+from app.qt.layout import WindowLayout
 from app.qt.output import screen_choices
 from app.session.node_examples import example_patch
 from nodes import PatchError
@@ -75,6 +77,11 @@ class ViewActions:
         panels = view.addMenu("&Panels")
         for dock in self.window.docks.values():
             panels.addAction(dock.toggleViewAction())
+        self.layout = WindowLayout(self.window)  # the last run's layout, now the menus exist
+        self.reset_layout_action = self.window.add_action(view, "&Reset Layout", self.layout.reset)
+        self.reset_layout_action.setToolTip(
+            "Put every panel, the toolbar and the legend back where they were at first"
+        )
 
     def frame_all(self) -> None:
         """View > Frame all: a person asking to see everything sees it now, even while a big
