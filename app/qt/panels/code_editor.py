@@ -16,6 +16,13 @@ read back by `evaluators.services.gl.shader_error_location`; the line is marked 
 painted, and the message is shown under the editor. Only the first error has a location in a
 node's error text, so only that one is marked. The message line always keeps its height, so an
 error appearing never moves the widgets below it.
+
+Pop-out: the field's Pop Out button moves the editor and its message line into a window of its own
+(`QtCodeWindow`, resizable, owned by the field, so it goes when the inspector shows another node),
+with the inspector saying so; Dock Back (or closing that window) moves them back. It is the same
+editor, so edits are applied as in the inspector, each one undo step; the window's Undo and Redo
+reach the document from the popped-out window too (they are window shortcuts of the editor's
+window, added to the pop-out window).
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
     QColor,
     QFont,
     QKeyEvent,
@@ -38,13 +47,23 @@ from PySide6.QtGui import (
     QTextDocument,
     QTextFormat,
 )
-from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QTextEdit,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.qt.support.fonts import monospace_font
 from evaluators.services.gl import SHADER_ERROR_PREFIX, shader_error_location
 
 APPLY_PAUSE_MS = 800  # typing is applied this long after the last key
 EDITOR_MIN_HEIGHT = 260
+POP_OUT_SIZE = QSize(860, 640)  # the pop-out window's first size
 GUTTER_PADDING = 6
 EDITOR_BACKGROUND = QColor(40, 44, 52)
 EDITOR_TEXT = QColor(171, 178, 191)
@@ -258,13 +277,39 @@ class QtCodeEditor(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
+class QtCodeWindow(QWidget):
+    """The window a popped-out code editor lives in (see the module note); closing it docks
+    the editor back."""
+
+    def __init__(self, field: QtCodeField, title: str) -> None:
+        super().__init__(field, Qt.WindowType.Window)
+        self.field = field
+        self.setWindowTitle(f"{title} · GLSL editor")
+        self.dock_back_button = QPushButton("Dock Back")
+        self.dock_back_button.setToolTip("Put the editor back in the inspector")
+        self.dock_back_button.clicked.connect(field.dock_back)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("<span style='color: gray'>Ctrl+Enter applies</span>"))
+        bar.addStretch(1)
+        bar.addWidget(self.dock_back_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(bar)
+        self.resize(POP_OUT_SIZE)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        event.accept()
+        self.field.dock_back()
+
+
 class QtCodeField(QWidget):
-    """A code pin's editor in the inspector: a title, the editor and its message line."""
+    """A code pin's editor in the inspector: a title, the editor and its message line; it can
+    pop out into a window of its own (see the module note)."""
 
     applied = Signal(str)  # the text, once per application
 
     def __init__(self, title: str) -> None:
         super().__init__()
+        self.title = title
         self.editor = QtCodeEditor()
         self.message = QLabel()
         self.message.setStyleSheet("color: #ff6060;")
@@ -272,11 +317,30 @@ class QtCodeField(QWidget):
         # One line, always there: an error appearing never moves what is below.
         self.message.setFixedHeight(self.message.fontMetrics().height() + 4)
         heading = QLabel(f"{title} <span style='color: gray'>· Ctrl+Enter applies</span>")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(heading)
-        layout.addWidget(self.editor, 1)
-        layout.addWidget(self.message)
+        self.pop_out_button = QToolButton()
+        self.pop_out_button.setText("Pop Out")
+        self.pop_out_button.setToolTip("Edit in a window of its own, as big as you make it")
+        self.pop_out_button.clicked.connect(self.pop_out)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(heading, 1)
+        top.addWidget(self.pop_out_button)
+        self.body = QWidget()  # the editor and its message line: here or in the pop-out window
+        body = QVBoxLayout(self.body)
+        body.setContentsMargins(0, 0, 0, 0)
+        body.addWidget(self.editor, 1)
+        body.addWidget(self.message)
+        self.popped_note = QLabel(
+            "<span style='color: gray'>Editing in its own window.</span> <a href='#'>Dock back</a>"
+        )
+        self.popped_note.linkActivated.connect(lambda _link: self.dock_back())
+        self.popped_note.hide()
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.addLayout(top)
+        self._layout.addWidget(self.body, 1)
+        self._layout.addWidget(self.popped_note)
+        self.popup: QtCodeWindow | None = None
         self._shown = ""  # the value last shown or applied: the document's, as far as we know
         self._loading = False
         self._pause = QTimer(self)
@@ -286,6 +350,31 @@ class QtCodeField(QWidget):
         self.editor.textChanged.connect(self._typed)
         self.editor.apply_requested.connect(self.apply)
         self.editor.installEventFilter(self)
+
+    def pop_out(self) -> None:
+        """Move the editor into a window of its own (or raise that window)."""
+        if self.popup is None:
+            self.popup = QtCodeWindow(self, self.title)
+            self.popup.addActions(_undo_actions(self.window()))
+            self.popup.layout().addWidget(self.body)  # type: ignore[union-attr]
+            self.popped_note.show()
+            self.pop_out_button.setEnabled(False)
+        self.popup.show()
+        self.popup.raise_()
+        self.popup.activateWindow()
+        self.editor.setFocus()
+
+    def dock_back(self) -> None:
+        """Move the editor back into the inspector and close its window."""
+        popup, self.popup = self.popup, None
+        if popup is None:
+            return
+        self._layout.insertWidget(1, self.body, 1)
+        self.body.show()
+        self.popped_note.hide()
+        self.pop_out_button.setEnabled(True)
+        popup.hide()
+        popup.deleteLater()
 
     @property
     def text(self) -> str:
@@ -343,3 +432,13 @@ class QtCodeField(QWidget):
         if watched is self.editor and event.type() == QEvent.Type.FocusOut:
             self.apply()
         return super().eventFilter(watched, event)
+
+
+def _undo_actions(window: QWidget) -> list[QAction]:
+    """The actions of `window` whose shortcuts are Undo or Redo (the document's)."""
+    keys = {
+        *QKeySequence.keyBindings(QKeySequence.StandardKey.Undo),
+        *QKeySequence.keyBindings(QKeySequence.StandardKey.Redo),
+        QKeySequence("Ctrl+Shift+Z"),
+    }
+    return [a for a in window.findChildren(QAction) if keys.intersection(a.shortcuts())]
