@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, QSize, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, QSize, Qt
 
 if TYPE_CHECKING:
     from app.qt.window import QtEditorWindow
@@ -48,11 +48,12 @@ class WindowLayout(QObject):
         self._default_sizes()
         self._default_state = window.saveState(LAYOUT_VERSION)
         self.restored = self.restore()
-        self._shown = False
         window.installEventFilter(self)
 
     def _default_sizes(self) -> None:
         window = self.window
+        if not window.isVisible():  # laid out at its size first: sizes asked of a window never
+            window.layout().setGeometry(window.rect())  # laid out fall short
         vertical = Qt.Orientation.Vertical
         window.resizeDocks([window.docks[t] for t in RIGHT_HEIGHTS], list(RIGHT_HEIGHTS.values()),
                            vertical)  # fmt: skip
@@ -104,8 +105,4 @@ class WindowLayout(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() == QEvent.Type.Close:
             self.save()
-        elif watched is self.window and event.type() == QEvent.Type.Show and not self._shown:
-            self._shown = True
-            if not self.restored:  # sizes asked for before the window is laid out fall short
-                QTimer.singleShot(0, self._default_sizes)
         return False
