@@ -9,7 +9,8 @@ state folder (a test's temporary one, `PATCHBAY_STATE_DIR`) has its own and the 
 settings are never touched by another. View > Reset Layout puts the first layout back.
 
 The default layout gives the bottom docks (Messages, Bindings, Profiler) a height of several rows
-(`BOTTOM_HEIGHT`); they cannot float: dragging at their edge, aiming for the splitter above them,
+(`BOTTOM_HEIGHT`), under the canvas only (the side docks keep the window's height); they cannot
+float: dragging at their edge, aiming for the splitter above them,
 would otherwise easily tear one off over the canvas (they still move between dock areas, and the
 other docks still float).
 
@@ -41,6 +42,9 @@ class WindowLayout(QObject):
         self.window = window
         path = window.state_dir / LAYOUT_FILE
         self.settings = QSettings(str(path), QSettings.Format.IniFormat)
+        # the side docks run the window's height; the bottom docks lie under the canvas only
+        window.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        window.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         for title in BOTTOM_DOCKS:
             dock = window.docks[title]
             dock.setFeatures(dock.features() & ~dock.DockWidgetFeature.DockWidgetFloatable)
