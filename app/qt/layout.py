@@ -69,9 +69,11 @@ class WindowLayout(QObject):
         geometry, state = settings.value("window/geometry"), settings.value("window/state")
         if not isinstance(geometry, QByteArray) or not isinstance(state, QByteArray):
             return False
+        self.window.restoreGeometry(geometry)  # first: the docks' state is laid out in it
         if not self.window.restoreState(state, LAYOUT_VERSION):
+            self.window.resize(self._default_size)
             return False
-        self.window.restoreGeometry(geometry)
+        self.window.layout().setGeometry(self.window.rect())
         self._show_legend(settings.value("legend/visible", True, type=bool))
         return True
 
@@ -89,12 +91,7 @@ class WindowLayout(QObject):
         window = self.window
         if window.isMaximized() or window.isFullScreen():
             window.showNormal()
-        for dock in window.docks.values():
-            dock.setFloating(False)
-        window.restoreState(self._default_state, LAYOUT_VERSION)
-        for dock in window.docks.values():
-            dock.show()
-        window.docks["Messages"].raise_()
+        window.restoreState(self._default_state, LAYOUT_VERSION)  # places, tabs, shown docks
         window.resize(QSize(self._default_size))
         self._default_sizes()
         self._show_legend(True)

@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, QPoint, QPointF, QSettings, QSize, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QToolButton
+from PySide6.QtWidgets import QApplication, QTabBar, QToolButton
 
 from app.engine.local import LocalEngineLink
 from app.qt.layout import BOTTOM_DOCKS, LAYOUT_FILE
@@ -119,7 +119,14 @@ def test_the_layout_is_remembered_from_one_run_to_the_next(qtbot, tmp_path, dial
     assert second.docks["Presets"].isVisible()
     assert (second.width(), second.height()) == (1400, 850)
     qtbot.waitUntil(lambda: abs(bottom_height(second) - default_height) <= 2)
-    if shots:
+    if shots:  # once the bottom docks' tabs have moved under them too
+        below = second.docks["Messages"].geometry().bottom()
+
+        def tabs_placed() -> bool:  # the old tab bars go at the event loop's next turn
+            bars = [b for b in second.findChildren(QTabBar) if b.parent() is second]
+            return all(b.y() >= below for b in bars if b.isVisible())
+
+        qtbot.waitUntil(tabs_placed)
         second.grab().save(str(Path(shots) / "stagewin-layout-reset.png"))
     close_window(second)
 
