@@ -109,6 +109,7 @@ def main() -> int:
     editor.resize(1400, 850)
     editor.move(0, 0)
     wait_for(app, editor.isVisible, "the editor to show")
+    editor.view_actions.frame_all()  # every node in view, whatever room the docks leave
     remote = editor.evaluator  # what the window knows: the engine's reports
 
     def ev():  # the engine's evaluator (a new one for each patch it is sent)

@@ -46,6 +46,7 @@ def show(app: QApplication, state_dir: Path, patch_path: str, screenshot: Path) 
     values: dict[str, Any] = {"editor_pid": os.getpid()}
     values["engine_pid"] = editor.engine.engine.running_pid()
     values["playing"] = wait_until(app, lambda: remote.frame > 30 and remote.output_open)
+    editor.view_actions.frame_all()  # every node and link in view, whatever room the docks leave
     values["output_on"] = wait_until(app, lambda: remote.output_fullscreen) and remote.output_screen
     values["statuses"] = {node: remote.status(node) for node in editor.patch.nodes}
     values["classes"] = {node: remote.node_class(node) for node in editor.patch.nodes}
