@@ -138,10 +138,12 @@ def profiled(editor: QtEditorWindow) -> None:
 
 
 def open_profiler(editor: QtEditorWindow, qtbot: Any) -> Any:
+    editor.resize(editor.width(), max(editor.height(), 900))  # room for the dock's 320 px
     editor.docks["Profiler"].raise_()
     editor.resizeDocks([editor.docks["Profiler"]], [320], Qt.Orientation.Vertical)
     panel = editor.profiling.profiler_panel
-    qtbot.waitUntil(lambda: panel.shown)  # laid out and painted
+    # Laid out and painted, with rows to see (a table squeezed to its header shows none).
+    qtbot.waitUntil(lambda: panel.shown and panel.table.viewport().height() > 100)
     run_frames(editor, 4)  # frames enough that what ran each frame and what ran once differ
     profiled(editor)
     assert panel.shown_paths()[:1] == ["slow"]
