@@ -90,6 +90,7 @@ from nodes.document.bindings import (
     Binding,
     checked_source,
 )
+from nodes.document.outputs import OutputsError, checked_outputs
 from nodes.document.patch import Backdrop, Patch, checked_resolution
 from nodes.errors import (
     CycleError,
@@ -226,6 +227,8 @@ SCHEMA: dict[str, Any] = {
                 },
                 "osc_port": {"type": "integer", "minimum": 0, "maximum": 65535},
                 "bpm": {"type": "number"},
+                # checked by nodes/document/outputs.py, whose messages name the place exactly
+                "outputs": {"type": ["array", "null"]},
             },
         },
         "meta": {"type": "object"},
@@ -336,10 +339,13 @@ def _patch_from_document(
         _check_resolution(resolution, limits, fail)
     if "bpm" in document.get("settings", {}):
         _check_bpm(document["settings"]["bpm"], fail)
+    outputs = _check_outputs(document.get("settings", {}).get("outputs"), limits, fail)
 
     patch = Patch()
     patch.folder = folder
     patch.settings.update(document.get("settings", {}))
+    if outputs is not None:
+        patch.settings["outputs"] = outputs
     patch.meta.update(document.get("meta", {}))
     patch.allow_path_ids = patch.frozen  # inlined instances keep their paths as ids
     definitions = document.get("definitions", {})
@@ -631,6 +637,14 @@ def _check_bpm(bpm: Any, fail: Any) -> float:
         return checked_bpm(bpm)
     except PatchValueError as problem:
         raise fail("settings.bpm", str(problem).removeprefix("bpm: ")) from None
+
+
+def _check_outputs(outputs: Any, limits: Limits, fail: Any) -> list[dict[str, Any]] | None:
+    """The patch's outputs as `Patch.update_settings` takes them (one rule for both)."""
+    try:
+        return checked_outputs(outputs, limits)
+    except OutputsError as problem:
+        raise fail(f"settings.{problem.place}", problem.reason) from None
 
 
 def _check_sizes(document: Any, limits: Limits, fail: Any) -> None:
@@ -1040,6 +1054,9 @@ def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
         document["settings"] = {**settings, "resolution": resolution}
     if isinstance(settings, dict) and "bpm" in settings:
         document["settings"] = {**document["settings"], "bpm": _check_bpm(settings["bpm"], refuse)}
+    if isinstance(settings, dict) and settings.get("outputs") is not None:
+        outputs = _check_outputs(settings["outputs"], limits, refuse)
+        document["settings"] = {**document["settings"], "outputs": outputs}
     total = sum(array.nbytes for array in arrays.values())
     if total > limits.sidecar_bytes:
         raise refuse("arrays", f"arrays of {total} bytes: "
