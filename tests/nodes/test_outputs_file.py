@@ -218,3 +218,19 @@ def test_an_output_kind_registers_its_own_keys() -> None:
             register_output_kind("test-kind")
     finally:
         del OUTPUT_KINDS["test-kind"]
+
+
+def test_an_outputs_edit_and_a_whole_patch_reach_an_engines_copy() -> None:
+    from app.engine.protocol.channel import _apply_op, event_op, patch_from_message, patch_message
+
+    editor = Patch()
+    engine = editor.copy()
+    ops: list[Any] = []
+    blobs: list[bytes] = []
+    editor.subscribe(lambda event: ops.append(event_op(editor, event, blobs)))
+    editor.update_settings(outputs=OUTPUTS)
+    for op in json.loads(json.dumps(ops)):  # as the channel carries them
+        _apply_op(engine, op, blobs)
+    assert engine.settings["outputs"] == editor.settings["outputs"]
+    message, blobs = patch_message(editor)
+    assert patch_from_message(message, blobs).settings["outputs"] == editor.settings["outputs"]
