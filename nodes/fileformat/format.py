@@ -13,7 +13,9 @@ way; each preset's pins must exist and its values go through the pin's coercion.
 document only: [{"id", "source", "node", "pin", "range": [low, high], "curve", "takeover",
 "device"}, ...] in the patch's order; nodes/document/bindings.py) too: only bindings whose target
 exists are written (a node's bindable input, or the `@preset` / `@crossfader` targets), and loading
-refuses one whose target does not.
+refuses one whose target does not. `settings.outputs` (nodes/document/outputs.py: slices, corner
+pins, meshes and blends of the canvas's outputs) is checked by `checked_outputs`, loaded and saved
+alike, and written in its normalised form (every key).
 
 Version 2 added `definitions` (subpatches: nodes/document/definitions.py); a patch without
 definitions is still written as version 1, which every patchbay reads, and version 1 files load as
