@@ -12,11 +12,11 @@ imports Qt: a frozen patch plays on a machine where PySide6 and NodeGraphQt cann
 Patches with GPU nodes (or `--out`) get a standalone EGL context from the GL service; `--out DIR`
 reads the `gpu.output` texture back every frame and encodes the PNG files on a worker thread
 (`GLFrameWriter`), so encoding overlaps the next frames; each output of the patch's `outputs`
-setting is mapped from it on the GPU and written to `DIR/<output name>/` the same way. An `--out` folder or frame file that
-cannot be written is reported in one line (exit status 2). `--record OUT [--codec C]` reads the
-same texture back and encodes it into a video file (evaluators/services/recording.py), checked
-before the first frame (a refused codec or container writes nothing) and renamed into place only
-when the run has played all its frames.
+setting is mapped from it on the GPU and written to `DIR/<output name>/` the same way. An `--out`
+folder or frame file that cannot be written is reported in one line (exit status 2).
+`--record OUT [--codec C]` reads the same texture back and encodes it into a video file
+(evaluators/services/recording.py), checked before the first frame (a refused codec or container
+writes nothing) and renamed into place only when the run has played all its frames.
 
 Without `--headless` the patch plays in the engine process (app.qt.engine_host) with its output
 window open and no editor, on a real-time clock, supervised from this process: an engine that dies

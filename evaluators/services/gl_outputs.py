@@ -132,6 +132,12 @@ class GLOutputMapper:
         self._meshes[mesh] = entry  # most recently used last
         return entry[1], entry[2]
 
+    def _uniform(self, name: str) -> moderngl.Uniform:
+        member = self._program[name]
+        if not isinstance(member, moderngl.Uniform):  # every one is used: none is optimised away
+            raise TypeError(f"the output program has no uniform {name!r}")
+        return member
+
     def size_of(self, output: OutputMapping, canvas: TextureLike) -> tuple[int, int]:
         """The output's size in pixels: its own, or the canvas's."""
         if output.size is not None:
@@ -150,13 +156,12 @@ class GLOutputMapper:
         blend = output.blend
         with self.gl.current() as ctx:
             vao, count = self._vertex_array(output.mesh or Mesh.identity(2, 2))
-            program = self._program
             # GLSL matrices are column-major: the transpose's rows are the columns
-            program["unpin"].write(unpin.T.astype("f4").tobytes())
-            program["slice_rect"].value = tuple(float(v) for v in output.slice)
-            program["blend_widths"].value = (blend.left, blend.right, blend.top, blend.bottom)
-            program["inverse_gamma"].value = 1.0 / blend.gamma
-            program["canvas"].value = 0
+            self._uniform("unpin").write(unpin.T.astype("f4").tobytes())
+            self._uniform("slice_rect").value = tuple(float(v) for v in output.slice)
+            self._uniform("blend_widths").value = (blend.left, blend.right, blend.top, blend.bottom)
+            self._uniform("inverse_gamma").value = 1.0 / blend.gamma
+            self._uniform("canvas").value = 0
             texture.use(0)
             target.framebuffer.use()
             ctx.viewport = (0, 0, *target.size)

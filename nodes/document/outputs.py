@@ -193,7 +193,9 @@ def _output(entry: Any, place: str, limits: Limits) -> OutputMapping:
         )
     screen = entry.get("screen")
     if screen is not None and (type(screen) is not int or not 0 <= screen < 64):
-        raise OutputsError(f"{place}.screen", f"expected a screen number 0..63, got {shown(screen)}")
+        raise OutputsError(
+            f"{place}.screen", f"expected a screen number 0..63, got {shown(screen)}"
+        )
     size = entry.get("size")
     if size is not None:
         size = _size(size, f"{place}.size", limits)
@@ -226,7 +228,9 @@ def _size(value: Any, place: str, limits: Limits) -> tuple[int, int]:
     width, height = _numbers(value, place, 2, "[width, height]")
     for axis, side in (("[0]", width), ("[1]", height)):
         if type(side) is not int or side < 1:
-            raise OutputsError(place + axis, f"expected a whole number of pixels, got {shown(side)}")
+            raise OutputsError(
+                place + axis, f"expected a whole number of pixels, got {shown(side)}"
+            )
         if side > limits.texture_side:
             raise OutputsError(place + axis, limits.exceeded("texture_side", side))
     return (width, height)
@@ -286,7 +290,9 @@ def _mesh(value: Any, place: str) -> Mesh:
 
 def _blend(value: Any, place: str) -> Blend:
     if not isinstance(value, dict):
-        raise OutputsError(place, f"expected {{left, right, top, bottom, gamma}}, got {shown(value)}")
+        raise OutputsError(
+            place, f"expected {{left, right, top, bottom, gamma}}, got {shown(value)}"
+        )
     for key in value:
         if key not in _BLEND_KEYS:
             raise OutputsError(place, f"unknown key {shown(key)} (keys: {', '.join(_BLEND_KEYS)})")

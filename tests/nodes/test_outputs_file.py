@@ -199,10 +199,8 @@ def test_sizes_follow_the_limits_in_force(tmp_path: Path) -> None:
 
 
 def test_a_huge_points_list_is_refused_by_its_length_first() -> None:
-    points = [[0.5, 0.5]] * 200_000
     with pytest.raises(PatchFileError, match=r"mesh.points: expected cols x rows = 4 points"):
-        patch_from_dict(document(outputs=[{"name": "a", "mesh": {"cols": 2, "rows": 2,
-                                                                    "points": points}}]))  # fmt: skip
+        patch_from_dict(document(outputs=[{"name": "a", "mesh": mesh(2, 2, 200_000)}]))
 
 
 def test_an_output_kind_registers_its_own_keys() -> None:
