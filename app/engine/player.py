@@ -42,6 +42,7 @@ from app.engine.options.limits import limit_flags
 from app.engine.options.services import service_flags, service_options
 from app.engine.reports.patch_info import output_node, parse_size, uses_gpu
 from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
+from evaluators.run.memory_budget import MemoryBudgetError
 from nodes import Patch, PatchError, PresetPlayer, changes_nothing, load_patch
 from nodes.document.outputs import outputs_from
 
@@ -151,7 +152,7 @@ def play_headless(
     mapper: Any = None  # a GLOutputMapper when the patch has outputs: each gets its own folder
     output_writers: list[tuple[Any, Any]] = []
     if out_dir is not None and gpu is not None:
-        from evaluators.services.gl import GLFrameWriter
+        from evaluators.services.gl import FrameWriteError, GLFrameWriter
 
         writer = GLFrameWriter(gpu, out_dir)
         outputs = outputs_from(patch.settings)
@@ -159,8 +160,9 @@ def play_headless(
             from evaluators.services.gl_outputs import GLOutputMapper
 
             mapper = GLOutputMapper(gpu)
-            for output in outputs:
-                output_writers.append((output, GLFrameWriter(gpu, Path(out_dir) / output.name)))
+            for output in outputs:  # few frames queued each: there may be 16 large ones
+                folder = Path(out_dir) / output.name
+                output_writers.append((output, GLFrameWriter(gpu, folder, max_pending=2)))
     recorder: Any = None  # a VideoRecorder, made at the first frame: it takes that frame's size
 
     def write_frame() -> None:
@@ -173,7 +175,10 @@ def play_headless(
         if writer is not None:
             writer.write(texture, engine.frame)
         for output, output_writer in output_writers:
-            picture = mapper.picture(output, texture)
+            try:
+                picture = mapper.picture(output, texture)
+            except MemoryBudgetError as error:  # one line, as a frame that cannot be written
+                raise FrameWriteError(f"output {output.name}: {error}") from error
             try:
                 output_writer.write(picture, engine.frame)
             finally:

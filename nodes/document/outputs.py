@@ -26,8 +26,10 @@ to register here, each with its own keys.
 
 The section is data from a stranger: `checked_outputs` is the one rule (files loaded and saved,
 edits), linear in the size of what it is given, every problem one `OutputsError` naming the place
-(`outputs[1].corners[2]: ...`). Names become folder names (`--out DIR` writes `DIR/<name>/`), so
-they are plain names: letters, digits, `_` and `-`, unique ignoring case.
+(`outputs[1].corners[2]: ...`); sizes are held by the limit `texture_side` each, and by
+`MAX_OUTPUT_PIXELS_IN_SIDES` texture_side squared all together. Names become folder names
+(`--out DIR` writes `DIR/<name>/`), so they are plain names: letters, digits, `_` and `-`, unique
+ignoring case.
 Plain Python: the GPU pass is evaluators/services/gl_outputs.py.
 """
 
@@ -44,6 +46,10 @@ from nodes.limits import Limits, active_limits
 
 #: Outputs a patch may have.
 MAX_OUTPUTS = 16
+#: The pixels of all outputs together (those with a size of their own), in squares of the limit
+#: `texture_side`: each output is a texture and a picture read back, so their sum is what costs
+#: (twice 8192 x 8192 holds sixteen 4K projectors).
+MAX_OUTPUT_PIXELS_IN_SIDES = 2
 #: Points on either side of a mesh.
 MAX_MESH_SIDE = 64
 #: How far corners and mesh points may lie outside the output (a pin can push a corner off it).
@@ -164,11 +170,19 @@ def parse_outputs(value: Any, limits: Limits | None = None) -> tuple[OutputMappi
         raise OutputsError("outputs", f"{len(value)} outputs: at most {MAX_OUTPUTS}")
     outputs = []
     names: set[str] = set()
+    pixels = 0
+    most = MAX_OUTPUT_PIXELS_IN_SIDES * limits.texture_side**2
     for index, entry in enumerate(value):
         output = _output(entry, f"outputs[{index}]", limits)
         if output.name.lower() in names:
             raise OutputsError(f"outputs[{index}].name", f"{output.name!r} is used twice")
         names.add(output.name.lower())
+        if output.size is not None:
+            pixels += output.size[0] * output.size[1]
+            if pixels > most:
+                raise OutputsError(f"outputs[{index}].size", f"{pixels} pixels in all outputs: "
+                                   f"above {MAX_OUTPUT_PIXELS_IN_SIDES} x texture_side squared "
+                                   f"= {most}")  # fmt: skip
         outputs.append(output)
     return tuple(outputs)
 

@@ -252,3 +252,17 @@ def test_no_outputs_section_writes_the_canvas_only(tmp_path: Path) -> None:
     code = main(["run", patch, "--headless", "--frames", "1", "--size", "32x18", "--out", str(out)])
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == ["frame_00000.png"]
+
+
+def test_an_output_beyond_the_memory_budget_is_one_line(tmp_path: Path, capsys) -> None:
+    patch = load_patch(str(EXAMPLES / "feedback_trail.patchbay"))
+    patch.update_settings(resolution=[64, 36], outputs=[{"name": "big", "size": [2048, 2048]}])
+    source = tmp_path / "show.patchbay"
+    save_patch(patch, source)
+    out = tmp_path / "frames"
+    code = main(["run", str(source), "--headless", "--frames", "1", "--out", str(out),
+                 "--limit", "memory_bytes=4000000"])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("patchbay run: output big: "), err
+    assert "memory_bytes" in err[-1]

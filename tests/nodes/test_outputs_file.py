@@ -232,3 +232,11 @@ def test_an_outputs_edit_and_a_whole_patch_reach_an_engines_copy() -> None:
     assert engine.settings["outputs"] == editor.settings["outputs"]
     message, blobs = patch_message(editor)
     assert patch_from_message(message, blobs).settings["outputs"] == editor.settings["outputs"]
+
+
+def test_the_pixels_of_all_outputs_together_are_held() -> None:
+    four_k = {"size": [3840, 2160]}
+    Patch().update_settings(outputs=[{"name": f"p{n}", **four_k} for n in range(16)])
+    huge = [{"name": f"p{n}", "size": [8192, 8192]} for n in range(3)]
+    with pytest.raises(PatchFileError, match=r"settings\.outputs\[2\]\.size: \d+ pixels in all"):
+        patch_from_dict(document(outputs=huge))
