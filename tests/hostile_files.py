@@ -393,6 +393,36 @@ CASES: tuple[HostileCase, ...] = (
         lambda folder: write(folder, document([], settings={"resolution": [16384, 16384]})),
         says="texture_side",
     ),
+    HostileCase(
+        "outputs_16384",
+        lambda folder: write(
+            folder, document([], settings={"outputs": [{"name": "a", "size": [16384, 16384]}]})
+        ),
+        says="texture_side",
+    ),
+    HostileCase(
+        "outputs_name_escapes",
+        lambda folder: write(folder, document([], settings={"outputs": [{"name": "../../x"}]})),
+        says="settings.outputs[0].name",
+    ),
+    HostileCase(
+        "outputs_mesh_million_points",
+        lambda folder: write(
+            folder,
+            document(
+                [],
+                settings={
+                    "outputs": [
+                        {
+                            "name": "a",
+                            "mesh": {"cols": 64, "rows": 64, "points": [[0.5, 0.5]] * 1_000_000},
+                        }
+                    ]
+                },
+            ),
+        ),
+        says="4096 points",
+    ),
     HostileCase("over_file_limit", over_file_limit, says="file_bytes"),
     HostileCase("huge_string", huge_string, says="string_chars"),
     HostileCase(

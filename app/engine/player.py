@@ -11,11 +11,12 @@ every render of a patch gives the same frames; nodes are bypassed for slowness o
 imports Qt: a frozen patch plays on a machine where PySide6 and NodeGraphQt cannot be imported.
 Patches with GPU nodes (or `--out`) get a standalone EGL context from the GL service; `--out DIR`
 reads the `gpu.output` texture back every frame and encodes the PNG files on a worker thread
-(`GLFrameWriter`), so encoding overlaps the next frames. An `--out` folder or frame file that
-cannot be written is reported in one line (exit status 2). `--record OUT [--codec C]` reads the
-same texture back and encodes it into a video file (evaluators/services/recording.py), checked
-before the first frame (a refused codec or container writes nothing) and renamed into place only
-when the run has played all its frames.
+(`GLFrameWriter`), so encoding overlaps the next frames; each output of the patch's `outputs`
+setting is mapped from it on the GPU and written to `DIR/<output name>/` the same way. An `--out`
+folder or frame file that cannot be written is reported in one line (exit status 2).
+`--record OUT [--codec C]` reads the same texture back and encodes it into a video file
+(evaluators/services/recording.py), checked before the first frame (a refused codec or container
+writes nothing) and renamed into place only when the run has played all its frames.
 
 Without `--headless` the patch plays in the engine process (app.qt.engine_host) with its output
 window open and no editor, on a real-time clock, supervised from this process: an engine that dies
@@ -41,7 +42,9 @@ from app.engine.options.limits import limit_flags
 from app.engine.options.services import service_flags, service_options
 from app.engine.reports.patch_info import output_node, parse_size, uses_gpu
 from evaluators import DualEvaluator, ExpandedPatch, NodeStatus
+from evaluators.run.memory_budget import MemoryBudgetError
 from nodes import Patch, PatchError, PresetPlayer, changes_nothing, load_patch
+from nodes.document.outputs import outputs_from
 
 #: How long a render waits for one piece of a node's background work, and the time a node may
 #: take in one rendered frame before it is bypassed as hung.
@@ -112,7 +115,10 @@ def play_headless(
 
     With `gpu` (a GLService) GPU nodes render; with `out_dir` too, the `gpu.output` texture of
     every frame is written as `frame_00000.png`, ... (a frame without a texture writes nothing);
-    a folder or file that cannot be written raises FrameWriteError. `services` are the options
+    a folder or file that cannot be written raises FrameWriteError. Each output of the patch's
+    `outputs` setting (nodes/document/outputs.py) is drawn from that texture on the GPU
+    (evaluators/services/gl_outputs.py) and written as `<out_dir>/<name>/frame_00000.png`, ...
+    at the output's size. `services` are the options
     of the live-input services (app.engine.options.services: `--osc-port`, `--allow-send`).
 
     With `gpu` and `record` (a RecordingPlan, evaluators/services/recording.py) the `gpu.output`
@@ -143,10 +149,20 @@ def play_headless(
     if not realtime:  # a render has no edit to show lazily: flat from its first frame
         evaluator.build_now()
     writer = None
+    mapper: Any = None  # a GLOutputMapper when the patch has outputs: each gets its own folder
+    output_writers: list[tuple[Any, Any]] = []
     if out_dir is not None and gpu is not None:
-        from evaluators.services.gl import GLFrameWriter
+        from evaluators.services.gl import FrameWriteError, GLFrameWriter
 
         writer = GLFrameWriter(gpu, out_dir)
+        outputs = outputs_from(patch.settings)
+        if outputs:
+            from evaluators.services.gl_outputs import GLOutputMapper
+
+            mapper = GLOutputMapper(gpu)
+            for output in outputs:  # few frames queued each: there may be 16 large ones
+                folder = Path(out_dir) / output.name
+                output_writers.append((output, GLFrameWriter(gpu, folder, max_pending=2)))
     recorder: Any = None  # a VideoRecorder, made at the first frame: it takes that frame's size
 
     def write_frame() -> None:
@@ -158,6 +174,15 @@ def play_headless(
             return
         if writer is not None:
             writer.write(texture, engine.frame)
+        for output, output_writer in output_writers:
+            try:
+                picture = mapper.picture(output, texture)
+            except MemoryBudgetError as error:  # one line, as a frame that cannot be written
+                raise FrameWriteError(f"output {output.name}: {error}") from error
+            try:
+                output_writer.write(picture, engine.frame)
+            finally:
+                gpu.release(picture)
         if record is not None:
             if recorder is None:
                 from evaluators.services.recording import VideoRecorder
@@ -188,7 +213,11 @@ def play_headless(
         try:
             if writer is not None:
                 writer.close()
+            for _, output_writer in output_writers:
+                output_writer.close()
         finally:
+            if mapper is not None:
+                mapper.close()
             if recorder is not None:
                 _finish_recording(recorder, finished)
             elif record is not None and finished:

@@ -36,6 +36,7 @@ from typing import Any, Literal, NamedTuple
 
 from nodes.document import definitions as defs
 from nodes.document.bindings import Binding
+from nodes.document.outputs import checked_outputs
 from nodes.errors import (
     CycleError,
     DuplicateNodeError,
@@ -732,11 +733,13 @@ class Patch:
     def update_settings(self, **settings: Any) -> None:
         """Change patch settings (e.g. `resolution=[1920, 1080]`, `bpm=128`), checked first (a
         resolution against the limit `texture_side` in force, as files are; a tempo against
-        `checked_bpm`)."""
+        `checked_bpm`; outputs against `checked_outputs`, nodes/document/outputs.py)."""
         if "resolution" in settings:
             settings["resolution"] = checked_resolution(settings["resolution"])
         if "bpm" in settings:
             settings["bpm"] = checked_bpm(settings["bpm"])
+        if "outputs" in settings:
+            settings["outputs"] = checked_outputs(settings["outputs"])
         self.settings.update(settings)
         self._emit(PatchEvent("value", EditOp.SETTINGS, value=dict(settings)))
 

@@ -13,7 +13,9 @@ way; each preset's pins must exist and its values go through the pin's coercion.
 document only: [{"id", "source", "node", "pin", "range": [low, high], "curve", "takeover",
 "device"}, ...] in the patch's order; nodes/document/bindings.py) too: only bindings whose target
 exists are written (a node's bindable input, or the `@preset` / `@crossfader` targets), and loading
-refuses one whose target does not.
+refuses one whose target does not. `settings.outputs` (nodes/document/outputs.py: slices, corner
+pins, meshes and blends of the canvas's outputs) is checked by `checked_outputs`, loaded and saved
+alike, and written in its normalised form (every key).
 
 Version 2 added `definitions` (subpatches: nodes/document/definitions.py); a patch without
 definitions is still written as version 1, which every patchbay reads, and version 1 files load as
@@ -90,6 +92,7 @@ from nodes.document.bindings import (
     Binding,
     checked_source,
 )
+from nodes.document.outputs import OutputsError, checked_outputs
 from nodes.document.patch import Backdrop, Patch, checked_resolution
 from nodes.errors import (
     CycleError,
@@ -226,6 +229,8 @@ SCHEMA: dict[str, Any] = {
                 },
                 "osc_port": {"type": "integer", "minimum": 0, "maximum": 65535},
                 "bpm": {"type": "number"},
+                # checked by nodes/document/outputs.py, whose messages name the place exactly
+                "outputs": {"type": ["array", "null"]},
             },
         },
         "meta": {"type": "object"},
@@ -336,10 +341,13 @@ def _patch_from_document(
         _check_resolution(resolution, limits, fail)
     if "bpm" in document.get("settings", {}):
         _check_bpm(document["settings"]["bpm"], fail)
+    outputs = _check_outputs(document.get("settings", {}).get("outputs"), limits, fail)
 
     patch = Patch()
     patch.folder = folder
     patch.settings.update(document.get("settings", {}))
+    if outputs is not None:
+        patch.settings["outputs"] = outputs
     patch.meta.update(document.get("meta", {}))
     patch.allow_path_ids = patch.frozen  # inlined instances keep their paths as ids
     definitions = document.get("definitions", {})
@@ -631,6 +639,14 @@ def _check_bpm(bpm: Any, fail: Any) -> float:
         return checked_bpm(bpm)
     except PatchValueError as problem:
         raise fail("settings.bpm", str(problem).removeprefix("bpm: ")) from None
+
+
+def _check_outputs(outputs: Any, limits: Limits, fail: Any) -> list[dict[str, Any]] | None:
+    """The patch's outputs as `Patch.update_settings` takes them (one rule for both)."""
+    try:
+        return checked_outputs(outputs, limits)
+    except OutputsError as problem:
+        raise fail(f"settings.{problem.place}", problem.reason) from None
 
 
 def _check_sizes(document: Any, limits: Limits, fail: Any) -> None:
@@ -1040,6 +1056,9 @@ def _check_loadable(document: dict[str, Any], arrays: Mapping[str, np.ndarray],
         document["settings"] = {**settings, "resolution": resolution}
     if isinstance(settings, dict) and "bpm" in settings:
         document["settings"] = {**document["settings"], "bpm": _check_bpm(settings["bpm"], refuse)}
+    if isinstance(settings, dict) and settings.get("outputs") is not None:
+        outputs = _check_outputs(settings["outputs"], limits, refuse)
+        document["settings"] = {**document["settings"], "outputs": outputs}
     total = sum(array.nbytes for array in arrays.values())
     if total > limits.sidecar_bytes:
         raise refuse("arrays", f"arrays of {total} bytes: "
