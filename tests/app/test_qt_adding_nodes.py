@@ -5,7 +5,6 @@ lists an id with the exact word typed first."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QPoint, QPointF, Qt, QTimer
@@ -16,7 +15,7 @@ from PySide6.QtWidgets import QApplication
 from app.qt.canvas.canvas import READABLE_TITLE_PX, SEARCH_SEPARATOR, search_ranked
 from nodes import Patch
 
-SHOTS = Path(os.environ.get("PATCHBAY_SHOTS", "/work/shots"))
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
 
 
 def save_shot(editor, name: str) -> None:

@@ -619,6 +619,6 @@ def test_learn_keeps_the_value_it_binds_and_picks_it_up(
     assert played(editor).output("out") == pytest.approx(4.2)
     assert fader(0.7, frames=20) == pytest.approx(4.2)  # resting: the panels catch up
     editor.docks["Bindings"].raise_()
-    Path("/work/shots").mkdir(parents=True, exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     QApplication.processEvents()  # the window's loop: widgets added since are shown
-    editor.grab().save("/work/shots/showfix-learn.png")
+    editor.grab().save(str(ARTIFACTS / "showfix-learn.png"))

@@ -4,7 +4,6 @@ good: 0"; one that succeeded before keeps saying its last good value."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QPointF, Qt
@@ -13,7 +12,7 @@ from PySide6.QtTest import QTest
 from app.qt.canvas.failure_marks import NO_GOOD_VALUE
 from nodes import Patch
 
-SHOTS = Path(os.environ.get("PATCHBAY_SHOTS", "/work/shots"))
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
 
 
 def click_node(editor, node_id: str) -> None:

@@ -6,7 +6,6 @@ patch's folder and names the file relative to it. Each edit is one undo step."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from PySide6.QtWidgets import QApplication, QColorDialog, QComboBox, QFileDialog
 from app.qt.pin_types import QtColorField, QtFileField, QtVectorField
 from nodes import Patch
 
-SHOTS = Path(os.environ.get("PATCHBAY_SHOTS", "/work/shots"))
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
 
 
 def click_node(editor, node_id: str) -> None:

@@ -4,7 +4,6 @@ way; driven by right-clicks and clicks on the real window."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 from nodes import Patch
 from nodes.document.bindings import Binding
 
-SHOTS = Path(os.environ.get("PATCHBAY_SHOTS", "/work/shots"))
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
 
 
 def knob_patch() -> Patch:

@@ -254,11 +254,12 @@ def show_patch_without_inputs() -> Patch:
 
 
 def shot(editor, name: str) -> None:
-    """Save a screenshot of the window to look at (/work/shots, not kept in the repository),
-    once the window's loop has shown what changed."""
+    """Save a screenshot of the window to look at (tests/artifacts, not kept in the
+    repository), once the window's loop has shown what changed."""
     QApplication.processEvents()
-    Path("/work/shots").mkdir(parents=True, exist_ok=True)
-    editor.grab().save(f"/work/shots/{name}")
+    shots = Path(__file__).resolve().parents[1] / "artifacts"
+    shots.mkdir(parents=True, exist_ok=True)
+    editor.grab().save(str(shots / name))
 
 
 def click(widget, point=None) -> None:

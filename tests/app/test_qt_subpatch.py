@@ -540,8 +540,8 @@ def test_a_new_inlet_wired_in_keeps_every_picture_and_its_default_is_edited_in_t
     ui.run_frames(editor, 2)
     assert (played(editor).output("o1"), played(editor).output("o2")) == (1.0, 1.0)
     assert editor.inspector.pin_widget("default").value() == 0.5
-    Path("/work/shots").mkdir(parents=True, exist_ok=True)
-    editor.grab().save("/work/shots/showfix-inlet.png")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    editor.grab().save(str(ARTIFACTS / "showfix-inlet.png"))
 
     canvas.viewer().setFocus()
     ui.press(canvas.viewer(), Qt.Key.Key_Backspace)  # up to the document: set one instance
@@ -549,7 +549,7 @@ def test_a_new_inlet_wired_in_keeps_every_picture_and_its_default_is_edited_in_t
     type_number(editor.inspector.pin_widget("gain"), "3")
     ui.run_frames(editor, 2)
     assert (played(editor).output("o1"), played(editor).output("o2")) == (1.0, 6.0)
-    editor.grab().save("/work/shots/showfix-inlet-instance.png")
+    editor.grab().save(str(ARTIFACTS / "showfix-inlet-instance.png"))
     editor.undo_stack.undo()  # the instance's value
     editor.undo_stack.undo()  # the inlet's default: the instances nobody set follow it back
     ui.run_frames(editor, 2)

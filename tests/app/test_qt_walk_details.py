@@ -6,7 +6,6 @@ moves a tenth per click in its track. Driven by clicks and key presses on the re
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from app.engine.local import LocalEngineLink
 from app.qt.launch import open_editor
 from nodes import LIBRARY, Patch
 
-SHOTS = Path(os.environ.get("PATCHBAY_SHOTS", "/work/shots"))
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
 
 
 def knob_patch() -> Patch:

@@ -4,7 +4,6 @@ its canvas thumbnail and in the Preview panel, not as a solid yellow box."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from evaluators.services.gl import GLService
 from nodes import Patch
 from tests.app.conftest import ScriptedDialogs, make_editor, run_frames, show_patch
 
-SHOTS = Path(os.environ.get("PATCHBAY_SHOTS", "/work/shots"))
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
 YELLOW = (1.0, 0.85, 0.1, 1.0)
 
 
