@@ -6,22 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QPointF, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from app.qt.canvas.failure_marks import NO_GOOD_VALUE
 from nodes import Patch
+from tests.app.test_qt_canvas_own import click_node
 
 SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
-
-
-def click_node(editor, node_id: str) -> None:
-    """Click a node's title bar on the canvas."""
-    item = editor.canvas.view_node(node_id).view
-    viewport = editor.canvas.viewer().viewport()
-    at = editor.canvas.viewer().mapFromScene(item.mapToScene(QPointF(20.0, 8.0)))
-    QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, at)
-    QCoreApplication.processEvents()
 
 
 def test_a_node_that_never_succeeded_says_no_good_value_yet(editor, ui, qtbot):

@@ -9,24 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QPointF, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QColorDialog, QComboBox, QFileDialog
 
 from app.qt.pin_types import QtColorField, QtFileField, QtVectorField
 from nodes import Patch
+from tests.app.test_qt_canvas_own import click_node
 
 SHOTS = Path(__file__).resolve().parents[1] / "artifacts"  # screenshots to look at
-
-
-def click_node(editor, node_id: str) -> None:
-    """Click a node's title bar on the canvas."""
-    item = editor.canvas.view_node(node_id).view
-    viewport = editor.canvas.viewer().viewport()
-    at = editor.canvas.viewer().mapFromScene(item.mapToScene(QPointF(20.0, 8.0)))
-    QTest.mouseClick(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, at)
-    QCoreApplication.processEvents()
 
 
 def answer_modal(kind: type, answer) -> None:
