@@ -200,11 +200,16 @@ def test_the_profiler_dock_with_the_editors_own_evaluator(editor, qtbot):
     assert "depends on debug.sleep, which runs every frame: slow -> this node" in (
         panel.why.toPlainText()
     )
+
     # a double-click on a row selects that node on the canvas
-    k = panel.proxy.index(panel.shown_paths().index("k"), NODE)
-    table.scrollTo(k)
-    qtbot.waitUntil(lambda: table.viewport().rect().contains(table.visualRect(k).center()))
-    point = table.visualRect(k).center()
+    def row_of_k_shown() -> bool:
+        # Looked up anew each time: a reply that comes meanwhile fills the table again.
+        k = panel.proxy.index(panel.shown_paths().index("k"), NODE)
+        table.scrollTo(k)
+        return table.viewport().rect().contains(table.visualRect(k).center())
+
+    qtbot.waitUntil(row_of_k_shown)
+    point = table.visualRect(panel.proxy.index(panel.shown_paths().index("k"), NODE)).center()
     # an item view takes a double-click on the row it was pressed on: press first
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=point)
     qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=point)
